@@ -1,0 +1,1 @@
+"""PHM kernels."""

@@ -1,0 +1,1 @@
+"""sfbench-jax: fast, exact SensorFault-Bench in JAX."""
