@@ -1,0 +1,1 @@
+"""Forecasting architectures (Flax NNX) and their registry."""
