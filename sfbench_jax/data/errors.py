@@ -1,0 +1,9 @@
+"""Exceptions and warnings of the data layer."""
+
+
+class DataContractError(ValueError):
+    """A dataset file is missing, malformed or violates its contract (columns, values, rows)."""
+
+
+class ChecksumMismatchWarning(UserWarning):
+    """A supplied dataset's content differs from the reference content (results not comparable)."""
