@@ -1,14 +1,46 @@
-"""SeasonalNaive: repeat the last season of the input window (spec 3.6). No parameters, no training."""
+"""SeasonalNaive: repeat the last season of the input window (spec 3.6). No parameters, no training.
+
+What lives here: `SEASON_GRID`, the `SeasonalNaiveConfig` hyperparameters with the registry's
+`GRID`, and the `SeasonalNaive` NNX module.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from sfbench_jax.models.hparams import require_int
+
 SEASON_GRID: tuple[int, ...] = (1, 2, 3, 6, 12, 16, 24, 36, 48, 90)
+
+
+@dataclasses.dataclass(frozen=True)
+class SeasonalNaiveConfig:
+    """SeasonalNaive hyperparameters.
+
+    Attributes:
+        season_length: season in steps (>= 1); seasons longer than the window use the window.
+    """
+
+    season_length: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "season_length",
+                           require_int("season_length", self.season_length))
+
+
+GRID: dict[str, tuple[Any, ...]] = {"season_length": SEASON_GRID}
+
+
+def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+    """Every season length in the grid is valid."""
+    del hparams, input_len
+    return True
 
 
 class SeasonalNaive(nnx.Module):

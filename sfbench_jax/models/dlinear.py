@@ -1,0 +1,140 @@
+"""DLinear (spec 3.1): moving-average decomposition plus two linear maps over time.
+
+What lives here: the `DLinearConfig` hyperparameters, the search `GRID`, and the `DLinear` NNX
+module. Weight import from PyTorch is in `parity.py`; registration in `registry.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from sfbench_jax.models.hparams import require_bool, require_int
+from sfbench_jax.models.layers import (check_input, select_targets, torch_uniform_init,
+                                       validate_dataset_shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class DLinearConfig:
+    """DLinear hyperparameters.
+
+    Attributes:
+        moving_avg: odd width of the moving average that extracts the trend.
+        individual: one pair of time maps per channel (true) or one pair shared by all (false).
+        init_weights: set both weight matrices to the constant `1/input_len` (biases keep the
+            default random init).
+    """
+
+    moving_avg: int = 25
+    individual: bool = False
+    init_weights: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "moving_avg", require_int("moving_avg", self.moving_avg, odd=True))
+        object.__setattr__(self, "individual", require_bool("individual", self.individual))
+        object.__setattr__(self, "init_weights", require_bool("init_weights", self.init_weights))
+
+
+GRID: dict[str, tuple[Any, ...]] = {
+    "moving_avg": (9, 13, 17, 21, 25, 29, 33),
+    "individual": (False, True),
+    "init_weights": (False, True),
+    "lr": (1e-3, 1e-4, 5e-4),
+}
+
+
+def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+    """Every DLinear grid combination is valid."""
+    del hparams, input_len
+    return True
+
+
+def moving_average_counts(input_len: int, width: int) -> np.ndarray:
+    """Integer matrix `C (n, n)` with `trend = C @ x / width` for the edge-replicated average.
+
+    Row `t` counts how often each input step falls in the width-`width` window centred on `t`
+    after `(width - 1)/2` copies of the first and last step are put in front and behind.
+    """
+    half = (width - 1) // 2
+    counts = np.zeros((input_len, input_len), np.float32)
+    for t in range(input_len):
+        for j in range(t - half, t + half + 1):
+            counts[t, min(max(j, 0), input_len - 1)] += 1.0
+    return counts
+
+
+class DLinear(nnx.Module):
+    """Seasonal-trend decomposition with one linear map `n -> H` over time for each part.
+
+    Channel-independent: each channel's forecast depends only on that channel.
+
+    Args:
+        moving_avg, individual, init_weights: see `DLinearConfig`.
+        input_len: window length `n`.
+        horizon: forecast length `H`.
+        num_channels: input channels `m`.
+        target_indices: channels returned, in order.
+        rngs: parameter initialisation keys.
+
+    Example:
+        >>> model = DLinear(input_len=96, horizon=6, num_channels=12, target_indices=[0],
+        ...                 rngs=nnx.Rngs(0))
+        >>> model(jnp.zeros((2, 96, 12))).shape
+        (2, 6, 1)
+    """
+
+    def __init__(self, *, moving_avg: int = 25, individual: bool = False,
+                 init_weights: bool = False, input_len: int, horizon: int, num_channels: int,
+                 target_indices: Sequence[int], rngs: nnx.Rngs) -> None:
+        self.config = DLinearConfig(moving_avg=moving_avg, individual=individual,
+                                    init_weights=init_weights)
+        self.target_indices = validate_dataset_shape(
+            input_len=input_len, horizon=horizon, num_channels=num_channels,
+            target_indices=target_indices)
+        self.input_len, self.horizon, self.num_channels = input_len, horizon, num_channels
+        # Kernels are stored `(..., in=n, out=H)`; torch's `(H, n)` weight is their transpose.
+        lead = (num_channels,) if self.config.individual else ()
+        init = torch_uniform_init(input_len)
+
+        def kernel() -> nnx.Param:
+            if self.config.init_weights:
+                return nnx.Param(jnp.full(lead + (input_len, horizon), 1.0 / input_len,
+                                          jnp.float32))
+            return nnx.Param(init(rngs.params(), lead + (input_len, horizon)))
+
+        self.seasonal_kernel = kernel()
+        self.seasonal_bias = nnx.Param(init(rngs.params(), lead + (horizon,)))
+        self.trend_kernel = kernel()
+        self.trend_bias = nnx.Param(init(rngs.params(), lead + (horizon,)))
+
+    def decompose(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Split `x (batch, n, m)` into `(seasonal, trend)`, both `(batch, n, m)`."""
+        counts = jnp.asarray(moving_average_counts(self.input_len, self.config.moving_avg))
+        trend = jnp.einsum("ts,bsm->btm", counts, x) / self.config.moving_avg
+        return x - trend, trend
+
+    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
+        seasonal, trend = self.decompose(x)
+        if self.config.individual:
+            out = (jnp.einsum("bnm,mnh->bhm", seasonal, self.seasonal_kernel[...])
+                   + self.seasonal_bias[...].T
+                   + jnp.einsum("bnm,mnh->bhm", trend, self.trend_kernel[...])
+                   + self.trend_bias[...].T)
+        else:
+            out = (jnp.einsum("bnm,nh->bhm", seasonal, self.seasonal_kernel[...])
+                   + self.seasonal_bias[...][:, None]
+                   + jnp.einsum("bnm,nh->bhm", trend, self.trend_kernel[...])
+                   + self.trend_bias[...][:, None])
+        return out
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
+        check_input(x, input_len=self.input_len, num_channels=self.num_channels, model="DLinear")
+        return select_targets(self.predict_all_channels(x), self.target_indices)

@@ -1,0 +1,185 @@
+"""Building blocks shared by the forecasting architectures.
+
+What lives here: PyTorch-default initialisers, a BatchNorm with PyTorch's train/eval semantics,
+the joint-slab LayerNorm used by TSMixer, exact GELU, target selection, and the dataset-shape and
+input-shape checks every architecture runs. Architectures themselves live in their own modules
+(`dlinear.py`, `gru.py`, ...); RevIN lives in `revin.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+Initializer = nnx.initializers.Initializer
+
+
+def torch_uniform_init(fan_in: int) -> Initializer:
+    """`U(-1/sqrt(fan_in), 1/sqrt(fan_in))`, PyTorch's default for Linear/Conv weights and biases.
+
+    PyTorch draws weights with Kaiming-uniform (a = sqrt(5)), whose bound works out to exactly
+    `1/sqrt(fan_in)`, and biases from the same interval, so one initialiser serves both.
+
+    Args:
+        fan_in: number of inputs feeding one output (`in_features`, or `in_channels/groups * k`).
+
+    Returns:
+        An initialiser `(key, shape, dtype) -> array`.
+    """
+    bound = 1.0 / math.sqrt(fan_in)
+
+    def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+        return jax.random.uniform(key, tuple(shape), dtype, -bound, bound)
+
+    return init
+
+
+def uniform_init(low: float, high: float) -> Initializer:
+    """`U(low, high)` initialiser (PatchTST's positional table uses `U(-0.02, 0.02)`)."""
+
+    def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+        return jax.random.uniform(key, tuple(shape), dtype, low, high)
+
+    return init
+
+
+def torch_linear(in_features: int, out_features: int, *, rngs: nnx.Rngs) -> nnx.Linear:
+    """A `nnx.Linear` initialised like `torch.nn.Linear` (kernel layout `(in, out)`)."""
+    init = torch_uniform_init(in_features)
+    return nnx.Linear(in_features, out_features, kernel_init=init, bias_init=init, rngs=rngs)
+
+
+def gelu(x: jax.Array) -> jax.Array:
+    """Exact (erf) GELU, as `torch.nn.GELU()`; `jax.nn.gelu` defaults to the tanh approximation."""
+    return jax.nn.gelu(x, approximate=False)
+
+
+ACTIVATIONS = {"relu": jax.nn.relu, "gelu": gelu}
+
+
+class TorchBatchNorm(nnx.Module):
+    """Batch normalisation with PyTorch semantics.
+
+    Train mode (`use_running_average=False`) normalises with the biased batch variance and updates
+    `running ← (1 − momentum)·running + momentum·batch`, using the *unbiased* batch variance for
+    `var` (PyTorch's convention; Flax's own BatchNorm uses the biased one). Eval mode normalises
+    with the running statistics. Every axis not in `feature_axes` is reduced over.
+
+    Args:
+        feature_shape: shape of the per-feature statistics and affine parameters.
+        feature_axes: axes of the input that carry the features (same length as feature_shape).
+        epsilon: added to the variance inside the square root.
+        momentum: PyTorch-convention momentum (weight of the new batch statistic).
+    """
+
+    def __init__(self, feature_shape: Sequence[int], *, feature_axes: Sequence[int],
+                 epsilon: float = 1e-5, momentum: float = 0.1) -> None:
+        self.feature_shape = tuple(int(s) for s in feature_shape)
+        self.feature_axes = tuple(int(a) for a in feature_axes)
+        if len(self.feature_shape) != len(self.feature_axes):
+            raise ValueError("feature_shape and feature_axes must have the same length.")
+        self.epsilon = float(epsilon)
+        self.momentum = float(momentum)
+        self.use_running_average = False
+        self.scale = nnx.Param(jnp.ones(self.feature_shape, jnp.float32))
+        self.bias = nnx.Param(jnp.zeros(self.feature_shape, jnp.float32))
+        self.mean = nnx.BatchStat(jnp.zeros(self.feature_shape, jnp.float32))
+        self.var = nnx.BatchStat(jnp.ones(self.feature_shape, jnp.float32))
+
+    def _layout(self, ndim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        axes = tuple(a % ndim for a in self.feature_axes)
+        if list(axes) != sorted(axes):
+            raise ValueError("feature_axes must be increasing.")
+        reduce_axes = tuple(a for a in range(ndim) if a not in axes)
+        shape = [1] * ndim
+        for axis, size in zip(axes, self.feature_shape):
+            shape[axis] = size
+        return reduce_axes, tuple(shape)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """Normalise `x`; in train mode also update the running statistics."""
+        reduce_axes, shape = self._layout(x.ndim)
+        if self.use_running_average:
+            mean = self.mean[...].reshape(shape)
+            var = self.var[...].reshape(shape)
+        else:
+            count = int(np.prod([x.shape[a] for a in reduce_axes]))
+            if count < 2:
+                raise ValueError("BatchNorm in train mode needs more than one value per feature "
+                                 f"(got {count}); use a larger batch or eval mode.")
+            mean = jnp.mean(x, axis=reduce_axes, keepdims=True)
+            var = jnp.mean(jnp.square(x - mean), axis=reduce_axes, keepdims=True)
+            unbiased = var.reshape(self.feature_shape) * (count / (count - 1))
+            stop = jax.lax.stop_gradient
+            self.mean[...] = ((1.0 - self.momentum) * self.mean[...]
+                              + self.momentum * stop(mean.reshape(self.feature_shape)))
+            self.var[...] = (1.0 - self.momentum) * self.var[...] + self.momentum * stop(unbiased)
+        inv = jax.lax.rsqrt(var + self.epsilon)
+        return (x - mean) * inv * self.scale[...].reshape(shape) + self.bias[...].reshape(shape)
+
+
+class SlabLayerNorm(nnx.Module):
+    """LayerNorm over the last two axes jointly (TSMixer's `nn.LayerNorm((n, m))`).
+
+    Mean and biased variance are taken over the whole `(time, channel)` slab of each window; the
+    affine parameters have the slab's shape.
+
+    Args:
+        slab_shape: `(time, channel)`.
+        epsilon: added to the variance inside the square root.
+    """
+
+    def __init__(self, slab_shape: Sequence[int], *, epsilon: float = 1e-3) -> None:
+        self.epsilon = float(epsilon)
+        shape = tuple(int(s) for s in slab_shape)
+        self.scale = nnx.Param(jnp.ones(shape, jnp.float32))
+        self.bias = nnx.Param(jnp.zeros(shape, jnp.float32))
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """Normalise each `(time, channel)` slab of `x` `(batch, time, channel)`."""
+        mean = jnp.mean(x, axis=(-2, -1), keepdims=True)
+        var = jnp.mean(jnp.square(x - mean), axis=(-2, -1), keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + self.epsilon) * self.scale[...] + self.bias[...]
+
+
+def validate_dataset_shape(*, input_len: int, horizon: int, num_channels: int,
+                           target_indices: Sequence[int]) -> tuple[int, ...]:
+    """Check the dataset shape every architecture is built for and return the targets as a tuple.
+
+    Raises:
+        ValueError: non-positive lengths, empty/duplicate/out-of-range target indices.
+    """
+    for name, value in (("input_len", input_len), ("horizon", horizon),
+                        ("num_channels", num_channels)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    targets = tuple(int(i) for i in target_indices)
+    if not targets:
+        raise ValueError("target_indices must name at least one channel.")
+    if len(set(targets)) != len(targets):
+        raise ValueError(f"target_indices must not repeat a channel, got {targets}.")
+    bad = [i for i in targets if not 0 <= i < num_channels]
+    if bad:
+        raise ValueError(f"target_indices {bad} are outside [0, {num_channels}) "
+                         f"for num_channels={num_channels}.")
+    return targets
+
+
+def check_input(x: jax.Array, *, input_len: int, num_channels: int, model: str) -> None:
+    """Raise a clear error when `x` is not `(batch, input_len, num_channels)` (trace-time check)."""
+    if x.ndim != 3 or x.shape[1] != input_len or x.shape[2] != num_channels:
+        raise ValueError(f"{model} expects input of shape (batch, {input_len}, {num_channels}), "
+                         f"got {tuple(x.shape)}.")
+
+
+def select_targets(y: jax.Array, target_indices: tuple[int, ...]) -> jax.Array:
+    """Take the target channels from the last axis (a slice when they are contiguous)."""
+    first = target_indices[0]
+    if target_indices == tuple(range(first, first + len(target_indices))):
+        return y[..., first:first + len(target_indices)]
+    return jnp.take(y, np.asarray(target_indices), axis=-1)

@@ -1,0 +1,179 @@
+"""Registry of forecasting architectures by name, with their hyperparameter grids.
+
+What lives here: `MODELS` (name -> `ModelSpec`: config dataclass, grid in the spec's key order,
+validity predicate, trainable / channel-independent / RevIN flags, module class), and the
+functions the rest of the engine calls: `expand_grid`, `is_valid_combination`, `make_config`
+and `build_model`. Candidate sampling (random subgrids) belongs to `sfbench_jax/train/`.
+
+Example:
+    >>> from sfbench_jax.models.registry import MODELS, build_model, expand_grid
+    >>> len(expand_grid("gru"))
+    72
+    >>> model = build_model("gru", expand_grid("gru")[0], input_len=96, horizon=6,
+    ...                     num_channels=12, target_indices=[0], seed=0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+from flax import nnx
+
+from sfbench_jax.models import dlinear, gru, moderntcn, patchtst, seasonal_naive, tsmixer
+from sfbench_jax.models.layers import validate_dataset_shape
+from sfbench_jax.models.revin import RevIN, RevINConfig
+
+NON_ARCHITECTURE_KEYS: tuple[str, ...] = ("lr",)
+"""Grid keys that are not architecture hyperparameters; `build_model` accepts and ignores them."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ModelSpec:
+    """Everything the engine needs to know about one architecture.
+
+    Attributes:
+        name: registry key.
+        config_cls: frozen dataclass of the architecture hyperparameters (validated).
+        grid: search space in the spec's key order (first key varies slowest), `lr` included.
+        is_valid: predicate `(hparams, *, input_len) -> bool` for grid combinations.
+        module_cls: the NNX module class.
+        is_trainable: whether the architecture has parameters to train.
+        is_channel_independent: whether channel i's forecast depends on channel i only.
+        supports_revin: whether the RevIN wrapper may be put around it.
+    """
+
+    name: str
+    config_cls: type
+    grid: Mapping[str, tuple[Any, ...]]
+    is_valid: Callable[..., bool]
+    module_cls: type
+    is_trainable: bool
+    is_channel_independent: bool
+    supports_revin: bool
+
+    @property
+    def hyperparameter_names(self) -> tuple[str, ...]:
+        """The architecture's own hyperparameter names (the config fields)."""
+        return tuple(f.name for f in dataclasses.fields(self.config_cls))
+
+
+def _spec(name: str, module: types.ModuleType, config_cls: type, module_cls: type, *,
+          is_trainable: bool, is_channel_independent: bool, supports_revin: bool) -> ModelSpec:
+    return ModelSpec(name=name, config_cls=config_cls, grid=types.MappingProxyType(module.GRID),
+                     is_valid=module.is_valid, module_cls=module_cls, is_trainable=is_trainable,
+                     is_channel_independent=is_channel_independent,
+                     supports_revin=supports_revin)
+
+
+MODELS: dict[str, ModelSpec] = {
+    "dlinear": _spec("dlinear", dlinear, dlinear.DLinearConfig, dlinear.DLinear,
+                     is_trainable=True, is_channel_independent=True, supports_revin=True),
+    "gru": _spec("gru", gru, gru.GRUConfig, gru.GRU,
+                 is_trainable=True, is_channel_independent=False, supports_revin=True),
+    "moderntcn": _spec("moderntcn", moderntcn, moderntcn.ModernTCNConfig, moderntcn.ModernTCN,
+                       is_trainable=True, is_channel_independent=False, supports_revin=True),
+    "patchtst": _spec("patchtst", patchtst, patchtst.PatchTSTConfig, patchtst.PatchTST,
+                      is_trainable=True, is_channel_independent=True, supports_revin=False),
+    "tsmixer": _spec("tsmixer", tsmixer, tsmixer.TSMixerConfig, tsmixer.TSMixer,
+                     is_trainable=True, is_channel_independent=False, supports_revin=True),
+    "seasonal_naive": _spec("seasonal_naive", seasonal_naive,
+                            seasonal_naive.SeasonalNaiveConfig, seasonal_naive.SeasonalNaive,
+                            is_trainable=False, is_channel_independent=True,
+                            supports_revin=False),
+}
+
+
+def get_spec(name: str) -> ModelSpec:
+    """Look up an architecture; unknown names raise `ValueError` listing the valid ones."""
+    if name not in MODELS:
+        raise ValueError(f"Unknown model {name!r}; valid names: {sorted(MODELS)}.")
+    return MODELS[name]
+
+
+def expand_grid(name: str, *, input_len: int = 96) -> list[dict[str, Any]]:
+    """All valid grid combinations of `name`, in spec order (first key varies slowest).
+
+    Invalid combinations (spec 5.3) are dropped before any sampling; counts for `input_len=96`:
+    dlinear 84, gru 72, moderntcn 192, patchtst 384, tsmixer 324, seasonal_naive 10.
+    """
+    spec = get_spec(name)
+    keys = list(spec.grid)
+    combos = (dict(zip(keys, values)) for values in itertools.product(*spec.grid.values()))
+    return [c for c in combos if spec.is_valid(c, input_len=input_len)]
+
+
+def _architecture_hparams(spec: ModelSpec, hparams: Mapping[str, Any]) -> dict[str, Any]:
+    valid = spec.hyperparameter_names
+    unknown = sorted(set(hparams) - set(valid) - set(NON_ARCHITECTURE_KEYS))
+    if unknown:
+        raise ValueError(f"Unknown hyperparameter(s) {unknown} for {spec.name!r}; valid: "
+                         f"{list(valid)} (plus ignored {list(NON_ARCHITECTURE_KEYS)}).")
+    return {k: v for k, v in hparams.items() if k in valid}
+
+
+def make_config(name: str, hparams: Mapping[str, Any]) -> Any:
+    """The validated config dataclass of `name` from a hyperparameter dict (`lr` ignored).
+
+    Raises:
+        ValueError: unknown model, unknown hyperparameter, invalid value or combination.
+    """
+    spec = get_spec(name)
+    return spec.config_cls(**_architecture_hparams(spec, hparams))
+
+
+def is_valid_combination(name: str, hparams: Mapping[str, Any], *, input_len: int = 96) -> bool:
+    """Whether `hparams` is a valid combination for `name` (the grid filter of spec 5.3)."""
+    return bool(get_spec(name).is_valid(dict(hparams), input_len=input_len))
+
+
+def model_rngs(seed: int) -> nnx.Rngs:
+    """Initialisation and dropout streams derived from one integer seed by folding in 0 / 1."""
+    base = jax.random.key(seed)
+    return nnx.Rngs(params=jax.random.fold_in(base, 0), dropout=jax.random.fold_in(base, 1))
+
+
+def build_model(name: str, hparams: Mapping[str, Any], *, input_len: int, horizon: int,
+                num_channels: int, target_indices: Sequence[int], seed: int,
+                revin: RevINConfig | None = None) -> nnx.Module:
+    """Construct an architecture for one dataset shape.
+
+    Args:
+        name: registry key (`dlinear`, `gru`, `moderntcn`, `patchtst`, `tsmixer`,
+            `seasonal_naive`).
+        hparams: architecture hyperparameters; missing ones take the config defaults, `lr`
+            is accepted and ignored.
+        input_len: window length `n`.
+        horizon: forecast length `H`.
+        num_channels: input channels `m`.
+        target_indices: channels the model returns, in order.
+        seed: parameter-initialisation and dropout seed.
+        revin: wrap the model in RevIN with these options (not for patchtst/seasonal_naive).
+
+    Returns:
+        The NNX module (train mode, like a fresh PyTorch module; call `.eval()` to evaluate).
+
+    Raises:
+        ValueError: unknown model or hyperparameter, invalid value or combination, dataset
+            shape the architecture cannot handle, or RevIN requested where it does not apply.
+    """
+    spec = get_spec(name)
+    config = make_config(name, hparams)
+    if revin is not None and not spec.supports_revin:
+        supported = sorted(n for n, s in MODELS.items() if s.supports_revin)
+        raise ValueError(f"RevIN cannot wrap {name!r}; it applies to {supported}.")
+    kwargs = dataclasses.asdict(config)
+    if name == "seasonal_naive":
+        targets = validate_dataset_shape(input_len=input_len, horizon=horizon,
+                                         num_channels=num_channels, target_indices=target_indices)
+        return seasonal_naive.SeasonalNaive(input_len=input_len, horizon=horizon,
+                                            target_indices=targets, **kwargs)
+    model = spec.module_cls(input_len=input_len, horizon=horizon, num_channels=num_channels,
+                            target_indices=target_indices, rngs=model_rngs(seed), **kwargs)
+    if revin is not None:
+        model = RevIN(model, revin)
+    return model

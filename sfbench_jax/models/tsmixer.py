@@ -1,0 +1,143 @@
+"""TSMixer (spec 3.5): residual time-mixing and feature-mixing blocks, then a time projection.
+
+What lives here: the `TSMixerConfig` hyperparameters, the search `GRID`, the `TSMixer` NNX module
+and its `MixerBlock`. All dense layers use Glorot-uniform weights and zero biases (Keras
+defaults, as the reference); norms are the joint `(n, m)` LayerNorm (`"L"`) or a BatchNorm over the
+flattened `n·m` cells (`"B"`, eps 1e-3, PyTorch momentum 0.01).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from sfbench_jax.models.hparams import require_choice, require_int, require_rate
+from sfbench_jax.models.layers import (ACTIVATIONS, SlabLayerNorm, TorchBatchNorm, check_input,
+                                       select_targets, validate_dataset_shape)
+
+NORM_EPS = 1e-3
+BATCH_NORM_MOMENTUM = 0.01
+
+
+@dataclasses.dataclass(frozen=True)
+class TSMixerConfig:
+    """TSMixer hyperparameters.
+
+    Attributes:
+        n_block: mixer blocks.
+        ff_dim: hidden width of the feature-mixing MLP.
+        norm_type: `"L"` (LayerNorm over the (n, m) slab) or `"B"` (BatchNorm over n·m cells).
+        activation: `"relu"` or `"gelu"` (exact), used in both branches.
+        dropout: dropout after each activation and after the feature MLP.
+    """
+
+    n_block: int = 2
+    ff_dim: int = 64
+    norm_type: str = "L"
+    activation: str = "relu"
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_("n_block", require_int("n_block", self.n_block))
+        set_("ff_dim", require_int("ff_dim", self.ff_dim))
+        set_("norm_type", require_choice("norm_type", self.norm_type, ("L", "B")))
+        set_("activation", require_choice("activation", self.activation, ("relu", "gelu")))
+        set_("dropout", require_rate("dropout", self.dropout))
+
+
+GRID: dict[str, tuple[Any, ...]] = {
+    "n_block": (2, 4, 8),
+    "ff_dim": (64, 128, 256),
+    "norm_type": ("L", "B"),
+    "activation": ("relu", "gelu"),
+    "dropout": (0.0, 0.1, 0.3),
+    "lr": (1e-3, 5e-4, 1e-4),
+}
+
+
+def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+    """Every TSMixer grid combination is valid."""
+    del hparams, input_len
+    return True
+
+
+def _keras_dense(in_features: int, out_features: int, *, rngs: nnx.Rngs) -> nnx.Linear:
+    return nnx.Linear(in_features, out_features, kernel_init=nnx.initializers.glorot_uniform(),
+                      bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+
+
+def _norm(config: TSMixerConfig, input_len: int, num_channels: int) -> nnx.Module:
+    if config.norm_type == "L":
+        return SlabLayerNorm((input_len, num_channels), epsilon=NORM_EPS)
+    # Every (time, channel) cell has its own statistics: features are the last two axes.
+    return TorchBatchNorm((input_len, num_channels), feature_axes=(1, 2), epsilon=NORM_EPS,
+                          momentum=BATCH_NORM_MOMENTUM)
+
+
+class MixerBlock(nnx.Module):
+    """`r = x + drop(act(TimeLinear(norm(x))))`; `out = r + drop(fc2(drop(act(fc1(norm(r))))))`."""
+
+    def __init__(self, config: TSMixerConfig, *, input_len: int, num_channels: int,
+                 rngs: nnx.Rngs) -> None:
+        self.activation = config.activation
+        self.temporal_norm = _norm(config, input_len, num_channels)
+        self.temporal = _keras_dense(input_len, input_len, rngs=rngs)
+        self.temporal_dropout = nnx.Dropout(config.dropout, rngs=rngs)
+        self.feature_norm = _norm(config, input_len, num_channels)
+        self.feature_in = _keras_dense(num_channels, config.ff_dim, rngs=rngs)
+        self.feature_dropout_in = nnx.Dropout(config.dropout, rngs=rngs)
+        self.feature_out = _keras_dense(config.ff_dim, num_channels, rngs=rngs)
+        self.feature_dropout_out = nnx.Dropout(config.dropout, rngs=rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """`(batch, n, m) -> (batch, n, m)`."""
+        act = ACTIVATIONS[self.activation]
+        # The time-mixing Dense acts along time: move time last and back.
+        t = jnp.swapaxes(self.temporal(jnp.swapaxes(self.temporal_norm(x), 1, 2)), 1, 2)
+        r = x + self.temporal_dropout(act(t))
+        f = self.feature_dropout_in(act(self.feature_in(self.feature_norm(r))))
+        return r + self.feature_dropout_out(self.feature_out(f))
+
+
+class TSMixer(nnx.Module):
+    """TSMixer forecaster (channel-mixing through the feature MLP).
+
+    Args:
+        n_block, ff_dim, norm_type, activation, dropout: see `TSMixerConfig`.
+        input_len: window length `n`.
+        horizon: forecast length `H`.
+        num_channels: input channels `m`.
+        target_indices: channels returned, in order.
+        rngs: initialisation and dropout keys.
+    """
+
+    def __init__(self, *, n_block: int = 2, ff_dim: int = 64, norm_type: str = "L",
+                 activation: str = "relu", dropout: float = 0.0, input_len: int, horizon: int,
+                 num_channels: int, target_indices: Sequence[int], rngs: nnx.Rngs) -> None:
+        cfg = TSMixerConfig(n_block=n_block, ff_dim=ff_dim, norm_type=norm_type,
+                            activation=activation, dropout=dropout)
+        self.config = cfg
+        self.target_indices = validate_dataset_shape(
+            input_len=input_len, horizon=horizon, num_channels=num_channels,
+            target_indices=target_indices)
+        self.input_len, self.horizon, self.num_channels = input_len, horizon, num_channels
+        self.blocks = nnx.List([MixerBlock(cfg, input_len=input_len, num_channels=num_channels,
+                                           rngs=rngs) for _ in range(cfg.n_block)])
+        self.projection = _keras_dense(input_len, horizon, rngs=rngs)
+
+    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
+        for block in self.blocks:
+            x = block(x)
+        return jnp.swapaxes(self.projection(jnp.swapaxes(x, 1, 2)), 1, 2)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
+        check_input(x, input_len=self.input_len, num_channels=self.num_channels, model="TSMixer")
+        return select_targets(self.predict_all_channels(x), self.target_indices)
