@@ -1,0 +1,13 @@
+"""Fault engine: severity model, channel-count rule, channel subsets, window draws, the eight scored
+scenarios and the seven transfer families as pure functions on one window, and their registries.
+No batching and no models live here."""
+
+from sfbench_jax.faults.context import FaultContext
+from sfbench_jax.faults.registry import (SCENARIO_KEYS, SCENARIOS, TRANSFER_FAMILIES, TRANSFER_KEYS,
+                                         TRANSFER_PROFILES, Fault, get_fault, perturb)
+from sfbench_jax.faults.severity import channel_count, severity_to_units
+
+__all__ = [
+    "SCENARIOS", "SCENARIO_KEYS", "TRANSFER_FAMILIES", "TRANSFER_KEYS", "TRANSFER_PROFILES", "Fault",
+    "FaultContext", "channel_count", "get_fault", "perturb", "severity_to_units",
+]

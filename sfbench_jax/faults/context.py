@@ -1,0 +1,55 @@
+"""Static facts a fault needs about the dataset: window length, channels, the continuous pool and the
+channel-count rule. Hashable, so it can be a static argument of jitted code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION, largest_channel_count
+
+
+@dataclass(frozen=True)
+class FaultContext:
+    """Everything static about how faults act on windows of one dataset.
+
+    Attributes:
+        input_len: window length n.
+        num_channels: number of input channels m.
+        pool: positions of the continuous channels (the pool P), in input order.
+        channel_fraction: gamma of the severity channel-count rule.
+        fixed_fraction: q of the fixed-fraction variant (k = ceil(q M) for s > 0), or None.
+    """
+
+    input_len: int
+    num_channels: int
+    pool: tuple[int, ...]
+    channel_fraction: float = DEFAULT_CHANNEL_FRACTION
+    fixed_fraction: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.input_len < 2:
+            raise ValueError(f"input_len must be >= 2 for windowed faults, got {self.input_len}.")
+        if any(not 0 <= p < self.num_channels for p in self.pool) or len(set(self.pool)) != len(self.pool):
+            raise ValueError(f"pool {self.pool} must hold distinct channel positions in "
+                             f"[0, {self.num_channels}).")
+        if not 0.0 < self.channel_fraction <= 1.0:
+            raise ValueError(f"channel_fraction must lie in (0, 1], got {self.channel_fraction}.")
+        if self.fixed_fraction is not None and not 0.0 < self.fixed_fraction <= self.channel_fraction:
+            raise ValueError(f"fixed_fraction must lie in (0, channel_fraction={self.channel_fraction}], "
+                             f"got {self.fixed_fraction}.")
+
+    @property
+    def pool_size(self) -> int:
+        """M = |P|."""
+        return len(self.pool)
+
+    @property
+    def max_count(self) -> int:
+        """Largest number of channels a fault can touch (sizes fixed-shape buffers)."""
+        return largest_channel_count(self.pool_size, fraction=self.channel_fraction,
+                                     fixed_fraction=self.fixed_fraction)
+
+    @property
+    def pool_is_all_channels(self) -> bool:
+        """True when every input channel is continuous."""
+        return self.pool == tuple(range(self.num_channels))

@@ -1,0 +1,270 @@
+"""The eight scored fault scenarios (spec 2.2) as pure functions on one window.
+
+Each scenario is split in two: a *sampler* turns randomness into a small fixed-shape parameter pytree
+(severity units, the selected channels, positions, noise), and an *apply* function maps
+`(x (n, m), params)` to the faulted window. The JAX RNG mode samples on the device from the
+per-(scenario, window) stream (`streams.py`); the reference mode builds the same parameter pytrees on
+the host from the reference's MT19937 streams (`reference_rng.py`). Both share the apply functions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sfbench_jax.faults.context import FaultContext
+from sfbench_jax.faults.selection import pool_to_channels, smallest_k_mask
+from sfbench_jax.faults.severity import (SEVERITY_BITS, SEVERITY_ONE, ceil_duration, channel_count,
+                                         scaled_units, units_to_severity)
+from sfbench_jax.faults.streams import (CHANNEL_KEY_OFFSET, NOISE_OFFSET, POSITION_OFFSET,
+                                        SEVERITY_OFFSET, START_OFFSET, bits_to_int, bits_to_normal,
+                                        stream_bits)
+
+DRIFT_MAX = 0.75
+ATTENUATION_MIN = 0.25
+NOISE_STD_MAX = 1.0
+SPIKE_MAX = 7.5
+STRETCH_MAX = 5.0
+COMPRESS_MIN = 0.1
+STUCK_FRACTION_MAX = 1.0
+MISSING_FRACTION_MAX = 0.5
+
+
+class ChannelFault(NamedTuple):
+    """Drift and attenuation: a severity and the faulted channels."""
+
+    severity_units: jax.Array  # int32 ()
+    selected: jax.Array  # bool (m,)
+
+
+class NoiseFault(NamedTuple):
+    """Noise: standard normals per (time, channel); only selected channels use theirs."""
+
+    severity_units: jax.Array
+    selected: jax.Array
+    noise: jax.Array  # float32 (n, m)
+
+
+class SpikeFault(NamedTuple):
+    """Spike: one time step per selected channel."""
+
+    severity_units: jax.Array
+    selected: jax.Array
+    positions: jax.Array  # int32 (m,) in [1, n-1]
+
+
+class TimeWarpFault(NamedTuple):
+    """TimeStretch / TimeCompress: one window start shared by the selected channels."""
+
+    severity_units: jax.Array
+    selected: jax.Array
+    start: jax.Array  # int32 () in [1, n-D]
+
+
+class StuckFault(NamedTuple):
+    """StuckSensor: a hold window per selected channel, each with its own start."""
+
+    severity_units: jax.Array
+    selected: jax.Array
+    starts: jax.Array  # int32 (m,) in [1, n-L]
+
+
+class MissingFault(NamedTuple):
+    """MissingData: one synchronised forward-filled gap over all channels."""
+
+    severity_units: jax.Array
+    start: jax.Array  # int32 () in [1, n-L]
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameter maps theta(s) and durations
+
+
+def drift_offset(units: jax.Array) -> jax.Array:
+    """theta = 0.75 s."""
+    return scaled_units(units, 3, SEVERITY_BITS + 2)
+
+
+def attenuation_factor(units: jax.Array) -> jax.Array:
+    """theta = 1 - 0.75 s (= (2**26 - 3 j) / 2**26)."""
+    numerator = jnp.int32(4 * SEVERITY_ONE) - 3 * units.astype(jnp.int32)
+    return numerator.astype(jnp.float32) * jnp.float32(2.0 ** -(SEVERITY_BITS + 2))
+
+
+def spike_magnitude(units: jax.Array) -> jax.Array:
+    """theta = 7.5 s."""
+    return scaled_units(units, 15, SEVERITY_BITS + 1)
+
+
+def stretch_rate(units: jax.Array) -> jax.Array:
+    """rho = 1 + 4 s in [1, 5)."""
+    return (jnp.int32(SEVERITY_ONE) + 4 * units.astype(jnp.int32)).astype(jnp.float32) * jnp.float32(
+        2.0 ** -SEVERITY_BITS)
+
+
+def compress_rate(units: jax.Array) -> jax.Array:
+    """rho = 1 - 0.9 s in (0.1, 1]."""
+    return jnp.float32(1.0) + units_to_severity(units) * jnp.float32(COMPRESS_MIN - 1.0)
+
+
+def time_warp_duration(input_len: int) -> int:
+    """D = ceil(n / 2)."""
+    return math.ceil(input_len / 2)
+
+
+def stuck_duration(units: jax.Array, input_len: int) -> jax.Array:
+    """L = ceil(s (n - 1))."""
+    return ceil_duration(units, span=input_len - 1)
+
+
+def missing_duration(units: jax.Array, input_len: int) -> jax.Array:
+    """L = ceil(0.5 s (n - 1))."""
+    return ceil_duration(units, span=input_len - 1, half=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Apply functions: (x (n, m), params, ctx) -> x'
+
+
+def apply_drift(x: jax.Array, params: ChannelFault, ctx: FaultContext) -> jax.Array:
+    """Add `0.75 s` to every step of the selected channels."""
+    del ctx
+    return jnp.where(params.selected[None, :], x + drift_offset(params.severity_units), x)
+
+
+def apply_attenuation(x: jax.Array, params: ChannelFault, ctx: FaultContext) -> jax.Array:
+    """Scale the selected channels by `1 - 0.75 s`."""
+    del ctx
+    return jnp.where(params.selected[None, :], x * attenuation_factor(params.severity_units), x)
+
+
+def apply_noise(x: jax.Array, params: NoiseFault, ctx: FaultContext) -> jax.Array:
+    """Add `s * z` (z standard normal) to the selected channels."""
+    del ctx
+    scale = units_to_severity(params.severity_units)
+    return jnp.where(params.selected[None, :], x + scale * params.noise, x)
+
+
+def apply_spike(x: jax.Array, params: SpikeFault, ctx: FaultContext) -> jax.Array:
+    """Add `7.5 s` at one step `p_j in [1, n-1]` of each selected channel."""
+    steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
+    hit = (steps == params.positions[None, :]) & params.selected[None, :]
+    return jnp.where(hit, x + spike_magnitude(params.severity_units), x)
+
+
+def _apply_time_warp(x: jax.Array, params: TimeWarpFault, rate: jax.Array, ctx: FaultContext) -> jax.Array:
+    """Replace `D` steps from `a` by the channel resampled at `tau_i = (a-1) + (i+1)/rate`."""
+    n = ctx.input_len
+    steps = jnp.arange(n, dtype=jnp.int32)
+    offset = steps - params.start  # i = t - a
+    inside = (offset >= 0) & (offset < time_warp_duration(n))
+    advance = (offset + 1).astype(jnp.float32) / rate  # (i+1)/rate, > 0 inside the window
+    whole = jnp.floor(advance)
+    fraction = advance - whole
+    base = params.start - 1 + whole.astype(jnp.int32)  # integer part of tau
+    past_end = base >= n - 1  # tau clipped to n-1: the last value exactly
+    lower = jnp.clip(base, 0, n - 1)
+    upper = jnp.clip(base + 1, 0, n - 1)
+    fraction = jnp.where(past_end, 0.0, fraction)
+    x_lower = x[lower]
+    resampled = x_lower + (x[upper] - x_lower) * fraction[:, None]
+    return jnp.where(inside[:, None] & params.selected[None, :], resampled, x)
+
+
+def apply_time_stretch(x: jax.Array, params: TimeWarpFault, ctx: FaultContext) -> jax.Array:
+    """TimeStretch with rate `1 + 4 s` (the segment replays the past more slowly)."""
+    return _apply_time_warp(x, params, stretch_rate(params.severity_units), ctx)
+
+
+def apply_time_compress(x: jax.Array, params: TimeWarpFault, ctx: FaultContext) -> jax.Array:
+    """TimeCompress with rate `1 - 0.9 s` (advances faster, saturating at the last step)."""
+    return _apply_time_warp(x, params, compress_rate(params.severity_units), ctx)
+
+
+def apply_stuck_sensor(x: jax.Array, params: StuckFault, ctx: FaultContext) -> jax.Array:
+    """Hold `x[a_j - 1, j]` for `L = ceil(s (n-1))` steps from `a_j` on each selected channel."""
+    duration = stuck_duration(params.severity_units, ctx.input_len)
+    steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
+    held = jnp.take_along_axis(x, (params.starts - 1)[None, :], axis=0)  # (1, m)
+    inside = (steps >= params.starts[None, :]) & (steps < params.starts[None, :] + duration)
+    return jnp.where(inside & params.selected[None, :], held, x)
+
+
+def apply_missing_data(x: jax.Array, params: MissingFault, ctx: FaultContext) -> jax.Array:
+    """Forward-fill a gap of `L = ceil(0.5 s (n-1))` steps from `a` on all channels."""
+    duration = missing_duration(params.severity_units, ctx.input_len)
+    steps = jnp.arange(ctx.input_len, dtype=jnp.int32)
+    inside = (steps >= params.start) & (steps < params.start + duration)
+    return jnp.where(inside[:, None], x[params.start - 1][None, :], x)
+
+
+# ----------------------------------------------------------------------------------------------
+# JAX-mode samplers: (stream words, ctx, severity units or None) -> params
+
+
+def draw_severity_units(words: jax.Array) -> jax.Array:
+    """The first draw of a stream: a 24-bit severity `j` (s = j / 2**24 in [0, 1))."""
+    return (stream_bits(words, SEVERITY_OFFSET, ()) >> 8).astype(jnp.int32)
+
+
+def _severity(words: jax.Array, units: jax.Array | None) -> jax.Array:
+    return draw_severity_units(words) if units is None else jnp.asarray(units, jnp.int32)
+
+
+def draw_selection(words: jax.Array, units: jax.Array, ctx: FaultContext) -> jax.Array:
+    """The k(s) faulted channels: a uniformly random subset of the pool, as a bool mask `(m,)`."""
+    count = channel_count(units, pool_size=ctx.pool_size, fraction=ctx.channel_fraction,
+                          fixed_fraction=ctx.fixed_fraction)
+    keys = stream_bits(words, CHANNEL_KEY_OFFSET, (ctx.pool_size,))
+    return pool_to_channels(smallest_k_mask(keys, count), ctx, fill=False)
+
+
+def sample_channel_fault(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> ChannelFault:
+    """Drift / attenuation parameters."""
+    units = _severity(words, units)
+    return ChannelFault(units, draw_selection(words, units, ctx))
+
+
+def sample_noise(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> NoiseFault:
+    """Noise parameters: the selected channel with ordinal c reads noise column c of `(n, k_max)`."""
+    units = _severity(words, units)
+    selected = draw_selection(words, units, ctx)
+    columns = max(ctx.max_count, 1)
+    normals = bits_to_normal(stream_bits(words, NOISE_OFFSET, (ctx.input_len, columns)))
+    ordinal = jnp.clip(jnp.cumsum(selected, dtype=jnp.int32) - 1, 0, columns - 1)
+    return NoiseFault(units, selected, normals[:, ordinal])
+
+
+def sample_spike(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> SpikeFault:
+    """Spike parameters: a position in [1, n-1] per channel."""
+    units = _severity(words, units)
+    bits = stream_bits(words, POSITION_OFFSET, (ctx.num_channels,))
+    return SpikeFault(units, draw_selection(words, units, ctx), bits_to_int(bits, 1, ctx.input_len))
+
+
+def sample_time_warp(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> TimeWarpFault:
+    """TimeStretch / TimeCompress parameters: one start in [1, n-D]."""
+    units = _severity(words, units)
+    high = ctx.input_len - time_warp_duration(ctx.input_len) + 1
+    start = bits_to_int(stream_bits(words, START_OFFSET, ()), 1, high)
+    return TimeWarpFault(units, draw_selection(words, units, ctx), start)
+
+
+def sample_stuck_sensor(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> StuckFault:
+    """StuckSensor parameters: a start in [1, n-L] per channel."""
+    units = _severity(words, units)
+    duration = stuck_duration(units, ctx.input_len)
+    bits = stream_bits(words, POSITION_OFFSET, (ctx.num_channels,))
+    starts = bits_to_int(bits, 1, ctx.input_len - duration + 1)
+    return StuckFault(units, draw_selection(words, units, ctx), starts)
+
+
+def sample_missing_data(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> MissingFault:
+    """MissingData parameters: one start in [1, n-L]."""
+    units = _severity(words, units)
+    duration = missing_duration(units, ctx.input_len)
+    start = bits_to_int(stream_bits(words, START_OFFSET, ()), 1, ctx.input_len - duration + 1)
+    return MissingFault(units, start)
