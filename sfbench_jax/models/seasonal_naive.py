@@ -61,6 +61,10 @@ class SeasonalNaive(nnx.Module):
         self.source_steps = tuple(input_len - effective + (h % effective) for h in range(horizon))
         self.target_indices = tuple(int(i) for i in target_indices)
 
+    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
+        return x[:, jnp.asarray(self.source_steps)]
+
     def __call__(self, x: jax.Array) -> jax.Array:
         """Map `(batch, n, channels)` to `(batch, H, targets)` by copying input values."""
         steps = jnp.asarray(self.source_steps)
