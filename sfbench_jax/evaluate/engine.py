@@ -1,0 +1,272 @@
+"""The shell around the fused kernel: chunking, padding, device sharding, compilation with a memory
+budget, host-side reference draws, progress.
+
+`score_windows` evaluates K test windows clean and under every scored scenario and returns per-window
+losses. Chunks have one fixed size (the last is padded and its padding dropped); windows are sharded
+along a one-axis device mesh ("data"); randomness is keyed by (scenario id, window id), so results do
+not depend on the chunk size or the number of devices.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.faults.context import FaultContext
+from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
+from sfbench_jax.faults.registry import SCENARIOS, Fault
+from sfbench_jax.evaluate.kernel import PredictFn, WindowShape, score_chunk_jax, score_chunk_with_params
+
+RNG_MODES = ("jax", "reference")
+DEFAULT_FIRST_CHUNK = 1024
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """How to run the Monte Carlo evaluation.
+
+    Attributes:
+        eval_data_seed: seeds the test-window draw, the perturbation keys and the bootstrap.
+        rng: "jax" (on-device folded keys, fast) or "reference" (the reference's MT19937 streams, exact).
+        num_windows: K test windows.
+        chunk_size: windows per compiled chunk; None chooses it from the compiled memory analysis.
+        fixed_fraction: fixed channel fraction q (sensitivity variant), or None for the severity rule.
+        memory_budget_mb: temporary-memory budget per chunk used when `chunk_size` is None.
+        num_devices: devices in the mesh (None: all local devices).
+        progress: print one line per chunk group with throughput and ETA to stderr.
+    """
+
+    eval_data_seed: int
+    rng: str = "jax"
+    num_windows: int = 10_000
+    chunk_size: int | None = None
+    fixed_fraction: float | None = None
+    memory_budget_mb: int = 1024
+    num_devices: int | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rng not in RNG_MODES:
+            raise ValueError(f"Unknown RNG mode {self.rng!r}; use one of {list(RNG_MODES)}.")
+        if self.num_windows < 1:
+            raise ValueError(f"num_windows (eval.k) must be >= 1, got {self.num_windows}.")
+        if self.chunk_size is not None and self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1 (or null for automatic), got {self.chunk_size}.")
+        if self.memory_budget_mb < 1:
+            raise ValueError(f"memory_budget_mb must be >= 1, got {self.memory_budget_mb}.")
+        if self.fixed_fraction is not None and not 0.0 < self.fixed_fraction <= 0.5:
+            raise ValueError(f"fixed channel fraction must lie in (0, 0.5], got {self.fixed_fraction}.")
+        if self.num_devices is not None and self.num_devices < 1:
+            raise ValueError(f"num_devices must be >= 1, got {self.num_devices}.")
+
+
+@dataclass(frozen=True)
+class WindowLosses:
+    """Per-window results of one evaluation.
+
+    Attributes:
+        sample_starts: int32 `(K,)` absolute start rows of the test windows (sample id = position).
+        clean: float32 `(K,)` clean MSE per window.
+        faulted: float32 `(P, K)` MSE per scenario and window.
+        severity_units: int32 `(P, K)` drawn severity (units of 2**-24) per scenario and window.
+        scenario_keys: the P scenario keys in canonical order.
+    """
+
+    sample_starts: np.ndarray
+    clean: np.ndarray
+    faulted: np.ndarray
+    severity_units: np.ndarray
+    scenario_keys: tuple[str, ...]
+
+    @property
+    def severity(self) -> np.ndarray:
+        """float64 `(P, K)` severities in [0, 1)."""
+        return self.severity_units.astype(np.float64) * 2.0 ** -24
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    """Timing and layout of one evaluation."""
+
+    compile_seconds: float
+    run_seconds: float
+    chunk_size: int
+    num_chunks: int
+    num_devices: int
+    temp_bytes_per_chunk: int | None = None
+    compiles: int = 1
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def fault_context(data: PreparedData, fixed_fraction: float | None = None) -> FaultContext:
+    """The fault context of a prepared dataset."""
+    spec = data.spec
+    return FaultContext(input_len=spec.input_len, num_channels=spec.num_channels,
+                        pool=spec.continuous_pool, fixed_fraction=fixed_fraction)
+
+
+def window_shape(data: PreparedData) -> WindowShape:
+    """The static window geometry of a prepared dataset."""
+    spec = data.spec
+    return WindowShape(spec.input_len, spec.horizon, spec.target_indices)
+
+
+def make_mesh(num_devices: int | None = None) -> jax.sharding.Mesh:
+    """A one-axis ("data") mesh over the first `num_devices` local devices."""
+    devices = jax.local_devices()
+    count = len(devices) if num_devices is None else num_devices
+    if count > len(devices):
+        raise ValueError(f"Asked for {count} devices but only {len(devices)} are available "
+                         f"({devices[0].platform}).")
+    return jax.make_mesh((count,), ("data",), devices=devices[:count],
+                         axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def _padded(values: np.ndarray, size: int) -> np.ndarray:
+    """Pad the leading axis to `size` by repeating the last entry (padding is dropped later)."""
+    if len(values) == size:
+        return values
+    return np.concatenate([values, np.repeat(values[-1:], size - len(values), axis=0)])
+
+
+class _Progress:
+    """One concise stderr line per group of chunks, with throughput and ETA after the first chunk."""
+
+    def __init__(self, total: int, enabled: bool, label: str) -> None:
+        self.total, self.enabled, self.label = total, enabled, label
+        self.started = time.perf_counter()
+        self.first_done: tuple[float, int] | None = None
+
+    def update(self, done: int, chunk: int, num_chunks: int) -> None:
+        if not self.enabled or num_chunks < 2:
+            return
+        now = time.perf_counter()
+        if self.first_done is None:
+            self.first_done = (now, done)
+            return
+        every = max(1, num_chunks // 10)
+        if chunk % every and chunk != num_chunks:
+            return
+        elapsed = now - self.first_done[0]
+        rate = (done - self.first_done[1]) / max(elapsed, 1e-9)
+        eta = (self.total - done) / max(rate, 1e-9)
+        print(f"[sfbench] {self.label}: chunk {chunk}/{num_chunks}, {done}/{self.total} windows, "
+              f"{rate:,.0f} windows/s, ETA {eta:,.1f} s", file=sys.stderr, flush=True)
+
+
+def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: EvalOptions, *,
+                  scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
+                  test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
+    """Score K test windows clean and under every scenario with the fused kernel.
+
+    Args:
+        predict: `predict(state, x) -> y_hat` (pure; the model in eval mode).
+        state: the model state pytree (replicated on every device).
+        data: the prepared dataset.
+        options: evaluation options (seed, RNG mode, K, chunking, devices).
+        scenarios: scenarios to score (default: the eight, in canonical order).
+        label: progress label.
+        test_starts: absolute window starts to score instead of the seeded test draw (e.g. validation
+            windows); sample ids are their positions.
+
+    Returns:
+        Per-window losses and engine statistics.
+    """
+    ctx = fault_context(data, options.fixed_fraction)
+    shape = window_shape(data)
+    starts = (data.test_starts(options.eval_data_seed, options.num_windows) if test_starts is None
+              else np.asarray(test_starts, np.int32))
+    num_windows = len(starts)
+    mesh = make_mesh(options.num_devices)
+    num_devices = mesh.size
+    sharded = NamedSharding(mesh, P("data"))
+    replicated = NamedSharding(mesh, P())
+    series = jax.device_put(data.standardised, replicated)
+    state = jax.device_put(state, replicated)
+    base_key = jax.device_put(jax.random.key(options.eval_data_seed), replicated)
+    scenarios = tuple(scenarios)
+
+    if options.chunk_size is not None and options.chunk_size % num_devices:
+        raise ValueError(f"chunk_size {options.chunk_size} must be a multiple of the {num_devices} devices "
+                         "in the mesh; pick a multiple or set eval.chunk_size=null.")
+    if options.rng == "jax":
+        kernel = jax.jit(partial(score_chunk_jax, predict, scenarios=scenarios, ctx=ctx, shape=shape))
+    else:
+        kernel = jax.jit(partial(score_chunk_with_params, predict, scenarios=scenarios, ctx=ctx,
+                                 shape=shape))
+
+    def chunk_arguments(ids: np.ndarray, size: int) -> tuple:
+        ids = _padded(ids, size)
+        chunk_starts = jax.device_put(starts[ids], sharded)
+        if options.rng == "jax":
+            return (state, series, chunk_starts, jax.device_put(ids.astype(np.int32), sharded), base_key)
+        params = [jax.device_put(reference_params(
+            fault, scenario_seeds(options.eval_data_seed, fault.index, ids), ctx), sharded)
+            for fault in scenarios]
+        return (state, series, chunk_starts, params)
+
+    def compile_for(size: int) -> tuple[Any, int | None, tuple]:
+        first_ids = np.arange(min(size, num_windows))
+        arguments = chunk_arguments(first_ids, size)
+        compiled = kernel.lower(*arguments).compile()
+        analysis = compiled.memory_analysis()
+        temp = None if analysis is None else int(analysis.temp_size_in_bytes)
+        return compiled, temp, arguments
+
+    padded_total = num_devices * math.ceil(num_windows / num_devices)
+    notes: list[str] = []
+    compile_started = time.perf_counter()
+    if options.chunk_size is not None:
+        chunk_size = min(options.chunk_size, padded_total)
+        compiled, temp, first_arguments = compile_for(chunk_size)
+        compiles = 1
+    else:
+        chunk_size = min(DEFAULT_FIRST_CHUNK * num_devices, padded_total)
+        compiled, temp, first_arguments = compile_for(chunk_size)
+        compiles = 1
+        budget = options.memory_budget_mb * 2**20 * num_devices
+        if temp is not None and temp > budget and chunk_size > num_devices:
+            scaled = int(chunk_size * budget / temp * 0.9)
+            chunk_size = max(num_devices, scaled - scaled % num_devices)
+            notes.append(f"chunk size lowered to {chunk_size} to keep temporaries under "
+                         f"{options.memory_budget_mb} MiB per device")
+            compiled, temp, first_arguments = compile_for(chunk_size)
+            compiles = 2
+    compile_seconds = time.perf_counter() - compile_started
+
+    num_chunks = math.ceil(num_windows / chunk_size)
+    progress = _Progress(num_windows, options.progress, label)
+    outputs = []
+    run_started = time.perf_counter()
+    for chunk in range(num_chunks):
+        ids = np.arange(chunk * chunk_size, min((chunk + 1) * chunk_size, num_windows))
+        arguments = first_arguments if chunk == 0 else chunk_arguments(ids, chunk_size)
+        outputs.append((len(ids), compiled(*arguments)))
+        if chunk >= 1:  # keep one chunk in flight; report the previous one
+            jax.block_until_ready(outputs[-2][1])
+            progress.update(int(ids[0]), chunk, num_chunks)
+    host = jax.device_get([out for _, out in outputs])
+    run_seconds = time.perf_counter() - run_started
+    progress.update(num_windows, num_chunks, num_chunks)
+
+    clean = np.concatenate([c[:n] for (n, _), (c, _, _) in zip(outputs, host, strict=True)])
+    faulted = np.concatenate([f[:, :n] for (n, _), (_, f, _) in zip(outputs, host, strict=True)], axis=1)
+    units = np.concatenate([u[:, :n] for (n, _), (_, _, u) in zip(outputs, host, strict=True)], axis=1)
+    losses = WindowLosses(sample_starts=starts, clean=clean, faulted=faulted,
+                          severity_units=units.astype(np.int32),
+                          scenario_keys=tuple(fault.key for fault in scenarios))
+    stats = EngineStats(compile_seconds=compile_seconds, run_seconds=run_seconds, chunk_size=chunk_size,
+                        num_chunks=num_chunks, num_devices=num_devices, temp_bytes_per_chunk=temp,
+                        compiles=compiles, notes=tuple(notes))
+    return losses, stats

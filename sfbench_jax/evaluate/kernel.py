@@ -1,0 +1,108 @@
+"""The fused Monte Carlo kernel: one jitted program scores a chunk of windows, clean and under every
+scored scenario (design.md section 3).
+
+`x, y` are gathered from the standardised series by start index inside the kernel. The scenarios are a
+static Python loop (unrolled in the trace; no vmap over a switch). In the JAX RNG mode the randomness of
+(scenario p, window w) comes from `fold_in(fold_in(base_key, p), w)` and is drawn on the device; in the
+reference mode the parameter pytrees arrive from the host. Both call the same apply functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from sfbench_jax.faults.context import FaultContext
+from sfbench_jax.faults.registry import Fault
+from sfbench_jax.faults.streams import pair_key, stream_words
+
+#: `predict(state, x (B, n, m)) -> (B, H, targets)`; `state` is any pytree (e.g. an NNX State).
+PredictFn = Callable[[Any, jax.Array], jax.Array]
+
+
+@dataclass(frozen=True)
+class WindowShape:
+    """Static window geometry: input length n, horizon H and the target channel positions."""
+
+    input_len: int
+    horizon: int
+    target_indices: tuple[int, ...]
+
+
+def gather_windows(series: jax.Array, starts: jax.Array, shape: WindowShape) -> tuple[jax.Array, jax.Array]:
+    """`x = series[s : s+n]` `(C, n, m)` and `y = series[s+n : s+n+H, targets]` `(C, H, t)`."""
+    def one(start: jax.Array) -> tuple[jax.Array, jax.Array]:
+        window = jax.lax.dynamic_slice_in_dim(series, start, shape.input_len + shape.horizon, axis=0)
+        return window[: shape.input_len], window[shape.input_len:]
+
+    x, future = jax.vmap(one)(starts)
+    return x, future[:, :, jnp.asarray(shape.target_indices)]
+
+
+def window_mse(prediction: jax.Array, target: jax.Array) -> jax.Array:
+    """Per-window mean squared error over horizon and targets -> `(C,)` float32."""
+    error = prediction.astype(jnp.float32) - target
+    return jnp.mean(error * error, axis=(1, 2))
+
+
+def clean_mse(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
+              shape: WindowShape) -> jax.Array:
+    """Per-window clean MSE `(C,)` (used for validation passes and the clean column)."""
+    x, y = gather_windows(series, starts, shape)
+    return window_mse(predict(state, x), y)
+
+
+def sample_scenario_params(fault: Fault, base_key: jax.Array, window_ids: jax.Array,
+                           ctx: FaultContext) -> Any:
+    """Draw the parameters of one scenario for a chunk of windows from their folded keys."""
+    keys = jax.vmap(lambda window: pair_key(base_key, fault.index, window))(window_ids)
+    words = jax.vmap(stream_words)(keys)
+    return jax.vmap(lambda w: fault.sample(w, ctx, None))(words)
+
+
+def apply_scenario(fault: Fault, x: jax.Array, params: Any, ctx: FaultContext) -> jax.Array:
+    """Apply one scenario to a chunk of windows `(C, n, m)`."""
+    return jax.vmap(lambda window, p: fault.apply(window, p, ctx))(x, params)
+
+
+def score_chunk_jax(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
+                    window_ids: jax.Array, base_key: jax.Array, *, scenarios: Sequence[Fault],
+                    ctx: FaultContext, shape: WindowShape) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Clean MSE `(C,)`, faulted MSE `(P, C)` and severity units `(P, C)` with on-device draws."""
+    x, y = gather_windows(series, starts, shape)
+    clean = window_mse(predict(state, x), y)
+    faulted, units = [], []
+    for fault in scenarios:  # static: one traced branch per scenario
+        params = sample_scenario_params(fault, base_key, window_ids, ctx)
+        faulted.append(window_mse(predict(state, apply_scenario(fault, x, params, ctx)), y))
+        units.append(params.severity_units)
+    return clean, jnp.stack(faulted), jnp.stack(units)
+
+
+def score_chunk_with_params(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
+                            params: Sequence[Any], *, scenarios: Sequence[Fault], ctx: FaultContext,
+                            shape: WindowShape) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """As `score_chunk_jax`, with scenario parameters supplied (reference RNG mode)."""
+    x, y = gather_windows(series, starts, shape)
+    clean = window_mse(predict(state, x), y)
+    faulted = [window_mse(predict(state, apply_scenario(fault, x, p, ctx)), y)
+               for fault, p in zip(scenarios, params, strict=True)]
+    units = [p.severity_units for p in params]
+    return clean, jnp.stack(faulted), jnp.stack(units)
+
+
+def faulted_windows_checksum(series: jax.Array, starts: jax.Array, window_ids: jax.Array,
+                             base_key: jax.Array, *, scenarios: Sequence[Fault], ctx: FaultContext,
+                             shape: WindowShape) -> jax.Array:
+    """The fault pass alone: draw and apply every scenario, reduce each faulted window to its sum of
+    squares `(P, C)` (forces every element to be computed; used by the benchmark)."""
+    x, _ = gather_windows(series, starts, shape)
+    sums = []
+    for fault in scenarios:
+        faulted = apply_scenario(fault, x, sample_scenario_params(fault, base_key, window_ids, ctx), ctx)
+        sums.append(jnp.sum(faulted * faulted, axis=(1, 2)))
+    return jnp.stack(sums)

@@ -1,0 +1,124 @@
+"""Reported quantities from per-window losses (spec 6.2 step 5) and their bootstrap intervals (6.3).
+
+Host-side NumPy in float64: the kernel returns per-window losses, means are taken here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sfbench_jax.data.seeds import bootstrap_seed
+
+BOOTSTRAP_DRAWS = 1000
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class RobustnessScores:
+    """The reported quantities of one evaluation.
+
+    Attributes:
+        mse_clean: MSE_c, mean clean per-window MSE.
+        mse_faulted: `(P,)` MSE_p per scenario.
+        degradation: `(P,)` D_p = MSE_p / MSE_c.
+        worst_index: w = argmax D_p (first maximum in canonical order).
+        d_worst: D_w.
+        mse_worst: MSE_w = MSE_p[w].
+        d_mean: mean-case degradation D-bar.
+        mse_mean: mean perturbed MSE (mPC).
+    """
+
+    mse_clean: float
+    mse_faulted: np.ndarray
+    degradation: np.ndarray
+    worst_index: int
+    d_worst: float
+    mse_worst: float
+    d_mean: float
+    mse_mean: float
+
+
+def robustness_scores(clean: np.ndarray, faulted: np.ndarray) -> RobustnessScores:
+    """Compute MSE_c, MSE_p, D_p, D_w (canonical-order tie-break), MSE_w, D-bar and mPC.
+
+    Raises:
+        ValueError: the clean MSE is not positive (D is undefined).
+    """
+    mse_clean = float(np.mean(np.asarray(clean, np.float64)))
+    if not mse_clean > 0.0:
+        raise ValueError(f"Clean MSE is {mse_clean}; degradation ratios need a positive clean error.")
+    mse_faulted = np.mean(np.asarray(faulted, np.float64), axis=1)
+    degradation = mse_faulted / mse_clean
+    worst = int(np.argmax(degradation))
+    return RobustnessScores(mse_clean=mse_clean, mse_faulted=mse_faulted, degradation=degradation,
+                            worst_index=worst, d_worst=float(degradation[worst]),
+                            mse_worst=float(mse_faulted[worst]), d_mean=float(degradation.mean()),
+                            mse_mean=float(mse_faulted.mean()))
+
+
+def bootstrap_counts(num_windows: int, seed: int, draws: int = BOOTSTRAP_DRAWS) -> np.ndarray:
+    """How often each window appears in each bootstrap resample -> `(draws, K)` float64.
+
+    The resamples are exactly the reference's: `rng = default_rng(seed)`, then `draws` successive calls
+    `rng.integers(0, K, size=K)`.
+    """
+    rng = np.random.default_rng(seed)
+    indices = np.stack([rng.integers(0, num_windows, size=num_windows) for _ in range(draws)])
+    offsets = (np.arange(draws) * num_windows)[:, None]
+    counts = np.bincount((indices + offsets).ravel(), minlength=draws * num_windows)
+    return counts.reshape(draws, num_windows).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A percentile interval."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class BootstrapIntervals:
+    """95% percentile intervals of the reported quantities (shared-anchor window resampling)."""
+
+    mse_clean: Interval
+    d_worst: Interval
+    mse_worst: Interval
+    d_mean: Interval
+    mse_mean: Interval
+    degradation: tuple[Interval, ...]
+    mse_faulted: tuple[Interval, ...]
+
+
+def _interval(values: np.ndarray, confidence: float) -> Interval:
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(values, [tail, 1.0 - tail], method="linear")
+    return Interval(float(low), float(high))
+
+
+def _column_intervals(values: np.ndarray, confidence: float) -> tuple[Interval, ...]:
+    return tuple(_interval(values[:, p], confidence) for p in range(values.shape[1]))
+
+
+def bootstrap_intervals(clean: np.ndarray, faulted: np.ndarray, *, eval_data_seed: int,
+                        draws: int = BOOTSTRAP_DRAWS, confidence: float = CONFIDENCE) -> BootstrapIntervals:
+    """Percentile bootstrap intervals (spec 6.3): each resample draws K test windows with replacement,
+    shared by the clean mean and every scenario, and takes its own worst scenario."""
+    num_windows = len(clean)
+    counts = bootstrap_counts(num_windows, bootstrap_seed(eval_data_seed), draws)
+    losses = np.vstack([np.asarray(clean, np.float64)[None, :], np.asarray(faulted, np.float64)])
+    means = counts @ losses.T / num_windows  # (draws, 1 + P)
+    mse_clean, mse_faulted = means[:, 0], means[:, 1:]
+    degradation = mse_faulted / mse_clean[:, None]
+    worst = np.argmax(degradation, axis=1)
+    rows = np.arange(draws)
+    return BootstrapIntervals(
+        mse_clean=_interval(mse_clean, confidence),
+        d_worst=_interval(degradation[rows, worst], confidence),
+        mse_worst=_interval(mse_faulted[rows, worst], confidence),
+        d_mean=_interval(degradation.mean(axis=1), confidence),
+        mse_mean=_interval(mse_faulted.mean(axis=1), confidence),
+        degradation=_column_intervals(degradation, confidence),
+        mse_faulted=_column_intervals(mse_faulted, confidence))
