@@ -1,0 +1,379 @@
+"""LLMAgent: a tool-calling loop over any OpenAI-compatible chat-completions endpoint.
+
+What lives here: `LLMConfig` (frozen; from a TOML file), the `ChatBackend` protocol and its plain
+``httpx`` implementation `HttpChatBackend`, `extract_json_object`, the `LLMAgent` loop and
+`preflight` (one request with a trivial ``echo`` tool that must come back as a structured tool
+call, so a misconfigured endpoint fails loudly instead of scoring zero). What does not: reading
+the API key from the environment (the CLI does that and passes the key in), any vendor SDK.
+
+No default points at a real host: ``base_url`` is required.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
+from sfbench_jax.agent_eval.toolbox import ToolBudgetExceeded, ToolSpec
+
+__all__ = ["ChatBackend", "ChatBackendError", "HttpChatBackend", "LLMAgent", "LLMConfig",
+           "PreflightError", "extract_json_object", "preflight", "tool_schema"]
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """How to reach and drive the model.
+
+    Attributes:
+        base_url: Endpoint root, e.g. ``http://127.0.0.1:8000/v1`` (``/chat/completions`` is
+            appended).
+        model: Model name sent in each request.
+        api_key_env: Name of the environment variable that holds the API key (read by the CLI).
+        temperature: Sampling temperature.
+        seed: Sent when set (servers that support it become more repeatable).
+        max_tokens: Completion cap per request, if set.
+        timeout_s: HTTP timeout per request.
+        tool_choice: ``auto``, ``required`` or ``none``.
+        parallel_tool_calls: Sent when not None.
+        max_llm_turns: Turn cap; the scenario's own cap applies if it is lower.
+        strip_schema_titles: Remove ``title`` keys from tool schemas (for strict servers).
+        extra_body: Extra request fields (e.g. reasoning effort), recorded in run records.
+    """
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    tool_choice: str = "auto"
+    parallel_tool_calls: bool | None = False
+    max_llm_turns: int = 16
+    strip_schema_titles: bool = False
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not re.match(r"^https?://", self.base_url):
+            raise ValueError(f"base_url {self.base_url!r} must start with http:// or https://")
+        if not self.model:
+            raise ValueError("model must be set (the name the endpoint serves)")
+        if self.tool_choice not in {"auto", "required", "none"}:
+            raise ValueError(f"tool_choice {self.tool_choice!r}; use auto, required or none")
+        if self.max_llm_turns < 1 or self.timeout_s <= 0:
+            raise ValueError("max_llm_turns must be >= 1 and timeout_s > 0")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> LLMConfig:
+        """Build from a mapping, rejecting unknown keys by name.
+
+        Args:
+            values: Configuration values.
+
+        Returns:
+            The config.
+
+        Raises:
+            ValueError: For unknown keys or missing required ones.
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown LLM config key(s) {unknown}; valid keys: {sorted(known)}")
+        missing = [k for k in ("base_url", "model") if k not in values]
+        if missing:
+            raise ValueError(f"LLM config lacks required key(s) {missing}")
+        return cls(**dict(values))
+
+    @classmethod
+    def from_toml(cls, path: Path) -> LLMConfig:
+        """Read the ``[llm]`` table (or the top level) of a TOML file.
+
+        Args:
+            path: The file.
+
+        Returns:
+            The config.
+        """
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        return cls.from_mapping(data.get("llm", data))
+
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """Sampling settings for run records."""
+        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
+                "tool_choice": self.tool_choice, "parallel_tool_calls": self.parallel_tool_calls,
+                "extra_body": dict(self.extra_body)}
+
+
+class ChatBackendError(RuntimeError):
+    """The endpoint answered with an HTTP error or something that is not a chat completion."""
+
+
+class PreflightError(RuntimeError):
+    """The endpoint does not return structured tool calls."""
+
+
+class ChatBackend(Protocol):
+    """Anything that turns a chat-completions request body into a response body."""
+
+    async def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """POST one request and return the parsed JSON response."""
+        ...
+
+
+class HttpChatBackend:
+    """``POST {base_url}/chat/completions`` over plain httpx."""
+
+    def __init__(self, base_url: str, *, api_key: str | None, timeout_s: float = 120.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        """Configure the backend (the HTTP client is opened per request; no leaked sockets).
+
+        Args:
+            base_url: Endpoint root.
+            api_key: Bearer token, or None for endpoints without auth.
+            timeout_s: Per-request timeout.
+            transport: Optional httpx transport (tests may inject one).
+        """
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._timeout = timeout_s
+        self._transport = transport
+
+    async def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """POST the request.
+
+        Args:
+            request: Chat-completions body.
+
+        Returns:
+            The parsed response.
+
+        Raises:
+            ChatBackendError: On connection errors, non-2xx answers or non-JSON bodies.
+        """
+        try:
+            async with httpx.AsyncClient(timeout=self._timeout, transport=self._transport) as http:
+                response = await http.post(self.url, json=dict(request), headers=self._headers)
+        except httpx.HTTPError as exc:
+            raise ChatBackendError(f"POST {self.url} failed: {exc!r}") from exc
+        if response.status_code // 100 != 2:
+            raise ChatBackendError(f"POST {self.url} returned HTTP {response.status_code}: "
+                                   f"{response.text[:500]}")
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise ChatBackendError(f"POST {self.url} returned non-JSON: {response.text[:200]}") \
+                from exc
+        if not isinstance(body, dict) or not body.get("choices"):
+            raise ChatBackendError(f"POST {self.url} returned no 'choices': {str(body)[:300]}")
+        return body
+
+
+def _strip_titles(schema: Any) -> Any:
+    if isinstance(schema, Mapping):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+def tool_schema(spec: ToolSpec, *, strip_titles: bool = False) -> dict[str, Any]:
+    """An MCP tool as an OpenAI ``tools`` entry.
+
+    Args:
+        spec: The tool.
+        strip_titles: Drop ``title`` keys from the parameter schema.
+
+    Returns:
+        ``{"type": "function", "function": {name, description, parameters}}``.
+    """
+    parameters = _strip_titles(spec.input_schema) if strip_titles else dict(spec.input_schema)
+    return {"type": "function",
+            "function": {"name": spec.name, "description": spec.description,
+                         "parameters": parameters}}
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+def extract_json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object in a reply: the whole text, a fenced block, or the outermost braces.
+
+    Args:
+        text: The assistant's content.
+
+    Returns:
+        The object, or None if none parses.
+    """
+    candidates = [text.strip()]
+    candidates += [m.group(1) for m in _FENCE.finditer(text)]
+    if "{" in text and "}" in text:
+        candidates.append(text[text.index("{"): text.rindex("}") + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+_SYSTEM = (
+    "You are a prognostics and health management (PHM) analyst with access to tools. Use the "
+    "tools to compute every number and label you report; do not invent values. When you are "
+    "done, reply with exactly one JSON object and nothing else. It must satisfy this JSON "
+    "Schema:\n{schema}"
+)
+_CORRECTION = ("Your last reply did not contain a JSON object. Reply again with only the JSON "
+               "object that satisfies the schema.")
+
+
+class LLMAgent:
+    """Drives a chat-completions model through the ToolBox until it emits a JSON answer."""
+
+    name = "llm"
+
+    def __init__(self, config: LLMConfig, backend: ChatBackend) -> None:
+        """Bind a config and a backend.
+
+        Args:
+            config: Model and sampling settings.
+            backend: Where requests go (e.g. `HttpChatBackend`).
+        """
+        self.config = config
+        self.backend = backend
+        self.model = config.model
+        self.sampling = config.sampling
+
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 task: AgentTask) -> dict[str, Any]:
+        cfg = self.config
+        request: dict[str, Any] = {"model": cfg.model, "messages": messages,
+                                   "temperature": cfg.temperature}
+        if tools:
+            request["tools"] = tools
+            request["tool_choice"] = cfg.tool_choice
+            if cfg.parallel_tool_calls is not None:
+                request["parallel_tool_calls"] = cfg.parallel_tool_calls
+        if cfg.seed is not None:
+            request["seed"] = cfg.seed + task.run_index
+        if cfg.max_tokens is not None:
+            request["max_tokens"] = cfg.max_tokens
+        request.update(cfg.extra_body)
+        return request
+
+    async def run(self, task: AgentTask, tools: Any) -> AgentResult:
+        """Run the tool-calling loop.
+
+        Args:
+            task: The task.
+            tools: The ToolBox (its recorder also receives llm_request/llm_response events).
+
+        Returns:
+            The answer; stop reason ``final`` or ``max_steps``.
+        """
+        recorder = getattr(tools, "recorder", None)
+        schema = json.dumps(dict(task.output_template), sort_keys=True)
+        user = task.query if not task.dataset_context else \
+            f"{task.query}\n\nDataset context: {task.dataset_context}"
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": _SYSTEM.format(schema=schema)},
+            {"role": "user", "content": user}]
+        tool_list = [tool_schema(s, strip_titles=self.config.strip_schema_titles)
+                     for s in tools.specs()]
+        usage = {"llm_turns": 0, "tokens_in": 0, "tokens_out": 0}
+        max_turns = min(self.config.max_llm_turns, int(task.limits.get("max_llm_turns", 16)))
+        corrected = False
+        while usage["llm_turns"] < max_turns:
+            request = self._request(messages, tool_list, task)
+            if recorder is not None:
+                recorder.record("llm_request", turn=usage["llm_turns"],
+                                n_messages=len(messages))
+            response = await self.backend.complete(request)
+            usage["llm_turns"] += 1
+            reported = response.get("usage") or {}
+            tokens_in = int(reported.get("prompt_tokens", 0) or 0)
+            tokens_out = int(reported.get("completion_tokens", 0) or 0)
+            usage["tokens_in"] += tokens_in
+            usage["tokens_out"] += tokens_out
+            message = dict(response["choices"][0].get("message") or {})
+            calls = message.get("tool_calls") or []
+            if recorder is not None:
+                recorder.record("llm_response", turn=usage["llm_turns"] - 1,
+                                tokens_in=tokens_in, tokens_out=tokens_out,
+                                n_tool_calls=len(calls),
+                                finish_reason=response["choices"][0].get("finish_reason"))
+            if calls:
+                messages.append({"role": "assistant", "content": message.get("content"),
+                                 "tool_calls": calls})
+                try:
+                    for call in calls:
+                        function = call.get("function") or {}
+                        outcome = await tools.call(str(function.get("name", "")),
+                                                   function.get("arguments") or "{}")
+                        content = (json.dumps(outcome.structured, sort_keys=True) if outcome.ok
+                                   else f"ERROR ({outcome.status}): {outcome.text}")
+                        messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
+                                         "content": content})
+                except ToolBudgetExceeded:
+                    return AgentResult(final_answer=None, stop_reason="max_steps", usage=usage)
+                continue
+            content = str(message.get("content") or "")
+            answer = extract_json_object(content)
+            if answer is not None:
+                return AgentResult(final_answer=answer, stop_reason="final", usage=usage)
+            if corrected:
+                return AgentResult(final_answer=content, stop_reason="final", usage=usage)
+            corrected = True
+            messages.append({"role": "assistant", "content": content})
+            messages.append({"role": "user", "content": _CORRECTION})
+        return AgentResult(final_answer=None, stop_reason="max_steps", usage=usage)
+
+
+async def preflight(config: LLMConfig, backend: ChatBackend) -> dict[str, Any]:
+    """Check that the endpoint returns a structured tool call for a trivial ``echo`` tool.
+
+    Args:
+        config: Model settings.
+        backend: The backend to probe.
+
+    Returns:
+        ``{"ok": True, "model": ..., "tool_call": {...}}``.
+
+    Raises:
+        PreflightError: If no structured ``echo`` tool call comes back.
+    """
+    echo = ToolSpec(name="echo", description="Return the given text unchanged.",
+                    input_schema={"type": "object", "properties": {"text": {"type": "string"}},
+                                  "required": ["text"]}, server="preflight")
+    request = {"model": config.model, "temperature": 0.0,
+               "messages": [{"role": "user",
+                             "content": "Call the echo tool with text 'ping'. Do not answer in "
+                                        "prose."}],
+               "tools": [tool_schema(echo)], "tool_choice": "auto", **dict(config.extra_body)}
+    response = await backend.complete(request)
+    message = response["choices"][0].get("message") or {}
+    calls = message.get("tool_calls") or []
+    if not calls or (calls[0].get("function") or {}).get("name") != "echo":
+        raise PreflightError(
+            f"{config.base_url} (model {config.model}) did not return a structured tool call "
+            f"to 'echo'; got message {json.dumps(message)[:300]}. The endpoint must support "
+            "OpenAI-style `tools` / `tool_calls` (e.g. vLLM needs --enable-auto-tool-choice).")
+    arguments = calls[0]["function"].get("arguments") or "{}"
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise PreflightError(f"echo arguments are not JSON: {arguments[:200]!r}") from exc
+    return {"ok": True, "model": config.model, "tool_call": {"name": "echo", "arguments": parsed}}

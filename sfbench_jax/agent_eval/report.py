@@ -1,0 +1,164 @@
+"""Aggregate run records into the report table (Markdown + CSV) and a JSON summary.
+
+What lives here: `summarise` (one row per agent x model x mode x task type, plus an ``all`` row),
+`aggregate` (the JSON summary with failure-label counts and flag co-occurrence) and
+`write_report`. Pass metrics follow mcp_agent_eval.md section 3.3: pass@1 is the mean success over
+runs, pass-all-n the fraction of scenarios solved on all n runs, and pass^k tau-bench's unbiased
+mean over scenarios of C(c, k) / C(n, k). Runs with ``evaluator_error`` or ``harness_error`` are
+excluded from every rate and counted in their own columns. What does not: scoring runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sfbench_jax.agent_eval.metrics import pass_all, pass_at_1, pass_hat_k
+from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS
+
+__all__ = ["COLUMNS", "aggregate", "summarise", "to_markdown", "write_report"]
+
+COLUMNS = ("agent", "model", "mode", "task_type", "scenarios", "runs", "runs_per_scenario",
+           "pass_at_1", "pass_all_n", "pass_hat_2", "tool_precision", "tool_recall",
+           "distractor_rate", "sequencing_accuracy", "mean_tool_calls", "mean_llm_turns",
+           "reasoning", "tool_invocation", "orchestration", "excluded_runs")
+
+_PROCESS = ("tool_precision", "tool_recall", "distractor_rate", "sequencing_accuracy")
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _row(key: tuple[str, str, str, str], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    scored = [r for r in records if r["status"] == "scored"]
+    by_scenario: dict[str, list[bool]] = defaultdict(list)
+    for record in scored:
+        by_scenario[record["scenario_id"]].append(bool(record["success"]))
+    runs_per = sorted({len(v) for v in by_scenario.values()})
+    n_min = min(runs_per) if runs_per else 0
+    labels = Counter(r["failure"]["primary"] for r in scored if r["failure"]["primary"])
+    row: dict[str, Any] = {
+        "agent": key[0], "model": key[1], "mode": key[2], "task_type": key[3],
+        "scenarios": len(by_scenario), "runs": len(scored),
+        "runs_per_scenario": "/".join(map(str, runs_per)),
+        "pass_at_1": pass_at_1(by_scenario) if scored else None,
+        "pass_all_n": pass_all(by_scenario) if scored else None,
+        "pass_hat_2": pass_hat_k(by_scenario, 2) if n_min >= 2 else None,
+        "mean_tool_calls": _mean([r["metrics"]["n_tool_calls"] for r in scored]),
+        "mean_llm_turns": _mean([r["metrics"]["n_llm_turns"] for r in scored]),
+        "excluded_runs": len(records) - len(scored),
+    }
+    for name in _PROCESS:
+        row[name] = _mean([r["metrics"][name] for r in scored])
+    for label in FAILURE_LABELS:
+        row[label] = labels.get(label, 0)
+    return {column: row[column] for column in COLUMNS}
+
+
+def summarise(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Report rows: per agent x model x mode, one ``all`` row then one row per task type.
+
+    Args:
+        records: Run records.
+
+    Returns:
+        Rows with the `COLUMNS` keys.
+    """
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[(str(record["agent"]), str(record["model"]), str(record["mode"]))].append(record)
+    rows = []
+    for (agent, model, mode), members in sorted(groups.items()):
+        rows.append(_row((agent, model, mode, "all"), members))
+        for task_type in sorted({str(r["task_type"]) for r in members}):
+            rows.append(_row((agent, model, mode, task_type),
+                             [r for r in members if r["task_type"] == task_type]))
+    return rows
+
+
+def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """JSON summary: rows, failure labels, flag co-occurrence, excluded runs, the formulas.
+
+    Args:
+        records: Run records.
+
+    Returns:
+        The summary.
+    """
+    scored = [r for r in records if r["status"] == "scored"]
+    failed = [r for r in scored if not r["success"]]
+    co_occurrence: Counter[str] = Counter()
+    for record in failed:
+        for flag in record["failure"]["flags"]:
+            co_occurrence[f"{record['failure']['primary']}|{flag}"] += 1
+    return {
+        "rows": summarise(records),
+        "failure_labels": dict(Counter(r["failure"]["primary"] for r in failed)),
+        "flag_co_occurrence": dict(sorted(co_occurrence.items())),
+        "excluded": [{"run_id": r["run_id"], "status": r["status"],
+                      "error": r["evaluator_error"]} for r in records if r["status"] != "scored"],
+        "definitions": {
+            "pass_at_1": "mean success over all scored runs",
+            "pass_all_n": "fraction of scenarios whose every scored run succeeded",
+            "pass_hat_k": "mean over scenarios of C(c,k)/C(n,k) (tau-bench, unbiased)",
+        },
+    }
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def to_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Render report rows as a Markdown table.
+
+    Args:
+        rows: Rows from `summarise`.
+
+    Returns:
+        The table text.
+    """
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(_fmt(row[c]) for c in COLUMNS) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[str, Path]:
+    """Write ``report.md``, ``report.csv`` and ``aggregate.json`` into ``out_dir``.
+
+    Args:
+        records: Run records.
+        out_dir: Output folder (created if needed).
+
+    Returns:
+        Format -> written path.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = aggregate(records)
+    rows = summary["rows"]
+    md = out / "report.md"
+    md.write_text(
+        "# Agent evaluation report\n\n" + to_markdown(rows)
+        + "\npass@1 = mean success over scored runs; pass_all_n = fraction of scenarios solved "
+          "on every run; pass_hat_2 = mean over scenarios of C(c,2)/C(n,2). Failure columns "
+          "count primary labels of failed runs; excluded_runs are evaluator/harness errors.\n",
+        encoding="utf-8")
+    csv_path = out / "report.csv"
+    with csv_path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if row[k] is None else row[k]) for k in COLUMNS})
+    json_path = out / "aggregate.json"
+    json_path.write_text(json.dumps(summary, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return {"markdown": md, "csv": csv_path, "json": json_path}

@@ -1,0 +1,268 @@
+"""Running agents on scenarios and scoring traces into deterministic run records.
+
+What lives here: `execute_run` (one agent on one scenario through a recording ToolBox),
+`score_trace` (trace + scenario + ground truth -> run record; used live and for offline
+re-scoring, so both give byte-identical records), `run_suite` (scenarios x repeats, writing
+traces and records to a run folder) and the record I/O helpers. What does not: agents, the
+metrics themselves, reports.
+
+A run record is deterministic: it is a function of the scenario file, its ground truth and the
+trace with timing stripped; ``record_hash`` is the sha256 of its canonical JSON. Timing lives in
+a separate ``timing`` block outside the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import platform
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
+from sfbench_jax.agent_eval.metrics import process_metrics
+from sfbench_jax.agent_eval.scenario import MODES, Scenario, round_floats, canonical_json
+from sfbench_jax.agent_eval.taxonomy import classify_failure
+from sfbench_jax.agent_eval.toolbox import Session, ToolBudgetExceeded
+from sfbench_jax.agent_eval.trace import TraceRecorder, tool_calls, write_trace
+from sfbench_jax.agent_eval.validators import ValidationContext, evaluate_validators
+
+__all__ = ["execute_run", "read_records", "run_file_stem", "run_id_for", "run_suite",
+           "score_trace", "versions", "write_record"]
+
+
+def versions() -> dict[str, str]:
+    """Package versions recorded in every run."""
+    out = {"python": platform.python_version()}
+    for package in ("sfbench-jax", "mcp", "jax", "pydantic"):
+        try:
+            out[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+def run_id_for(scenario_id: str, mode: str, agent_name: str, run_index: int) -> str:
+    """Deterministic run id."""
+    return f"{scenario_id}:{mode}:{agent_name}:{run_index}"
+
+
+def run_file_stem(run_id: str) -> str:
+    """A filesystem-safe stem for a run id."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "__", run_id)
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _allowed_tools(scenario: Scenario, mode: str) -> tuple[str, ...] | None:
+    if mode == "unknown_tools":
+        return None
+    return tuple(dict.fromkeys([*scenario.required_tools, *scenario.distractor_tools]))
+
+
+async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode: str,
+                      run_index: int = 0, seed: int = 0,
+                      call_timeout_s: float = 120.0) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run one agent once on one scenario and score it.
+
+    Args:
+        scenario: The scenario.
+        agent: An agent (see ``agents.base.Agent``).
+        session: Connected MCP session(s).
+        mode: ``tools_provided`` or ``unknown_tools``.
+        run_index: Repeat index.
+        seed: Base seed handed to the agent.
+        call_timeout_s: Per-tool-call timeout.
+
+    Returns:
+        ``(trace events, run record)``.
+
+    Raises:
+        ValueError: For an unknown mode.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
+    run_id = run_id_for(scenario.id, mode, agent.name, run_index)
+    recorder = TraceRecorder(run_id=run_id, scenario_id=scenario.id)
+    recorder.record("run_start", mode=mode, agent=agent.name, model=getattr(agent, "model", ""),
+                    sampling=_jsonable(dict(getattr(agent, "sampling", {}) or {})),
+                    run_index=run_index, seed=seed, scenario_hash=scenario.hash,
+                    versions=versions())
+    limits = scenario.limits
+    toolbox = session.toolbox(allowed=_allowed_tools(scenario, mode), recorder=recorder,
+                              max_tool_calls=int(limits["max_tool_calls"]),
+                              call_timeout_s=call_timeout_s)
+    task = AgentTask(scenario_id=scenario.id, run_index=run_index, query=scenario.query,
+                     output_template=scenario.output_template,
+                     dataset_context=scenario.agent_context(mode), limits=dict(limits),
+                     seed=seed + run_index)
+    error = ""
+    try:
+        with anyio.fail_after(float(limits["timeout_s"])):
+            result = await agent.run(task, toolbox)
+    except ToolBudgetExceeded:
+        result = AgentResult(final_answer=None, stop_reason="max_steps", usage={})
+    except TimeoutError:
+        result = AgentResult(final_answer=None, stop_reason="timeout", usage={})
+    except Exception as exc:  # the agent or its endpoint failed: recorded, never swallowed silently
+        error = f"{type(exc).__name__}: {exc}"
+        result = AgentResult(final_answer=None, stop_reason="error", usage={})
+    recorder.record("final", final_answer=_jsonable(result.final_answer),
+                    stop_reason=result.stop_reason,
+                    usage={k: int(v) for k, v in dict(result.usage).items()}, error=error)
+    return recorder.events, score_trace(scenario, recorder.events)
+
+
+def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
+                ground_truth: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Score a trace into a run record (pure; the same trace always gives the same record).
+
+    Args:
+        scenario: The scenario the trace belongs to.
+        events: Trace events (``run_start`` ... ``final``).
+        ground_truth: The scenario's ground truth (read from its file if None).
+
+    Returns:
+        The run record, with ``record_hash`` and a ``timing`` block outside the hash.
+
+    Raises:
+        ValueError: If the trace lacks ``run_start`` / ``final`` or belongs to another scenario.
+    """
+    starts = [e for e in events if e.get("kind") == "run_start"]
+    finals = [e for e in events if e.get("kind") == "final"]
+    if not starts or not finals:
+        raise ValueError("a trace needs a 'run_start' and a 'final' event")
+    header, final = starts[0], finals[-1]
+    if header.get("scenario_id") != scenario.id:
+        raise ValueError(f"trace is for scenario {header.get('scenario_id')!r}, not {scenario.id!r}")
+    gt = dict(ground_truth) if ground_truth is not None else scenario.load_ground_truth()
+    calls = tool_calls(events)
+    answer = final.get("final_answer")
+    stop_reason = str(final.get("stop_reason", "final"))
+    usage = dict(final.get("usage") or {})
+    status, success, results, evaluator_error = "scored", False, [], ""
+    if stop_reason == "error":
+        status, success = "harness_error", None
+        evaluator_error = str(final.get("error", ""))
+    else:
+        context = ValidationContext(answer=answer, ground_truth=gt, calls=calls,
+                                    output_template=scenario.output_template,
+                                    precedence=scenario.precedence, pass_rule=scenario.pass_rule)
+        try:
+            success, outcomes = evaluate_validators(scenario.validators, context)
+            results = [r.to_json() for r in outcomes]
+        except Exception as exc:  # a validator crash is the evaluator's fault, reported apart
+            status, success = "evaluator_error", None
+            evaluator_error = f"{type(exc).__name__}: {exc}"
+    metrics = process_metrics(calls=calls, required=scenario.required_tools,
+                              distractors=scenario.distractor_tools,
+                              precedence=scenario.precedence,
+                              reference_order=scenario.reference_order or tuple(
+                                  s["tool"] for s in scenario.reference_solution),
+                              handle_args=scenario.handle_args, usage=usage)
+    failure = classify_failure(success=bool(success), calls=calls, answer=answer,
+                               stop_reason=stop_reason, required=scenario.required_tools,
+                               distractors=scenario.distractor_tools,
+                               precedence=scenario.precedence, handle_args=scenario.handle_args,
+                               output_template=scenario.output_template) \
+        if status == "scored" else {"primary": None, "flags": []}
+    record: dict[str, Any] = {
+        "run_id": str(header["run_id"]),
+        "scenario_id": scenario.id,
+        "scenario_hash": scenario.hash,
+        "ground_truth_sha256": hashlib.sha256(canonical_json(gt).encode()).hexdigest()[:16],
+        "task_type": scenario.task_type,
+        "asset_class": scenario.asset_class,
+        "run_index": int(header.get("run_index", 0)),
+        "mode": header.get("mode"),
+        "agent": header.get("agent"),
+        "model": header.get("model"),
+        "sampling": header.get("sampling"),
+        "seed": header.get("seed"),
+        "status": status,
+        "success": success,
+        "evaluator_error": evaluator_error,
+        "validator_results": results,
+        "metrics": metrics,
+        "failure": failure,
+        "final_answer": answer,
+        "stop_reason": stop_reason,
+        "versions": header.get("versions"),
+    }
+    record = round_floats(record)
+    record["record_hash"] = hashlib.sha256(canonical_json(record).encode()).hexdigest()
+    record["timing"] = {
+        "wall_s": round(float(final.get("t_ms", 0.0)) / 1000.0, 6),
+        "tool_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
+                                           if e.get("kind") == "tool_call"), 3),
+    }
+    return record
+
+
+def write_record(path: Path, record: Mapping[str, Any]) -> None:
+    """Write a run record as sorted, indented JSON."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+
+
+def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    """Read every record under ``run_dir/records``.
+
+    Args:
+        run_dir: A run folder written by `run_suite`.
+
+    Returns:
+        Records sorted by run id.
+
+    Raises:
+        FileNotFoundError: If the folder has no records.
+    """
+    files = sorted((Path(run_dir) / "records").glob("*.json"))
+    if not files:
+        raise FileNotFoundError(f"{run_dir}/records holds no run records; run "
+                                "`sfbench-agent-eval run --out {run_dir}` first")
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in files]
+    return sorted(records, key=lambda r: r["run_id"])
+
+
+async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session, *,
+                    mode: str, repeats: int = 1, seed: int = 0,
+                    out_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Run an agent on every scenario ``repeats`` times, sequentially.
+
+    Args:
+        scenarios: Scenarios.
+        agent: The agent.
+        session: Connected MCP session(s).
+        mode: ``tools_provided`` or ``unknown_tools``.
+        repeats: Runs per scenario (PHMForge uses 3).
+        seed: Base seed.
+        out_dir: If given, traces go to ``out_dir/traces`` and records to ``out_dir/records``.
+
+    Returns:
+        Run records in execution order.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    records = []
+    for scenario in scenarios:
+        for run_index in range(repeats):
+            events, record = await execute_run(scenario, agent, session, mode=mode,
+                                               run_index=run_index, seed=seed)
+            if out_dir is not None:
+                stem = run_file_stem(record["run_id"])
+                write_trace(Path(out_dir) / "traces" / f"{stem}.jsonl", events)
+                write_record(Path(out_dir) / "records" / f"{stem}.json", record)
+            records.append(record)
+    return records

@@ -1,0 +1,114 @@
+"""Three-way failure taxonomy of failed runs: reasoning, tool-invocation, orchestration.
+
+What lives here: `classify_failure`, which derives every flag from the client-side trace and
+the final answer and assigns the primary label by the first matching rule of
+mcp_agent_eval.md section 3.5:
+
+1. ``tool_invocation``: some tool's calls ended in ``invalid_arguments``, ``unknown_tool`` or
+   ``blocked`` (a tool the mode does not offer) with no later ok call of that tool.
+2. ``reasoning``: a distractor was called; or the agent chose to stop (``final``) with
+   required-tool recall below 1; or the answer has the wrong type for the output template.
+3. ``orchestration``: everything else (precedence violated, state-dependency violations, step
+   limit or timeout, wrong values despite full recall).
+
+What does not: success itself (validators decide that; only failed runs get a label).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsonschema
+
+from sfbench_jax.agent_eval.metrics import state_dependency_violations
+from sfbench_jax.agent_eval.trace import ToolCallEvent
+from sfbench_jax.agent_eval.validators import edge_satisfied
+
+__all__ = ["FAILURE_LABELS", "classify_failure", "unrecovered_invocation_failures"]
+
+FAILURE_LABELS = ("reasoning", "tool_invocation", "orchestration")
+_INVOCATION_STATUSES = frozenset({"invalid_arguments", "unknown_tool", "blocked"})
+
+
+def unrecovered_invocation_failures(calls: Sequence[ToolCallEvent]) -> list[str]:
+    """Tools whose last call failed at invocation level with no later ok call.
+
+    Args:
+        calls: Tool calls in order.
+
+    Returns:
+        Sorted tool names.
+    """
+    last_status: dict[str, str] = {}
+    ever_failed: set[str] = set()
+    for call in calls:
+        last_status[call.tool] = call.status
+        if call.status in _INVOCATION_STATUSES:
+            ever_failed.add(call.tool)
+    return sorted(t for t in ever_failed if last_status[t] in _INVOCATION_STATUSES)
+
+
+def _wrong_type(answer: Any, template: Mapping[str, Any]) -> bool:
+    if not isinstance(answer, Mapping):
+        return True
+    validator = jsonschema.Draft202012Validator(dict(template))
+    return any(error.validator in {"type", "enum"} for error in validator.iter_errors(answer))
+
+
+def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: Any,
+                     stop_reason: str, required: Sequence[str], distractors: Sequence[str],
+                     precedence: Sequence[tuple[str, str]], handle_args: Sequence[str],
+                     output_template: Mapping[str, Any]) -> dict[str, Any]:
+    """Failure flags and primary label of a run.
+
+    Args:
+        success: Whether the validators passed (successful runs get no primary label).
+        calls: Tool calls in order.
+        answer: The final answer.
+        stop_reason: ``final``, ``max_steps``, ``timeout`` or ``error``.
+        required: T_tau.
+        distractors: T_tau^-.
+        precedence: Precedence edges.
+        handle_args: Handle argument names.
+        output_template: The answer schema.
+
+    Returns:
+        ``{"primary": label or None, "flags": sorted flag names}``.
+    """
+    flags: set[str] = set()
+    unrecovered = unrecovered_invocation_failures(calls)
+    if unrecovered:
+        flags.add("invocation_unrecovered")
+    if any(c.status in _INVOCATION_STATUSES for c in calls):
+        flags.add("invocation_error")
+    if any(c.tool in set(distractors) for c in calls):
+        flags.add("distractor_called")
+    ok_required = {c.tool for c in calls if c.ok and c.tool in set(required)}
+    recall_complete = ok_required == set(required)
+    if not recall_complete:
+        flags.add("incomplete_recall")
+    if answer is None:
+        flags.add("no_answer")
+    elif _wrong_type(answer, output_template):
+        flags.add("wrong_answer_type")
+    if any(not edge_satisfied(calls, edge) for edge in precedence):
+        flags.add("precedence_violated")
+    if state_dependency_violations(calls, handle_args):
+        flags.add("state_dependency")
+    if stop_reason in {"max_steps", "timeout"}:
+        flags.add(f"stopped_{stop_reason}")
+    if stop_reason == "final" and not recall_complete:
+        flags.add("premature_stop")
+    if recall_complete and not success:
+        flags.add("wrong_value")
+    if success:
+        return {"primary": None, "flags": sorted(flags)}
+    if unrecovered:
+        primary = "tool_invocation"
+    elif ("distractor_called" in flags or "wrong_answer_type" in flags
+          or (stop_reason == "final" and not recall_complete)):
+        primary = "reasoning"
+    else:
+        primary = "orchestration"
+    return {"primary": primary, "flags": sorted(flags)}

@@ -1,0 +1,8 @@
+"""MCP adapter: the ``sfbench-mcp`` server exposing PHM kernels and benchmark summaries as tools.
+
+What lives here: ``server`` (assembly, transports, entry point), ``tools`` (the tool registry
+and one thin adapter module per group), ``datasets`` (registered dataset names and the read-only
+data layer), ``handles`` (names of server-side objects), ``inputs`` (argument coercion) and
+``errors`` (tagged tool errors). What does not: computation, which is `phm_kernels` and the
+engine's library API (``sfbench_jax.api``).
+"""

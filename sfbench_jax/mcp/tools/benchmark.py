@@ -1,0 +1,102 @@
+"""Forecasting-benchmark tools: datasets, fault scenarios and a SeasonalNaive robustness score.
+
+What lives here: thin adapters over the engine's library API ``sfbench_jax.api``
+(``list_datasets``, ``list_scenarios``, ``seasonal_naive_robustness``). Datasets are passed by
+registered name only; the data root is the server's. What does not: any evaluation logic (the
+engine owns it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from sfbench_jax.mcp.datasets import reject_path_like
+from sfbench_jax.mcp.errors import UnavailableToolError, UnknownDatasetError, kernel_errors
+from sfbench_jax.mcp.tools import ToolContext, ToolDef
+from sfbench_jax.mcp.tools._common import ToolResult
+
+__all__ = ["build"]
+
+
+class ForecastingDatasets(ToolResult):
+    """The forecasting benchmark's registered datasets."""
+
+    datasets: list[dict[str, Any]]
+
+
+class FaultScenarios(ToolResult):
+    """The benchmark's scored sensor-fault scenarios."""
+
+    scenarios: list[dict[str, Any]]
+
+
+class RobustnessResult(ToolResult):
+    """SeasonalNaive robustness summary on one dataset."""
+
+    dataset: str
+    summary: dict[str, Any]
+
+
+def _api() -> Any:
+    try:
+        return importlib.import_module("sfbench_jax.api")
+    except ImportError as exc:
+        raise UnavailableToolError(
+            "the forecasting engine API (sfbench_jax.api) is not installed in this build") \
+            from exc
+
+
+def _dataset_names(api: Any) -> list[str]:
+    return sorted(str(d.get("name", d.get("key", ""))) for d in api.list_datasets())
+
+
+def build(context: ToolContext) -> list[ToolDef]:
+    """Declare the benchmark tools.
+
+    Args:
+        context: Tool context (its data root is handed to the engine).
+
+    Returns:
+        Tool declarations.
+    """
+    data_root = context.store.data_root
+
+    def list_forecasting_datasets() -> ForecastingDatasets:
+        """List the sensor-fault forecasting benchmark's registered datasets."""
+        return ForecastingDatasets(datasets=list(_api().list_datasets()),
+                                   kernel="sfbench_jax.api.list_datasets")
+
+    def list_fault_scenarios() -> FaultScenarios:
+        """List the benchmark's scored sensor-fault scenarios (in benchmark order)."""
+        return FaultScenarios(scenarios=list(_api().list_scenarios()),
+                              kernel="sfbench_jax.api.list_scenarios")
+
+    def seasonal_naive_robustness(
+            dataset: Annotated[str, Field(description="registered forecasting dataset name "
+                                                      "(see list_forecasting_datasets)")],
+            k: Annotated[int, Field(ge=1, le=100_000, description="test windows to score")] = 10_000,
+            eval_seed: Annotated[int | None, Field(ge=0)] = None,
+            rng: Literal["jax"] = "jax",
+    ) -> RobustnessResult:
+        """Robustness of the SeasonalNaive forecaster under the benchmark's sensor faults:
+        clean and worst-case MSE, worst scenario and per-scenario degradation."""
+        reject_path_like(dataset, "dataset")
+        api = _api()
+        names = _dataset_names(api)
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", dataset) or dataset not in names:
+            raise UnknownDatasetError(f"dataset={dataset!r} is not a registered forecasting "
+                                      f"dataset; valid names: {', '.join(names)}")
+        with kernel_errors():
+            summary = api.seasonal_naive_robustness(dataset, data_root=data_root, k=k,
+                                                    eval_seed=eval_seed, rng=rng)
+        return RobustnessResult(dataset=dataset, summary=dict(summary),
+                                kernel="sfbench_jax.api.seasonal_naive_robustness",
+                                units={"mse_c": "normalised MSE", "mse_w": "normalised MSE"})
+
+    group = "benchmark"
+    return [ToolDef(list_forecasting_datasets, group), ToolDef(list_fault_scenarios, group),
+            ToolDef(seasonal_naive_robustness, group)]

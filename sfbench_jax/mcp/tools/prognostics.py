@@ -1,0 +1,607 @@
+"""Prognostics-server tools: data access by handle, RUL models and metrics, engine health,
+vibration severity and bearing diagnosis.
+
+What lives here: thin adapters over `phm_kernels` (metrics, trends, vibration, bearing, C-MAPSS
+RUL and turbofan health kernels) and over the registered datasets of ``sfbench_jax.mcp.datasets``.
+Data-loading tools return handles (``ds:``, ``gt:``, ``model:``, ``pred:``) and small summaries,
+never raw arrays; metric tools accept either a handle or a literal list / JSON-string array.
+What does not: the kernels' arithmetic, and ground-truth values (``load_ground_truth`` returns a
+handle and a summary, so an agent cannot copy the truth into its predictions).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from sfbench_jax.mcp import handles as H
+from sfbench_jax.mcp.datasets import (
+    CWRU_CONDITIONS,
+    PHM_DATASETS,
+    DataStore,
+    PHMDataset,
+    resolve_dataset,
+)
+from sfbench_jax.mcp.errors import (
+    DomainToolError,
+    InvalidArgumentsError,
+    UnknownHandleError,
+    kernel_errors,
+)
+from sfbench_jax.mcp.inputs import as_float_array, as_label_list, form_of
+from sfbench_jax.mcp.tools import ToolContext, ToolDef
+from sfbench_jax.mcp.tools._common import ToolResult, code_label, flag, maybe_finite, scalar
+
+__all__ = ["build", "cmapss_last_cycle_units", "rul_model_types"]
+
+ArrayArg = list[float] | str
+BEARING_LABELS = ("normal", "outer_race", "inner_race", "ball")
+CMAPSS_SENSORS = tuple(f"s{i}" for i in range(1, 22))
+CMAPSS_COLUMNS = ("unit", "cycle", "setting1", "setting2", "setting3", *CMAPSS_SENSORS)
+
+
+# ----------------------------------------------------------------------------------------------
+# Result models
+
+
+class DatasetInfo(BaseModel):
+    """One registered dataset."""
+
+    name: str
+    family: str
+    asset_class: str
+    description: str
+    splits: list[str]
+
+
+class DatasetList(ToolResult):
+    """Registered PHM datasets."""
+
+    datasets: list[DatasetInfo]
+
+
+class LoadedDataset(ToolResult):
+    """A loaded dataset split (a handle plus a summary)."""
+
+    handle: str
+    dataset: str
+    split: str
+    summary: dict[str, Any]
+
+
+class GroundTruth(ToolResult):
+    """A ground-truth handle and what it holds (values stay on the server)."""
+
+    handle: str
+    dataset: str
+    kind: str
+    n_items: int
+    note: str
+
+
+class RegressionResult(ToolResult):
+    """One regression metric of RUL predictions."""
+
+    value: float
+    n: int
+    metric: str
+    predictions_form: str
+
+
+class VerificationResult(ToolResult):
+    """RUL predictions verified against ground truth."""
+
+    mae: float
+    rmse: float
+    bias: float
+    phm08_score: float
+    n: int
+    mae_ok: bool | None
+    rmse_ok: bool | None
+    n_negative_predictions: int
+    ground_truth_status: Literal["verified", "outside_range"]
+
+
+class AccuracyResult(ToolResult):
+    """Classification metrics of predicted labels against ground-truth labels."""
+
+    accuracy: float
+    macro_f1: float
+    n: int
+    labels: list[str]
+    per_class_f1: dict[str, float]
+    confusion: list[list[int]]
+
+
+class TrendResult(ToolResult):
+    """Degradation trend of one series."""
+
+    trend: Literal["NO_TREND", "INCREASING", "DECREASING"]
+    p_value: float
+    kendall_tau: float
+    sen_slope: float
+    model: Literal["linear", "exponential"]
+    linear_slope: float
+    r2_linear: float
+    time_to_threshold: float | None
+    n: int
+    series: str
+
+
+class VibrationZone(ToolResult):
+    """ISO 10816 evaluation zone of a velocity RMS."""
+
+    zone: Literal["A", "B", "C", "D"]
+    zone_meaning: str
+    velocity_rms_mm_s: float
+    ratio_to_cd_boundary: float
+    margin_to_next_zone_mm_s: float | None
+    standard_edition: str
+
+
+class ConversionResult(ToolResult):
+    """A converted single-tone vibration amplitude."""
+
+    value: float
+    from_unit: str
+    to_unit: str
+    note: str
+
+
+class BearingFrequencies(ToolResult):
+    """Bearing defect frequencies."""
+
+    shaft_hz: float
+    ftf_hz: float
+    bpfo_hz: float
+    bpfi_hz: float
+    bsf_hz: float
+    bsf2_hz: float
+
+
+class BearingDiagnosisResult(ToolResult):
+    """Envelope-spectrum bearing diagnosis of one recording."""
+
+    dataset: str
+    fault_label: Literal["normal", "outer_race", "inner_race", "ball"]
+    detected: dict[str, bool]
+    harmonic_snr_sum_db: dict[str, float]
+    peak_freq_hz: dict[str, float]
+    defect_frequencies_hz: dict[str, float]
+    band_hz: list[float]
+
+
+_ZONE_MEANING = {
+    "A": "newly commissioned condition",
+    "B": "acceptable for unrestricted long-term operation",
+    "C": "unsatisfactory for long-term continuous operation; plan remedial action",
+    "D": "severe enough to cause damage",
+}
+
+
+def _splits(dataset: PHMDataset) -> list[str]:
+    if dataset.family == "cmapss":
+        return ["train", "test"]
+    return ["discharge"] if dataset.family == "nasa_battery" else ["signal"]
+
+
+def cmapss_last_cycle_units(table: np.ndarray) -> np.ndarray:
+    """Sorted unit ids of a C-MAPSS table."""
+    return np.unique(table[:, 0]).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# RUL models: model type -> (fit on train split, predict on a split). Filled from phm_kernels.
+
+
+def rul_model_types() -> tuple[str, ...]:
+    """Registered RUL model types (empty until the kernel library provides one)."""
+    return tuple(_rul_models())
+
+
+def _rul_models() -> dict[str, Any]:
+    try:
+        from phm_kernels import cmapss  # noqa: F401
+    except ImportError:
+        return {}
+    return {"linear_health_index": "cmapss.linear_health_index_rul"}
+
+
+def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure per tool
+    """Declare the prognostics-server tools.
+
+    Args:
+        context: Tool context (the data store).
+
+    Returns:
+        Tool declarations.
+    """
+    from phm_kernels import bearing as bearing_kernels
+    from phm_kernels import metrics, trends, vibration
+
+    store: DataStore = context.store
+
+    # -- handle resolution ------------------------------------------------------------------
+
+    def truth_values(value: Any, argument: str) -> np.ndarray:
+        if isinstance(value, str) and not value.lstrip().startswith("["):
+            handle = H.parse_handle(value, argument=argument, kinds=("gt",))
+            dataset = resolve_dataset(handle.dataset, argument=argument)
+            if dataset.family != "cmapss":
+                raise UnknownHandleError(f"{argument}={value!r} holds labels, not RUL values; "
+                                         "use calculate_accuracy for labels")
+            return store.cmapss(dataset.name).rul
+        return as_float_array(value, argument=argument)
+
+    def prediction_values(value: Any, argument: str) -> np.ndarray:
+        if isinstance(value, str) and not value.lstrip().startswith("["):
+            handle = H.parse_handle(value, argument=argument, kinds=("pred",))
+            return predict_units(handle)[1]
+        return as_float_array(value, argument=argument)
+
+    def predict_units(handle: H.Handle) -> tuple[np.ndarray, np.ndarray]:
+        models = _rul_models()
+        if handle.model_type not in models:
+            raise UnknownHandleError(f"model type {handle.model_type!r} is not available; "
+                                     f"available: {sorted(models) or 'none'}")
+        raise UnknownHandleError("RUL prediction is not available in this build")
+
+    # -- data access ------------------------------------------------------------------------
+
+    def list_phm_datasets() -> DatasetList:
+        """List the registered PHM datasets (names to pass to load_dataset and other tools)."""
+        return DatasetList(
+            datasets=[DatasetInfo(name=d.name, family=d.family, asset_class=d.asset_class,
+                                  description=d.description, splits=_splits(d))
+                      for d in PHM_DATASETS.values()],
+            kernel="none (registry)")
+
+    def load_dataset(
+            dataset_name: Annotated[str, Field(description="registered dataset name, e.g. "
+                                                           "cmapss_fd001 (see list_phm_datasets)")],
+            split: Annotated[str, Field(description="train or test for C-MAPSS; discharge for "
+                                                    "batteries; signal for CWRU")] = "test",
+    ) -> LoadedDataset:
+        """Load a registered dataset split and return a handle plus a small summary."""
+        dataset = resolve_dataset(dataset_name)
+        valid = _splits(dataset)
+        if dataset.family != "cmapss" and split == "test":
+            split = valid[0]
+        if split not in valid:
+            raise InvalidArgumentsError(f"split={split!r} is not a split of {dataset.name}; "
+                                        f"choose from {valid}")
+        summary: dict[str, Any]
+        if dataset.family == "cmapss":
+            table = getattr(store.cmapss(dataset.name), split)
+            units = cmapss_last_cycle_units(table)
+            lengths = np.bincount(table[:, 0].astype(np.int64))[units]
+            summary = {"n_units": int(units.shape[0]), "n_rows": int(table.shape[0]),
+                       "unit_ids": [int(units[0]), int(units[-1])],
+                       "cycles_per_unit": {"min": int(lengths.min()), "max": int(lengths.max())},
+                       "columns": list(CMAPSS_COLUMNS)}
+        elif dataset.family == "nasa_battery":
+            cell = store.battery(dataset.name)
+            summary = {"battery_id": cell.battery_id, "n_cycles": int(cell.cycle.shape[0]),
+                       "features": list(cell.FEATURES),
+                       "n_impedance_records": int(cell.impedance_cycle.shape[0])}
+        else:
+            record = store.cwru(dataset.name)
+            summary = {"n_samples": int(record.signal_g.shape[0]),
+                       "sampling_rate_hz": record.sampling_rate_hz, "rpm": record.rpm,
+                       "duration_s": record.signal_g.shape[0] / record.sampling_rate_hz,
+                       **{k: v for k, v in dataset.info.items() if k in {"bearing", "note"}}}
+        return LoadedDataset(handle=H.dataset_handle(dataset.name, split), dataset=dataset.name,
+                             split=split, summary=summary, kernel="none (data access)",
+                             units={"cycles_per_unit": "cycles"} if dataset.family == "cmapss"
+                             else {})
+
+    def load_ground_truth(
+            dataset_name: Annotated[str, Field(description="registered dataset name")],
+    ) -> GroundTruth:
+        """Return a handle to a dataset's ground truth (C-MAPSS test RUL, CWRU condition label).
+
+        Pass the handle to calculate_mae / calculate_rmse / verify_ground_truth /
+        calculate_accuracy; the values themselves stay on the server.
+        """
+        dataset = resolve_dataset(dataset_name)
+        if dataset.family == "cmapss":
+            n, kind = int(store.cmapss(dataset.name).rul.shape[0]), "rul_after_last_test_cycle"
+            note = "true RUL of each test unit after its last observed cycle, in unit order"
+        elif dataset.family == "cwru_bearing":
+            n, kind = 1, "bearing_condition_label"
+            note = f"one label from {list(BEARING_LABELS)}"
+        else:
+            raise DomainToolError(f"{dataset.name} has no separate ground-truth file: its "
+                                  "capacity history is the data itself (use the battery tools)")
+        return GroundTruth(handle=H.ground_truth_handle(dataset.name), dataset=dataset.name,
+                           kind=kind, n_items=n, note=note, kernel="none (data access)",
+                           units={"values": "cycles"} if dataset.family == "cmapss" else {})
+
+    # -- metrics ----------------------------------------------------------------------------
+
+    def regression(metric: str, ground_truth: Any, predictions: Any) -> RegressionResult:
+        truth = truth_values(ground_truth, "ground_truth")
+        pred = prediction_values(predictions, "predictions")
+        with kernel_errors():
+            result = metrics.regression_metrics(truth, pred)
+        return RegressionResult(value=scalar(getattr(result, metric)), n=int(truth.shape[0]),
+                                metric=metric, predictions_form=form_of(predictions),
+                                kernel="metrics.regression_metrics", units={"value": "cycles"})
+
+    def calculate_mae(
+            ground_truth: Annotated[ArrayArg, Field(description="gt handle or list of true RUL")],
+            predictions: Annotated[ArrayArg, Field(description="pred handle or list of "
+                                                               "predicted RUL")],
+    ) -> RegressionResult:
+        """Mean absolute error of RUL predictions against ground truth."""
+        return regression("mae", ground_truth, predictions)
+
+    def calculate_rmse(
+            ground_truth: Annotated[ArrayArg, Field(description="gt handle or list of true RUL")],
+            predictions: Annotated[ArrayArg, Field(description="pred handle or list of "
+                                                               "predicted RUL")],
+    ) -> RegressionResult:
+        """Root mean squared error of RUL predictions against ground truth."""
+        return regression("rmse", ground_truth, predictions)
+
+    def verify_ground_truth(
+            ground_truth: ArrayArg, predictions: ArrayArg,
+            mae_range: Annotated[list[float] | None, Field(
+                min_length=2, max_length=2, description="accepted [low, high] MAE")] = None,
+            rmse_range: Annotated[list[float] | None, Field(
+                min_length=2, max_length=2, description="accepted [low, high] RMSE")] = None,
+    ) -> VerificationResult:
+        """Verify RUL predictions against ground truth: MAE, RMSE, bias, PHM08 score, ranges."""
+        truth = truth_values(ground_truth, "ground_truth")
+        pred = prediction_values(predictions, "predictions")
+        wide = (0.0, float(np.finfo(np.float32).max))
+        with kernel_errors():
+            result = metrics.verify_rul_predictions(
+                truth, pred, mae_range=tuple(mae_range or wide),
+                rmse_range=tuple(rmse_range or wide))
+        mae_ok = flag(result.mae_ok) if mae_range else None
+        rmse_ok = flag(result.rmse_ok) if rmse_range else None
+        inside = all(v is not False for v in (mae_ok, rmse_ok))
+        return VerificationResult(
+            mae=scalar(result.mae), rmse=scalar(result.rmse), bias=scalar(result.bias),
+            phm08_score=scalar(result.score), n=int(truth.shape[0]), mae_ok=mae_ok,
+            rmse_ok=rmse_ok, n_negative_predictions=int(scalar(result.n_negative_predictions)),
+            ground_truth_status="verified" if inside else "outside_range",
+            kernel="metrics.verify_rul_predictions",
+            units={"mae": "cycles", "rmse": "cycles", "bias": "cycles"})
+
+    def label_values(value: Any, argument: str) -> list[str]:
+        labels = as_label_list(value, argument=argument)
+        out = []
+        for label in labels:
+            if label.startswith("gt:"):
+                handle = H.parse_handle(label, argument=argument, kinds=("gt",))
+                dataset = resolve_dataset(handle.dataset, argument=argument)
+                if dataset.name not in CWRU_CONDITIONS:
+                    raise UnknownHandleError(f"{label!r} holds no condition label")
+                out.append(CWRU_CONDITIONS[dataset.name])
+            else:
+                out.append(label.replace(" ", "_").replace("-", "_"))
+        return out
+
+    def calculate_accuracy(
+            ground_truth: Annotated[list[str] | str, Field(
+                description="true labels, or gt handles (one per item)")],
+            predictions: Annotated[list[str] | str, Field(description="predicted labels")],
+    ) -> AccuracyResult:
+        """Accuracy, macro-F1 and confusion matrix of predicted labels against ground truth."""
+        truth = label_values(ground_truth, "ground_truth")
+        pred = label_values(predictions, "predictions")
+        labels = sorted(set(truth) | set(pred))
+        index = {label: i for i, label in enumerate(labels)}
+        with kernel_errors():
+            result = metrics.classification_metrics(
+                np.asarray([index[x] for x in truth], np.int32),
+                np.asarray([index[x] for x in pred], np.int32), n_classes=len(labels))
+        f1 = [float(v) for v in np.asarray(result.f1).tolist()]
+        return AccuracyResult(
+            accuracy=scalar(result.accuracy), macro_f1=scalar(result.macro_f1), n=len(truth),
+            labels=labels, per_class_f1=dict(zip(labels, f1, strict=True)),
+            confusion=np.asarray(result.confusion).astype(int).tolist(),
+            kernel="metrics.classification_metrics", units={"accuracy": "fraction"})
+
+    # -- degradation trends -----------------------------------------------------------------
+
+    def series_from_handle(handle_text: str, unit_id: int | None,
+                           sensor: str | None) -> tuple[np.ndarray, np.ndarray, str]:
+        handle = H.parse_handle(handle_text, argument="dataset_handle", kinds=("ds",))
+        dataset = resolve_dataset(handle.dataset, argument="dataset_handle")
+        if dataset.family != "cmapss":
+            raise UnknownHandleError("detect_degradation_trend reads C-MAPSS handles; for "
+                                     "batteries use the battery tools")
+        if unit_id is None or sensor is None:
+            raise InvalidArgumentsError("with dataset_handle, pass unit_id and sensor (s1..s21)")
+        if sensor not in CMAPSS_SENSORS:
+            raise InvalidArgumentsError(f"sensor={sensor!r}; choose from s1..s21")
+        table = getattr(store.cmapss(dataset.name), handle.split)
+        rows = table[table[:, 0] == unit_id]
+        if rows.shape[0] == 0:
+            units = cmapss_last_cycle_units(table)
+            raise DomainToolError(f"unit_id={unit_id} is not in {handle_text} (units "
+                                  f"{units[0]}..{units[-1]})")
+        column = CMAPSS_COLUMNS.index(sensor)
+        return rows[:, 1], rows[:, column], f"{handle_text} unit {unit_id} {sensor}"
+
+    def detect_degradation_trend(
+            cycle_data: Annotated[ArrayArg | None, Field(
+                description="series values (one per cycle), or omit and give dataset_handle")] = None,
+            dataset_handle: Annotated[str | None, Field(description="ds: handle (C-MAPSS)")] = None,
+            unit_id: Annotated[int | None, Field(ge=1)] = None,
+            sensor: Annotated[str | None, Field(description="C-MAPSS sensor s1..s21")] = None,
+            threshold: Annotated[float | None, Field(
+                description="level whose crossing time to estimate")] = None,
+            alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05,
+    ) -> TrendResult:
+        """Mann-Kendall trend test with Sen's slope plus a linear/exponential trend fit."""
+        if (cycle_data is None) == (dataset_handle is None):
+            raise InvalidArgumentsError("pass exactly one of cycle_data or dataset_handle")
+        if dataset_handle is not None:
+            t, y, label = series_from_handle(dataset_handle, unit_id, sensor)
+        else:
+            y = as_float_array(cycle_data, argument="cycle_data", min_items=3)
+            t, label = np.arange(1.0, y.shape[0] + 1.0), "cycle_data"
+        # Pad to a power of two with a mask so that series of similar length share one compile.
+        size = max(16, 1 << int(np.ceil(np.log2(y.shape[0]))))
+        mask = np.zeros(size, bool)
+        mask[: y.shape[0]] = True
+        t_pad = np.concatenate([t, t[-1] + np.arange(1.0, size - t.shape[0] + 1.0)])
+        y_pad = np.concatenate([y, np.full(size - y.shape[0], y[-1])])
+        with kernel_errors():
+            mk = trends.mann_kendall(y_pad, alpha=alpha, mask=mask)
+            fit = trends.trend_fit(t_pad, y_pad, y_threshold=threshold, mask=mask)
+        return TrendResult(
+            trend=code_label(mk.trend, trends.TREND_LABELS), p_value=scalar(mk.p_value),
+            kendall_tau=scalar(mk.tau), sen_slope=scalar(mk.sen_slope),
+            model=code_label(fit.model, trends.TREND_MODELS), linear_slope=scalar(fit.slope),
+            r2_linear=scalar(fit.r2_linear),
+            time_to_threshold=maybe_finite(fit.time_to_threshold) if threshold is not None
+            else None, n=int(y.shape[0]), series=label,
+            kernel="trends.mann_kendall, trends.trend_fit",
+            units={"sen_slope": "per cycle", "time_to_threshold": "cycles"})
+
+    # -- vibration and bearings -------------------------------------------------------------
+
+    def assess_vibration_severity(
+            velocity_rms_mm_s: Annotated[float, Field(ge=0, description="broadband velocity "
+                                                                       "RMS, mm/s")],
+            standard: Literal["ISO10816-1", "ISO10816-3"] = "ISO10816-1",
+            machine_class: Literal["I", "II", "III", "IV"] = "II",
+            group: Literal[1, 2] = 2,
+            foundation: Literal["rigid", "flexible"] = "rigid",
+    ) -> VibrationZone:
+        """ISO 10816 (now ISO 20816) evaluation zone A-D of a vibration velocity.
+
+        ISO10816-1 uses machine_class I-IV; ISO10816-3 uses group 1/2 and foundation.
+        """
+        with kernel_errors():
+            if standard == "ISO10816-1":
+                result = vibration.iso10816_1_zone(velocity_rms_mm_s, machine_class=machine_class)
+                edition = vibration.ISO10816_EDITIONS["iso10816_1"]
+            else:
+                result = vibration.iso10816_3_zone(velocity_rms_mm_s, group=group,
+                                                   foundation=foundation)
+                edition = vibration.ISO10816_EDITIONS["iso10816_3"]
+        zone = code_label(result.zone, vibration.ISO_ZONES)
+        return VibrationZone(zone=zone, zone_meaning=_ZONE_MEANING[zone],
+                             velocity_rms_mm_s=velocity_rms_mm_s,
+                             ratio_to_cd_boundary=scalar(result.ratio_to_cd),
+                             margin_to_next_zone_mm_s=maybe_finite(result.margin_to_next),
+                             standard_edition=edition,
+                             kernel="vibration.iso10816_1_zone" if standard == "ISO10816-1"
+                             else "vibration.iso10816_3_zone",
+                             units={"velocity_rms_mm_s": "mm/s RMS"})
+
+    def convert_vibration_units(
+            value: float,
+            from_unit: Annotated[str, Field(description="'<unit> <measure>', e.g. 'in/s pk'")],
+            to_unit: Annotated[str, Field(description="e.g. 'mm/s rms'")],
+            frequency_hz: Annotated[float | None, Field(
+                gt=0, description="tone frequency; needed between displacement, velocity and "
+                                  "acceleration")] = None,
+    ) -> ConversionResult:
+        """Convert a single-tone vibration amplitude between units (in/s, mm/s, g, um) and
+        measures (rms, pk, pp)."""
+        with kernel_errors():
+            result = vibration.vib_convert(value, from_unit=from_unit, to_unit=to_unit,
+                                           freq_hz=frequency_hz)
+        return ConversionResult(value=scalar(result), from_unit=from_unit, to_unit=to_unit,
+                                note="exact for a pure tone only; integrate broadband spectra "
+                                     "bin by bin", kernel="vibration.vib_convert",
+                                units={"value": to_unit})
+
+    def calculate_bearing_frequencies(
+            rpm: Annotated[float, Field(gt=0)],
+            bearing: Literal["cwru_drive_end", "cwru_fan_end", "custom"] = "cwru_drive_end",
+            n_balls: Annotated[int | None, Field(ge=3)] = None,
+            ball_diameter: Annotated[float | None, Field(gt=0)] = None,
+            pitch_diameter: Annotated[float | None, Field(gt=0)] = None,
+            contact_angle_deg: Annotated[float, Field(ge=0, lt=90)] = 0.0,
+    ) -> BearingFrequencies:
+        """Bearing defect frequencies (FTF, BPFO, BPFI, BSF, 2xBSF) for a shaft speed.
+
+        Use bearing='custom' with n_balls, ball_diameter and pitch_diameter for other bearings.
+        """
+        if bearing == "custom":
+            if None in (n_balls, ball_diameter, pitch_diameter):
+                raise InvalidArgumentsError("bearing='custom' needs n_balls, ball_diameter and "
+                                            "pitch_diameter")
+            geometry = bearing_kernels.BearingGeometry(n_balls, ball_diameter, pitch_diameter,
+                                                      contact_angle_deg)
+        else:
+            geometry = (bearing_kernels.CWRU_DRIVE_END if bearing == "cwru_drive_end"
+                        else bearing_kernels.CWRU_FAN_END)
+        with kernel_errors():
+            result = bearing_kernels.bearing_fault_frequencies(rpm, **geometry._asdict())
+        return BearingFrequencies(shaft_hz=scalar(result.shaft_hz), ftf_hz=scalar(result.ftf),
+                                  bpfo_hz=scalar(result.bpfo), bpfi_hz=scalar(result.bpfi),
+                                  bsf_hz=scalar(result.bsf), bsf2_hz=scalar(result.bsf2),
+                                  kernel="bearing.bearing_fault_frequencies",
+                                  units={"*_hz": "Hz"})
+
+
+    def diagnose_bearing_fault(
+            dataset_handle: Annotated[str, Field(description="ds: handle of a CWRU recording")],
+            band_low_hz: Annotated[float, Field(gt=0)] = 2000.0,
+            band_high_hz: Annotated[float, Field(gt=0)] = 4000.0,
+    ) -> BearingDiagnosisResult:
+        """Envelope-spectrum diagnosis of a drive-end recording: normal, outer_race, inner_race
+        or ball, with per-target detection and SNR."""
+        handle = H.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
+        dataset = resolve_dataset(handle.dataset, argument="dataset_handle")
+        if dataset.family != "cwru_bearing":
+            raise UnknownHandleError(f"{dataset_handle!r} is not a bearing recording; load a "
+                                     "cwru_rec_* dataset")
+        record = store.cwru(dataset.name)
+        with kernel_errors():
+            result = bearing_kernels.diagnose_bearing(record.signal_g, fs=record.sampling_rate_hz,
+                                              rpm=record.rpm, f_lo=band_low_hz,
+                                              f_hi=band_high_hz)
+        targets = ("outer_race", "inner_race", "ball")
+        match = result.match
+        detected = np.asarray(match.detected).reshape(-1).tolist()
+        snr = np.asarray(match.score).reshape(-1).tolist()
+        peaks = np.asarray(match.peak_freq)
+        peak_first = peaks[:, 0] if peaks.ndim == 2 else peaks
+        freqs = result.frequencies
+        return BearingDiagnosisResult(
+            dataset=dataset.name, fault_label=BEARING_LABELS[int(scalar(result.label))],
+            detected={t: bool(d) for t, d in zip(targets, detected, strict=True)},
+            harmonic_snr_sum_db={t: float(s) for t, s in zip(targets, snr, strict=True)},
+            peak_freq_hz={t: float(p) for t, p in zip(targets, peak_first.tolist(), strict=True)},
+            defect_frequencies_hz={"bpfo": scalar(freqs.bpfo), "bpfi": scalar(freqs.bpfi),
+                                   "bsf2": scalar(freqs.bsf2), "shaft": scalar(freqs.shaft_hz)},
+            band_hz=[band_low_hz, band_high_hz], kernel="bearing.diagnose_bearing",
+            units={"harmonic_snr_sum_db": "dB (sum of positive harmonic SNRs)", "*_hz": "Hz"})
+
+    def warm() -> None:
+        calculate_mae([112.0, 98.0, 69.0, 82.0], [100.0, 105.0, 69.0, 90.0])
+        verify_ground_truth([112.0, 98.0, 69.0, 82.0], [100.0, 105.0, 69.0, 90.0], [0, 20],
+                            [0, 30])
+        calculate_accuracy(["normal", "ball"], ["normal", "normal"])
+        assess_vibration_severity(2.0)
+        assess_vibration_severity(3.0, standard="ISO10816-3")
+        calculate_bearing_frequencies(1797.0)
+        detect_degradation_trend(cycle_data=[1.0, 1.2, 1.1, 1.5, 1.7, 1.6, 2.0, 2.2])
+
+    group = "prognostics"
+    return [
+        ToolDef(list_phm_datasets, group),
+        ToolDef(load_dataset, group),
+        ToolDef(load_ground_truth, group),
+        ToolDef(calculate_mae, group, warmup=warm),
+        ToolDef(calculate_rmse, group),
+        ToolDef(verify_ground_truth, group),
+        ToolDef(calculate_accuracy, group),
+        ToolDef(detect_degradation_trend, group),
+        ToolDef(assess_vibration_severity, group),
+        ToolDef(convert_vibration_units, group),
+        ToolDef(calculate_bearing_frequencies, group),
+        ToolDef(diagnose_bearing_fault, group),
+    ]
