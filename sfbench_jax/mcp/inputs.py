@@ -16,16 +16,9 @@ import numpy as np
 
 from sfbench_jax.mcp.errors import InvalidArgumentsError
 
-__all__ = ["as_float_array", "as_label_list", "form_of"]
+__all__ = ["as_float_array", "as_label_list"]
 
 MAX_ITEMS = 100_000
-
-
-def form_of(value: Any) -> str:
-    """Which form an array argument arrived in: ``"list"``, ``"json_string"`` or ``"handle"``."""
-    if isinstance(value, str):
-        return "json_string" if value.lstrip().startswith("[") else "handle"
-    return "list"
 
 
 def _decode(value: Any, argument: str) -> Sequence[Any]:

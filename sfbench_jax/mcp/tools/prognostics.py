@@ -30,7 +30,7 @@ from sfbench_jax.mcp.errors import (
     UnknownHandleError,
     kernel_errors,
 )
-from sfbench_jax.mcp.inputs import as_float_array, as_label_list, form_of
+from sfbench_jax.mcp.inputs import as_float_array, as_label_list
 from sfbench_jax.mcp.tools import ToolContext, ToolDef
 from sfbench_jax.mcp.tools._common import ToolResult, code_label, flag, maybe_finite, scalar
 
@@ -87,7 +87,6 @@ class RegressionResult(ToolResult):
     value: float
     n: int
     metric: str
-    predictions_form: str
 
 
 class VerificationResult(ToolResult):
@@ -327,7 +326,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         with kernel_errors():
             result = metrics.regression_metrics(truth, pred)
         return RegressionResult(value=scalar(getattr(result, metric)), n=int(truth.shape[0]),
-                                metric=metric, predictions_form=form_of(predictions),
+                                metric=metric,
                                 kernel="metrics.regression_metrics", units={"value": "cycles"})
 
     def calculate_mae(
