@@ -40,6 +40,9 @@ ArrayArg = list[float] | str
 BEARING_LABELS = ("normal", "outer_race", "inner_race", "ball")
 CMAPSS_SENSORS = tuple(f"s{i}" for i in range(1, 22))
 CMAPSS_COLUMNS = ("unit", "cycle", "setting1", "setting2", "setting3", *CMAPSS_SENSORS)
+# The 14 sensors that vary in the single-condition sets (FD001/FD003): the literature's default.
+INFORMATIVE_SENSORS = ("s2", "s3", "s4", "s7", "s8", "s9", "s11", "s12", "s13", "s14", "s15",
+                       "s17", "s20", "s21")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -127,6 +130,45 @@ class TrendResult(ToolResult):
     time_to_threshold: float | None
     n: int
     series: str
+
+
+class ComponentHealthResult(ToolResult):
+    """Health band of one turbofan module."""
+
+    component: Literal["FAN", "LPC", "HPC", "HPT", "LPT"]
+    health_band: Literal["HEALTHY", "DEGRADED", "SEVERE", "CRITICAL"]
+    status: Literal["Operating Normally", "Abnormal Degradation", "Imminent Failure"]
+    severity_magnitude: float
+    margin_to_next_band: float | None
+
+
+class SignatureResult(ToolResult):
+    """Efficiency- vs flow-dominated degradation of one module."""
+
+    component: str
+    signature: Literal["NONE", "EFFICIENCY_DOMINANT", "FLOW_DOMINANT", "COUPLED"]
+    flow_to_efficiency_ratio: float
+    mechanism_hint: str
+    note: str
+
+
+class SensorAnomalies(BaseModel):
+    """Anomaly events of one sensor."""
+
+    n_events: int
+    first_flagged_cycle: int | None
+
+
+class EngineSignals(ToolResult):
+    """Debounced rolling z-score anomalies per sensor of one engine."""
+
+    dataset_handle: str
+    unit_id: int
+    n_cycles: int
+    sensors_analyzed: list[str]
+    anomalous_sensors: list[str]
+    first_anomalous_cycle: int | None
+    sensors: dict[str, SensorAnomalies]
 
 
 class VibrationZone(ToolResult):
@@ -218,7 +260,8 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         Tool declarations.
     """
     from phm_kernels import bearing as bearing_kernels
-    from phm_kernels import metrics, trends, vibration
+    from phm_kernels import battery as battery_kernels
+    from phm_kernels import metrics, trends, turbofan, vibration
 
     store: DataStore = context.store
 
@@ -465,6 +508,88 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
             kernel="trends.mann_kendall, trends.trend_fit",
             units={"sen_slope": "per cycle", "time_to_threshold": "cycles"})
 
+    def analyze_engine_signals(
+            dataset_handle: Annotated[str, Field(description="ds: handle of a C-MAPSS split")],
+            unit_id: Annotated[int, Field(ge=1)],
+            sensors: Annotated[list[str] | None, Field(
+                description="sensors to analyse (default: the 14 informative FD001 sensors)")] = None,
+            threshold: Annotated[float, Field(gt=0)] = 3.0,
+            min_persistence: Annotated[int, Field(ge=1, le=50)] = 3,
+            window: Annotated[int, Field(ge=2, le=100)] = 20,
+            baseline: Annotated[Literal["reference", "gated", "trailing"], Field(
+                description="reference: frozen first `window` cycles (early life); gated: "
+                            "tracks sub-threshold drift; trailing: previous `window` cycles")
+            ] = "reference",
+    ) -> EngineSignals:
+        """Find sensors of one engine that leave their early-life baseline (debounced rolling
+        z-score per sensor)."""
+        chosen = list(sensors or INFORMATIVE_SENSORS)
+        bad = [x for x in chosen if x not in CMAPSS_SENSORS]
+        if bad:
+            raise InvalidArgumentsError(f"unknown sensors {bad}; choose from s1..s21")
+        cycles, _, _ = series_from_handle(dataset_handle, unit_id, chosen[0])
+        handle = H.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
+        table = getattr(store.cmapss(handle.dataset), handle.split)
+        rows = table[table[:, 0] == unit_id]
+        values = rows[:, [CMAPSS_COLUMNS.index(x) for x in chosen]]
+        with kernel_errors():
+            result = battery_kernels.rolling_zscore_anomaly_multi(
+                values, window=window, threshold=threshold, min_persistence=min_persistence,
+                baseline=baseline)
+        flags = np.asarray(result.flags)
+        per_sensor: dict[str, SensorAnomalies] = {}
+        for j, name in enumerate(chosen):
+            hits = np.flatnonzero(flags[:, j])
+            per_sensor[name] = SensorAnomalies(
+                n_events=int(np.asarray(result.n_events)[j]),
+                first_flagged_cycle=int(cycles[hits[0]]) if hits.size else None)
+        any_hits = np.flatnonzero(np.asarray(result.any_flag))
+        return EngineSignals(
+            dataset_handle=dataset_handle, unit_id=unit_id, n_cycles=int(cycles.shape[0]),
+            sensors_analyzed=chosen,
+            anomalous_sensors=[n for n in chosen if per_sensor[n].n_events > 0],
+            first_anomalous_cycle=int(cycles[any_hits[0]]) if any_hits.size else None,
+            sensors=per_sensor, kernel="battery.rolling_zscore_anomaly_multi",
+            units={"first_flagged_cycle": "cycles"})
+
+    # -- turbofan module health -------------------------------------------------------------
+
+    def assess_component_health(
+            component: Literal["FAN", "LPC", "HPC", "HPT", "LPT"],
+            efficiency: Annotated[float, Field(
+                ge=-0.5, le=0.5, description="fractional efficiency deviation, e.g. -0.021")],
+            flow_modifier: Annotated[float, Field(
+                ge=-0.5, le=0.5, description="fractional flow-capacity deviation")],
+    ) -> ComponentHealthResult:
+        """Health band of a turbofan module (Fan/LPC/HPC/HPT/LPT) from its efficiency and flow
+        deviations (fractions, not percent)."""
+        with kernel_errors():
+            result = turbofan.component_health(component, efficiency, flow_modifier)
+        code = int(scalar(result.band))
+        return ComponentHealthResult(
+            component=component, health_band=turbofan.HEALTH_BANDS[code],
+            status=turbofan.PHMFORGE_HEALTH_LABELS[code],
+            severity_magnitude=scalar(result.magnitude),
+            margin_to_next_band=maybe_finite(result.margin_to_next),
+            kernel="turbofan.component_health", units={"severity_magnitude": "fraction"})
+
+    def diagnose_timing_issues(
+            efficiency_deviation: Annotated[float, Field(ge=-0.5, le=0.5)],
+            flow_deviation: Annotated[float, Field(ge=-0.5, le=0.5)],
+            component: Literal["FAN", "LPC", "HPC", "HPT", "LPT"] = "HPC",
+    ) -> SignatureResult:
+        """Is a module's degradation efficiency-dominated, flow-dominated or coupled?"""
+        with kernel_errors():
+            result = turbofan.efficiency_flow_signature(component, efficiency_deviation,
+                                                        flow_deviation)
+        return SignatureResult(
+            component=component,
+            signature=code_label(result.signature, turbofan.SIGNATURE_CLASSES),
+            flow_to_efficiency_ratio=scalar(result.ratio),
+            mechanism_hint=code_label(result.mechanism_hint, turbofan.MECHANISM_HINTS),
+            note="the mechanism hint is advisory (qualitative gas-path analysis)",
+            kernel="turbofan.efficiency_flow_signature", units={"ratio": "dimensionless"})
+
     # -- vibration and bearings -------------------------------------------------------------
 
     def assess_vibration_severity(
@@ -588,6 +713,8 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         assess_vibration_severity(3.0, standard="ISO10816-3")
         calculate_bearing_frequencies(1797.0)
         detect_degradation_trend(cycle_data=[1.0, 1.2, 1.1, 1.5, 1.7, 1.6, 2.0, 2.2])
+        assess_component_health("HPC", -0.021, -0.008)
+        diagnose_timing_issues(-0.010, -0.030)
 
     group = "prognostics"
     return [
@@ -599,6 +726,9 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         ToolDef(verify_ground_truth, group),
         ToolDef(calculate_accuracy, group),
         ToolDef(detect_degradation_trend, group),
+        ToolDef(analyze_engine_signals, group),
+        ToolDef(assess_component_health, group),
+        ToolDef(diagnose_timing_issues, group),
         ToolDef(assess_vibration_severity, group),
         ToolDef(convert_vibration_units, group),
         ToolDef(calculate_bearing_frequencies, group),
