@@ -26,10 +26,12 @@ from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
 from sfbench_jax.faults.registry import SCENARIOS, Fault
-from sfbench_jax.evaluate.kernel import PredictFn, WindowShape, score_chunk_jax, score_chunk_with_params
+from sfbench_jax.evaluate.kernel import (PredictFn, WindowShape, map_blocks, score_block_jax,
+                                        score_block_with_params)
 
 RNG_MODES = ("jax", "reference")
-DEFAULT_FIRST_CHUNK = 1024
+DEFAULT_FIRST_CHUNK = 1024  # windows per device per compiled call
+CPU_BLOCK_BYTES = 4 * 2**20  # window data per inner block on CPU (fits the cache)
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class EngineStats:
     chunk_size: int
     num_chunks: int
     num_devices: int
+    block_size: int
     temp_bytes_per_chunk: int | None = None
     compiles: int = 1
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -165,6 +168,19 @@ class _Progress:
               f"{rate:,.0f} windows/s, ETA {eta:,.1f} s", file=sys.stderr, flush=True)
 
 
+def default_block_size(data: PreparedData, platform: str) -> int | None:
+    """Windows per inner block: cache-sized on CPU (about 4 MiB of window data), unblocked elsewhere."""
+    if platform != "cpu":
+        return None
+    spec = data.spec
+    window_bytes = (spec.input_len + spec.horizon) * spec.num_channels * 4
+    return max(1, min(512, CPU_BLOCK_BYTES // window_bytes))
+
+
+def _largest_divisor_at_most(value: int, limit: int) -> int:
+    return max(d for d in range(1, min(value, limit) + 1) if value % d == 0)
+
+
 def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: EvalOptions, *,
                   scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
                   test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
@@ -196,52 +212,72 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
     state = jax.device_put(state, replicated)
     base_key = jax.device_put(jax.random.key(options.eval_data_seed), replicated)
     scenarios = tuple(scenarios)
+    block_limit = default_block_size(data, mesh.devices.flat[0].platform)
 
     if options.chunk_size is not None and options.chunk_size % num_devices:
         raise ValueError(f"chunk_size {options.chunk_size} must be a multiple of the {num_devices} devices "
                          "in the mesh; pick a multiple or set eval.chunk_size=null.")
-    if options.rng == "jax":
-        kernel = jax.jit(partial(score_chunk_jax, predict, scenarios=scenarios, ctx=ctx, shape=shape))
-    else:
-        kernel = jax.jit(partial(score_chunk_with_params, predict, scenarios=scenarios, ctx=ctx,
-                                 shape=shape))
+
+    def build_kernel(per_device: int) -> tuple[Any, int]:
+        block = per_device if block_limit is None else _largest_divisor_at_most(per_device, block_limit)
+        if options.rng == "jax":
+            def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array,
+                      ids: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+                block_fn = partial(score_block_jax, predict, state, series, base_key, scenarios=scenarios,
+                                   ctx=ctx, shape=shape)
+                return map_blocks(block_fn, (starts, ids), block)
+            specs = (P(), P(), P(), P("data"), P("data"))
+        else:
+            def local(state: Any, series: jax.Array, starts: jax.Array,
+                      params: tuple) -> tuple[jax.Array, jax.Array, jax.Array]:
+                def block_fn(starts: jax.Array, params: tuple) -> tuple[jax.Array, jax.Array, jax.Array]:
+                    return score_block_with_params(predict, state, series, starts, params,
+                                                   scenarios=scenarios, ctx=ctx, shape=shape)
+                return map_blocks(block_fn, (starts, params), block)
+            specs = (P(), P(), P("data"), P("data"))
+        mapped = jax.shard_map(local, mesh=mesh, in_specs=specs,
+                               out_specs=(P("data"), P("data"), P("data")))
+        return jax.jit(mapped), block
 
     def chunk_arguments(ids: np.ndarray, size: int) -> tuple:
         ids = _padded(ids, size)
         chunk_starts = jax.device_put(starts[ids], sharded)
         if options.rng == "jax":
-            return (state, series, chunk_starts, jax.device_put(ids.astype(np.int32), sharded), base_key)
-        params = [jax.device_put(reference_params(
+            return (state, series, base_key, chunk_starts, jax.device_put(ids.astype(np.int32), sharded))
+        params = tuple(jax.device_put(reference_params(
             fault, scenario_seeds(options.eval_data_seed, fault.index, ids), ctx), sharded)
-            for fault in scenarios]
+            for fault in scenarios)
         return (state, series, chunk_starts, params)
 
-    def compile_for(size: int) -> tuple[Any, int | None, tuple]:
-        first_ids = np.arange(min(size, num_windows))
-        arguments = chunk_arguments(first_ids, size)
+    def compile_for(size: int) -> tuple[Any, int | None, tuple, int]:
+        kernel, block = build_kernel(size // num_devices)
+        arguments = chunk_arguments(np.arange(min(size, num_windows)), size)
         compiled = kernel.lower(*arguments).compile()
         analysis = compiled.memory_analysis()
         temp = None if analysis is None else int(analysis.temp_size_in_bytes)
-        return compiled, temp, arguments
+        return compiled, temp, arguments, block
 
-    padded_total = num_devices * math.ceil(num_windows / num_devices)
+    per_device_total = math.ceil(num_windows / num_devices)
     notes: list[str] = []
     compile_started = time.perf_counter()
     if options.chunk_size is not None:
-        chunk_size = min(options.chunk_size, padded_total)
-        compiled, temp, first_arguments = compile_for(chunk_size)
+        chunk_size = min(options.chunk_size, per_device_total * num_devices)
+        compiled, temp, first_arguments, block = compile_for(chunk_size)
         compiles = 1
     else:
-        chunk_size = min(DEFAULT_FIRST_CHUNK * num_devices, padded_total)
-        compiled, temp, first_arguments = compile_for(chunk_size)
+        per_device = min(DEFAULT_FIRST_CHUNK, per_device_total)
+        if block_limit is not None and per_device > block_limit:
+            per_device -= per_device % block_limit
+        chunk_size = per_device * num_devices
+        compiled, temp, first_arguments, block = compile_for(chunk_size)
         compiles = 1
         budget = options.memory_budget_mb * 2**20 * num_devices
-        if temp is not None and temp > budget and chunk_size > num_devices:
-            scaled = int(chunk_size * budget / temp * 0.9)
-            chunk_size = max(num_devices, scaled - scaled % num_devices)
+        if temp is not None and temp > budget and per_device > 1:
+            per_device = max(1, int(per_device * budget / temp * 0.9))
+            chunk_size = per_device * num_devices
             notes.append(f"chunk size lowered to {chunk_size} to keep temporaries under "
                          f"{options.memory_budget_mb} MiB per device")
-            compiled, temp, first_arguments = compile_for(chunk_size)
+            compiled, temp, first_arguments, block = compile_for(chunk_size)
             compiles = 2
     compile_seconds = time.perf_counter() - compile_started
 
@@ -261,12 +297,12 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
     progress.update(num_windows, num_chunks, num_chunks)
 
     clean = np.concatenate([c[:n] for (n, _), (c, _, _) in zip(outputs, host, strict=True)])
-    faulted = np.concatenate([f[:, :n] for (n, _), (_, f, _) in zip(outputs, host, strict=True)], axis=1)
-    units = np.concatenate([u[:, :n] for (n, _), (_, _, u) in zip(outputs, host, strict=True)], axis=1)
-    losses = WindowLosses(sample_starts=starts, clean=clean, faulted=faulted,
-                          severity_units=units.astype(np.int32),
+    faulted = np.concatenate([f[:n] for (n, _), (_, f, _) in zip(outputs, host, strict=True)]).T
+    units = np.concatenate([u[:n] for (n, _), (_, _, u) in zip(outputs, host, strict=True)]).T
+    losses = WindowLosses(sample_starts=starts, clean=clean, faulted=np.ascontiguousarray(faulted),
+                          severity_units=np.ascontiguousarray(units, dtype=np.int32),
                           scenario_keys=tuple(fault.key for fault in scenarios))
     stats = EngineStats(compile_seconds=compile_seconds, run_seconds=run_seconds, chunk_size=chunk_size,
-                        num_chunks=num_chunks, num_devices=num_devices, temp_bytes_per_chunk=temp,
-                        compiles=compiles, notes=tuple(notes))
+                        num_chunks=num_chunks, num_devices=num_devices, block_size=block,
+                        temp_bytes_per_chunk=temp, compiles=compiles, notes=tuple(notes))
     return losses, stats

@@ -34,13 +34,16 @@ class WindowShape:
 
 
 def gather_windows(series: jax.Array, starts: jax.Array, shape: WindowShape) -> tuple[jax.Array, jax.Array]:
-    """`x = series[s : s+n]` `(C, n, m)` and `y = series[s+n : s+n+H, targets]` `(C, H, t)`."""
-    def one(start: jax.Array) -> tuple[jax.Array, jax.Array]:
-        window = jax.lax.dynamic_slice_in_dim(series, start, shape.input_len + shape.horizon, axis=0)
-        return window[: shape.input_len], window[shape.input_len:]
+    """`x = series[s : s+n]` `(C, n, m)` and `y = series[s+n : s+n+H, targets]` `(C, H, t)`.
 
-    x, future = jax.vmap(one)(starts)
-    return x, future[:, :, jnp.asarray(shape.target_indices)]
+    A row gather (each row of `m` contiguous values), which XLA on CPU runs far faster than a batched
+    dynamic slice.
+    """
+    span = shape.input_len + shape.horizon
+    window = series[starts[:, None] + jnp.arange(span, dtype=starts.dtype)[None, :]]
+    # materialise the block once: fused into every consumer, each element would redo the gather
+    window = jax.lax.optimization_barrier(window)
+    return window[:, : shape.input_len], window[:, shape.input_len:][:, :, jnp.asarray(shape.target_indices)]
 
 
 def window_mse(prediction: jax.Array, target: jax.Array) -> jax.Array:
@@ -69,10 +72,10 @@ def apply_scenario(fault: Fault, x: jax.Array, params: Any, ctx: FaultContext) -
     return jax.vmap(lambda window, p: fault.apply(window, p, ctx))(x, params)
 
 
-def score_chunk_jax(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
-                    window_ids: jax.Array, base_key: jax.Array, *, scenarios: Sequence[Fault],
+def score_block_jax(predict: PredictFn, state: Any, series: jax.Array, base_key: jax.Array,
+                    starts: jax.Array, window_ids: jax.Array, *, scenarios: Sequence[Fault],
                     ctx: FaultContext, shape: WindowShape) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Clean MSE `(C,)`, faulted MSE `(P, C)` and severity units `(P, C)` with on-device draws."""
+    """Clean MSE `(c,)`, faulted MSE `(c, P)` and severity units `(c, P)`, drawing on the device."""
     x, y = gather_windows(series, starts, shape)
     clean = window_mse(predict(state, x), y)
     faulted, units = [], []
@@ -80,29 +83,47 @@ def score_chunk_jax(predict: PredictFn, state: Any, series: jax.Array, starts: j
         params = sample_scenario_params(fault, base_key, window_ids, ctx)
         faulted.append(window_mse(predict(state, apply_scenario(fault, x, params, ctx)), y))
         units.append(params.severity_units)
-    return clean, jnp.stack(faulted), jnp.stack(units)
+    return clean, jnp.stack(faulted, axis=1), jnp.stack(units, axis=1)
 
 
-def score_chunk_with_params(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
+def score_block_with_params(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
                             params: Sequence[Any], *, scenarios: Sequence[Fault], ctx: FaultContext,
                             shape: WindowShape) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """As `score_chunk_jax`, with scenario parameters supplied (reference RNG mode)."""
+    """As `score_block_jax`, with scenario parameters supplied (reference RNG mode)."""
     x, y = gather_windows(series, starts, shape)
     clean = window_mse(predict(state, x), y)
     faulted = [window_mse(predict(state, apply_scenario(fault, x, p, ctx)), y)
                for fault, p in zip(scenarios, params, strict=True)]
     units = [p.severity_units for p in params]
-    return clean, jnp.stack(faulted), jnp.stack(units)
+    return clean, jnp.stack(faulted, axis=1), jnp.stack(units, axis=1)
 
 
-def faulted_windows_checksum(series: jax.Array, starts: jax.Array, window_ids: jax.Array,
-                             base_key: jax.Array, *, scenarios: Sequence[Fault], ctx: FaultContext,
+def faulted_windows_checksum(series: jax.Array, base_key: jax.Array, starts: jax.Array,
+                             window_ids: jax.Array, *, scenarios: Sequence[Fault], ctx: FaultContext,
                              shape: WindowShape) -> jax.Array:
     """The fault pass alone: draw and apply every scenario, reduce each faulted window to its sum of
-    squares `(P, C)` (forces every element to be computed; used by the benchmark)."""
+    squares `(c, P)` (forces every element to be computed; used by the benchmark)."""
     x, _ = gather_windows(series, starts, shape)
     sums = []
     for fault in scenarios:
         faulted = apply_scenario(fault, x, sample_scenario_params(fault, base_key, window_ids, ctx), ctx)
         sums.append(jnp.sum(faulted * faulted, axis=(1, 2)))
-    return jnp.stack(sums)
+    return jnp.stack(sums, axis=1)
+
+
+def map_blocks(block_fn: Callable[..., Any], batched: Sequence[jax.Array], block_size: int) -> Any:
+    """Run `block_fn` over consecutive blocks of `block_size` windows with `lax.map` (inside XLA).
+
+    `batched` leaves have a leading window axis whose length is a multiple of `block_size`; outputs of
+    `block_fn` must also have a leading window axis. Blocks bound the working set (cache-sized on CPU)
+    without a host round-trip per block.
+    """
+    total = batched[0].shape[0]
+    if total % block_size:
+        raise ValueError(f"{total} windows are not a multiple of the block size {block_size}.")
+    blocks = total // block_size
+    if blocks == 1:
+        return block_fn(*batched)
+    reshaped = jax.tree.map(lambda a: a.reshape(blocks, block_size, *a.shape[1:]), tuple(batched))
+    out = jax.lax.map(lambda args: block_fn(*args), reshaped)
+    return jax.tree.map(lambda a: a.reshape(blocks * block_size, *a.shape[2:]), out)

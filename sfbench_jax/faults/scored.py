@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from sfbench_jax.faults.context import FaultContext
-from sfbench_jax.faults.selection import pool_to_channels, smallest_k_mask
+from sfbench_jax.faults.selection import distinct_keys, pool_to_channels, smallest_k_mask
 from sfbench_jax.faults.severity import (SEVERITY_BITS, SEVERITY_ONE, ceil_duration, channel_count,
                                          scaled_units, units_to_severity)
 from sfbench_jax.faults.streams import (CHANNEL_KEY_OFFSET, NOISE_OFFSET, POSITION_OFFSET,
@@ -169,8 +169,9 @@ def _apply_time_warp(x: jax.Array, params: TimeWarpFault, rate: jax.Array, ctx: 
     lower = jnp.clip(base, 0, n - 1)
     upper = jnp.clip(base + 1, 0, n - 1)
     fraction = jnp.where(past_end, 0.0, fraction)
-    x_lower = x[lower]
-    resampled = x_lower + (x[upper] - x_lower) * fraction[:, None]
+    # row gathers materialised on their own: fused into the blend they become per-element gathers
+    x_lower, x_upper = jax.lax.optimization_barrier((x[lower], x[upper]))
+    resampled = x_lower + (x_upper - x_lower) * fraction[:, None]
     return jnp.where(inside[:, None] & params.selected[None, :], resampled, x)
 
 
@@ -188,7 +189,8 @@ def apply_stuck_sensor(x: jax.Array, params: StuckFault, ctx: FaultContext) -> j
     """Hold `x[a_j - 1, j]` for `L = ceil(s (n-1))` steps from `a_j` on each selected channel."""
     duration = stuck_duration(params.severity_units, ctx.input_len)
     steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
-    held = jnp.take_along_axis(x, (params.starts - 1)[None, :], axis=0)  # (1, m)
+    # x[a_j - 1, j] as a masked sum over time: gather-free, which is much faster on CPU
+    held = jnp.sum(jnp.where(steps == params.starts[None, :] - 1, x, 0.0), axis=0, keepdims=True)
     inside = (steps >= params.starts[None, :]) & (steps < params.starts[None, :] + duration)
     return jnp.where(inside & params.selected[None, :], held, x)
 
@@ -218,7 +220,7 @@ def draw_selection(words: jax.Array, units: jax.Array, ctx: FaultContext) -> jax
     """The k(s) faulted channels: a uniformly random subset of the pool, as a bool mask `(m,)`."""
     count = channel_count(units, pool_size=ctx.pool_size, fraction=ctx.channel_fraction,
                           fixed_fraction=ctx.fixed_fraction)
-    keys = stream_bits(words, CHANNEL_KEY_OFFSET, (ctx.pool_size,))
+    keys = distinct_keys(stream_bits(words, CHANNEL_KEY_OFFSET, (ctx.pool_size,)))
     return pool_to_channels(smallest_k_mask(keys, count), ctx, fill=False)
 
 
@@ -229,13 +231,10 @@ def sample_channel_fault(words: jax.Array, ctx: FaultContext, units: jax.Array |
 
 
 def sample_noise(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> NoiseFault:
-    """Noise parameters: the selected channel with ordinal c reads noise column c of `(n, k_max)`."""
+    """Noise parameters: one standard normal per (step, channel); unselected channels ignore theirs."""
     units = _severity(words, units)
-    selected = draw_selection(words, units, ctx)
-    columns = max(ctx.max_count, 1)
-    normals = bits_to_normal(stream_bits(words, NOISE_OFFSET, (ctx.input_len, columns)))
-    ordinal = jnp.clip(jnp.cumsum(selected, dtype=jnp.int32) - 1, 0, columns - 1)
-    return NoiseFault(units, selected, normals[:, ordinal])
+    normals = bits_to_normal(stream_bits(words, NOISE_OFFSET, (ctx.input_len, ctx.num_channels)))
+    return NoiseFault(units, draw_selection(words, units, ctx), normals)
 
 
 def sample_spike(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> SpikeFault:

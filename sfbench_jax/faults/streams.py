@@ -56,8 +56,13 @@ def bits_to_unit_interval(bits: jax.Array) -> jax.Array:
 
 
 def bits_to_normal(bits: jax.Array) -> jax.Array:
-    """uint32 -> float32 standard normal by inverse-CDF (`sqrt(2) erfinv(2u - 1)`)."""
-    centred = 2.0 * bits_to_unit_interval(bits) - 1.0
+    """uint32 -> float32 standard normal by inverse-CDF, `sqrt(2) erfinv(v)`.
+
+    `v = (2j + 1 - 2**24) / 2**24` for the top 24 bits `j`: an odd multiple of 2**-24 strictly inside
+    (-1, 1) and exact in float32, so the tails stay finite (|z| < 5.6).
+    """
+    top = (bits >> 8).astype(jnp.int32)
+    centred = (2 * top + (1 - (1 << 24))).astype(jnp.float32) * jnp.float32(2.0 ** -24)
     return jnp.float32(2.0 ** 0.5) * jax.lax.erf_inv(centred)
 
 
