@@ -126,8 +126,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
         events = read_trace(path)
         scenario_id = str(events[0]["scenario_id"])
         if scenario_id not in scenarios:
-            raise SystemExit(f"{path}: scenario {scenario_id!r} is not in {args.scenarios or 'the '
-                             'packaged scenarios'}")
+            where = args.scenarios or "the packaged scenarios"
+            raise SystemExit(f"{path}: scenario {scenario_id!r} is not in {where}")
         record = score_trace(scenarios[scenario_id], events)
         write_record(out / "records" / f"{run_file_stem(record['run_id'])}.json", record)
         records.append(record)

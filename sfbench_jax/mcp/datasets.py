@@ -2,15 +2,15 @@
 
 What lives here: the registry of PHM dataset names the server will open (C-MAPSS FD001-FD004,
 NASA PCoE battery cells B0005/6/7/18, four CWRU drive-end recordings), the name check that
-rejects unknown and path-like names, and `DataStore`, a thread-safe cache of parsed files. What
-does not: any PHM computation (that is `phm_kernels`), and any file outside the registry: a tool
-can only name a dataset, never a path, and every path is built here from a constant relative path
-and checked to stay inside the data root.
+rejects unknown and path-like names, and `DataStore`, a thread-safe cache of datasets read with
+the kernel library's validated loaders (`phm_kernels.loaders`). What does not: file parsing and
+any PHM computation (both `phm_kernels`), and any file outside the registry: a tool can only
+name a dataset, never a path; each registered file is checked to resolve inside the data root
+before its loader runs.
 """
 
 from __future__ import annotations
 
-import gzip
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -18,16 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import numpy as np
-
 from sfbench_jax.mcp.errors import InvalidArgumentsError, UnknownDatasetError
 
 __all__ = [
     "BATTERY_IDS",
+    "CWRU_CONDITIONS",
     "PHM_DATASETS",
-    "BatteryCell",
-    "CmapssSet",
-    "CwruRecord",
     "DataStore",
     "PHMDataset",
     "reject_path_like",
@@ -75,7 +71,7 @@ def _cmapss(k: int, units: tuple[int, int], conditions: int, modes: str) -> PHMD
             "rul": f"phm/cmapss/rul_fd00{k}.txt.gz",
         },
         info={"train_units": units[0], "test_units": units[1], "operating_conditions": conditions,
-              "fault_modes": modes, "time_unit": "cycles"},
+              "fault_modes": modes, "time_unit": "cycles", "loader_key": f"FD00{k}"},
     )
 
 
@@ -93,14 +89,14 @@ def _battery(cell: str, cutoff_v: float) -> PHMDataset:
             "impedance": f"phm/nasa_battery/{cell.lower()}_impedance.parquet",
         },
         info={"battery_id": cell, "rated_capacity_ah": 2.0, "discharge_cutoff_v": cutoff_v,
-              "eol_capacity_ah": 1.4, "ambient_temperature_c": 24.0},
+              "eol_capacity_ah": 1.4, "ambient_temperature_c": 24.0, "loader_key": cell},
     )
 
 
-def _cwru(record: int, file: str, fs_hz: float, note: str = "") -> PHMDataset:
+def _cwru(record: int, file: str, key: str, fs_hz: float, note: str = "") -> PHMDataset:
     info: dict[str, Any] = {"record": record, "sampling_rate_hz": fs_hz, "motor_load_hp": 0,
                             "bearing": "SKF 6205-2RS JEM (drive end)", "signal_unit": "g",
-                            "channel": "drive-end accelerometer"}
+                            "channel": "drive-end accelerometer", "loader_key": key}
     if note:
         info["note"] = note
     return PHMDataset(
@@ -128,24 +124,28 @@ PHM_DATASETS: dict[str, PHMDataset] = {
         _battery("B0006", 2.5),
         _battery("B0007", 2.2),
         _battery("B0018", 2.5),
-        _cwru(97, "cwru_normal_0hp_97.mat", 48_000.0,
+        _cwru(97, "cwru_normal_0hp_97.mat", "normal_97", 48_000.0,
               "CWRU normal-baseline file; its sampling rate is not stored in the file and is "
               "taken as 48 kHz, as most analyses of this file do"),
-        _cwru(105, "cwru_12k_de_ir007_0hp_105.mat", 12_000.0),
-        _cwru(118, "cwru_12k_de_b007_0hp_118.mat", 12_000.0),
-        _cwru(130, "cwru_12k_de_or007at6_0hp_130.mat", 12_000.0),
+        _cwru(105, "cwru_12k_de_ir007_0hp_105.mat", "ir007_105", 12_000.0),
+        _cwru(118, "cwru_12k_de_b007_0hp_118.mat", "b007_118", 12_000.0),
+        _cwru(130, "cwru_12k_de_or007at6_0hp_130.mat", "or007_130", 12_000.0),
     )
 }
 
 BATTERY_IDS: tuple[str, ...] = ("B0005", "B0006", "B0007", "B0018")
 
-# Ground-truth bearing condition per CWRU record (the recording's published test condition).
-CWRU_CONDITIONS: dict[str, str] = {
-    "cwru_rec_097": "normal",
-    "cwru_rec_105": "inner_race",
-    "cwru_rec_118": "ball",
-    "cwru_rec_130": "outer_race",
-}
+
+
+def _cwru_conditions() -> dict[str, str]:
+    from phm_kernels.loaders import CWRU_RECORDS
+
+    return {name: CWRU_RECORDS[str(ds.info["loader_key"])].label.lower()
+            for name, ds in PHM_DATASETS.items() if ds.family == "cwru_bearing"}
+
+
+# Bearing condition per CWRU record (the recording's published test condition), lower case.
+CWRU_CONDITIONS: dict[str, str] = _cwru_conditions()
 
 _NAME_RE = re.compile(r"^[a-z0-9_]{1,64}$")
 _PATH_MARKERS = ("/", "\\", "..", "~", ":", "\x00", "%2f", "%5c")
@@ -227,129 +227,6 @@ def resolve_battery_id(battery_id: object) -> str:
     return str(dataset.info["battery_id"])
 
 
-# ----------------------------------------------------------------------------------------------
-# Parsed containers
-
-
-@dataclass(frozen=True)
-class CmapssSet:
-    """One C-MAPSS sub-dataset as float64 arrays (columns as in the NASA readme).
-
-    Attributes:
-        train: ``(rows, 26)`` run-to-failure trajectories.
-        test: ``(rows, 26)`` truncated trajectories.
-        rul: ``(test_units,)`` true RUL after each test unit's last cycle.
-    """
-
-    train: np.ndarray
-    test: np.ndarray
-    rul: np.ndarray
-
-
-@dataclass(frozen=True)
-class BatteryCell:
-    """Per-discharge-cycle features and EIS records of one NASA PCoE cell.
-
-    Attributes:
-        battery_id: Canonical id, e.g. ``B0005``.
-        cycle: ``(C,)`` 1-based discharge-cycle index.
-        capacity_ah: ``(C,)`` discharge capacity.
-        max_temperature_c: ``(C,)`` maximum measured cell temperature.
-        avg_temperature_c: ``(C,)`` mean measured cell temperature.
-        min_voltage_v: ``(C,)`` minimum measured terminal voltage.
-        duration_s: ``(C,)`` discharge duration.
-        impedance_cycle: ``(E,)`` 1-based EIS record index.
-        re_ohm: ``(E,)`` electrolyte resistance.
-        rct_ohm: ``(E,)`` charge-transfer resistance.
-    """
-
-    battery_id: str
-    cycle: np.ndarray
-    capacity_ah: np.ndarray
-    max_temperature_c: np.ndarray
-    avg_temperature_c: np.ndarray
-    min_voltage_v: np.ndarray
-    duration_s: np.ndarray
-    impedance_cycle: np.ndarray
-    re_ohm: np.ndarray
-    rct_ohm: np.ndarray
-
-    FEATURES = ("capacity_ah", "max_temperature_c", "avg_temperature_c", "min_voltage_v",
-                "duration_s")
-
-
-@dataclass(frozen=True)
-class CwruRecord:
-    """One CWRU recording: the drive-end acceleration and its acquisition facts.
-
-    Attributes:
-        name: Registry name.
-        signal_g: ``(N,)`` drive-end acceleration in g.
-        sampling_rate_hz: Samples per second.
-        rpm: Shaft speed stored in the file.
-    """
-
-    name: str
-    signal_g: np.ndarray
-    sampling_rate_hz: float
-    rpm: float
-
-
-# ----------------------------------------------------------------------------------------------
-# Readers (I/O only)
-
-
-def _read_table(path: Path) -> np.ndarray:
-    with gzip.open(path, "rt", encoding="ascii") as handle:
-        rows = [line.split() for line in handle if line.strip()]
-    return np.asarray(rows, dtype=np.float64)
-
-
-def _read_cmapss(paths: Mapping[str, Path]) -> CmapssSet:
-    train = _read_table(paths["train"])
-    test = _read_table(paths["test"])
-    rul = _read_table(paths["rul"]).reshape(-1)
-    for role, table in (("train", train), ("test", test)):
-        if table.ndim != 2 or table.shape[1] != 26:
-            raise ValueError(f"{paths[role]}: expected 26 columns, got shape {table.shape}")
-    if rul.shape[0] != np.unique(test[:, 0]).shape[0]:
-        raise ValueError(f"{paths['rul']}: {rul.shape[0]} RUL rows but "
-                         f"{np.unique(test[:, 0]).shape[0]} test units")
-    return CmapssSet(train=train, test=test, rul=rul)
-
-
-def _read_battery(battery_id: str, paths: Mapping[str, Path]) -> BatteryCell:
-    import pandas as pd
-
-    discharge = pd.read_parquet(paths["discharge"])
-    grouped = discharge.groupby("cycle_num", sort=True)
-    impedance = pd.read_parquet(paths["impedance"], columns=["cycle_num", "Re", "Rct"])
-    eis = impedance.groupby("cycle_num", sort=True).first()
-    return BatteryCell(
-        battery_id=battery_id,
-        cycle=grouped.size().index.to_numpy(np.int64),
-        capacity_ah=grouped["Capacity"].first().to_numpy(np.float64),
-        max_temperature_c=grouped["Temperature_measured"].max().to_numpy(np.float64),
-        avg_temperature_c=grouped["Temperature_measured"].mean().to_numpy(np.float64),
-        min_voltage_v=grouped["Voltage_measured"].min().to_numpy(np.float64),
-        duration_s=(grouped["Time"].max() - grouped["Time"].min()).to_numpy(np.float64),
-        impedance_cycle=eis.index.to_numpy(np.int64),
-        re_ohm=eis["Re"].to_numpy(np.float64),
-        rct_ohm=eis["Rct"].to_numpy(np.float64),
-    )
-
-
-def _read_cwru(dataset: PHMDataset, path: Path) -> CwruRecord:
-    import scipy.io
-
-    contents = scipy.io.loadmat(path)
-    record = int(dataset.info["record"])
-    signal = np.asarray(contents[f"X{record:03d}_DE_time"], dtype=np.float64).reshape(-1)
-    rpm = float(np.asarray(contents[f"X{record:03d}RPM"]).reshape(-1)[0])
-    return CwruRecord(name=dataset.name, signal_g=signal,
-                      sampling_rate_hz=float(dataset.info["sampling_rate_hz"]), rpm=rpm)
-
-
 _T = TypeVar("_T")
 
 
@@ -422,42 +299,53 @@ class DataStore:
                 self._entries[key] = build()
             return self._entries[key]
 
-    def cmapss(self, name: str) -> CmapssSet:
-        """Parsed train/test/RUL tables of a C-MAPSS sub-dataset.
+    def _checked(self, dataset: PHMDataset) -> str:
+        for role in dataset.files:
+            self.path(dataset, role)
+        return str(dataset.info["loader_key"])
+
+    def cmapss(self, name: str) -> Any:
+        """A C-MAPSS sub-dataset (``phm_kernels.loaders.CmapssData``).
 
         Args:
             name: Registered name, e.g. ``cmapss_fd001``.
 
         Returns:
-            The parsed set.
+            The loaded train/test splits and true test RUL.
         """
-        dataset = resolve_dataset(name, family="cmapss")
-        return self.cached(("cmapss", dataset.name), lambda: _read_cmapss(
-            {role: self.path(dataset, role) for role in dataset.files}))
+        from phm_kernels.loaders import load_cmapss
 
-    def battery(self, battery_id: str) -> BatteryCell:
-        """Per-cycle features and EIS records of one NASA PCoE cell.
+        dataset = resolve_dataset(name, family="cmapss")
+        return self.cached(("cmapss", dataset.name),
+                           lambda: load_cmapss(self.data_root, self._checked(dataset)))
+
+    def battery(self, battery_id: str) -> Any:
+        """Per-cycle features and EIS records of a cell (``phm_kernels.loaders.BatteryCell``).
 
         Args:
             battery_id: ``B0005``-style id or registered name.
 
         Returns:
-            The parsed cell.
+            The loaded cell (temperatures in kelvin).
         """
-        dataset = resolve_dataset(battery_id, argument="battery_id", family="nasa_battery")
-        cell = str(dataset.info["battery_id"])
-        return self.cached(("battery", cell), lambda: _read_battery(
-            cell, {role: self.path(dataset, role) for role in dataset.files}))
+        from phm_kernels.loaders import load_battery
 
-    def cwru(self, name: str) -> CwruRecord:
-        """Drive-end signal of one CWRU recording.
+        dataset = resolve_dataset(battery_id, argument="battery_id", family="nasa_battery")
+        return self.cached(("battery", dataset.name),
+                           lambda: load_battery(self.data_root, self._checked(dataset)))
+
+    def cwru(self, name: str) -> Any:
+        """One CWRU recording (``phm_kernels.loaders.CwruRecord``).
 
         Args:
             name: Registered name, e.g. ``cwru_rec_105``.
 
         Returns:
-            The parsed recording.
+            The loaded recording; the normal baseline uses the registry's sampling rate.
         """
+        from phm_kernels.loaders import load_cwru
+
         dataset = resolve_dataset(name, family="cwru_bearing")
-        return self.cached(("cwru", dataset.name),
-                           lambda: _read_cwru(dataset, self.path(dataset, "signal")))
+        fs = float(dataset.info["sampling_rate_hz"])
+        return self.cached(("cwru", dataset.name), lambda: load_cwru(
+            self.data_root, self._checked(dataset), normal_baseline_fs_hz=fs))

@@ -19,6 +19,24 @@ from flax import nnx
 Initializer = nnx.initializers.Initializer
 
 
+def _bucket_size(size: int) -> int:
+    """Smallest power of two >= size (at least 256)."""
+    return max(256, 1 << max(size - 1, 0).bit_length())
+
+
+def uniform(key: jax.Array, shape: Sequence[int], low: float, high: float) -> jax.Array:
+    """Float32 `U(low, high)` of `shape`, deterministic in `(key, shape)`.
+
+    The draw is made on a flat vector whose length is rounded up to a power of two and then cut
+    to size, so eager initialisation compiles the (slow-to-compile) Threefry kernel once per
+    size bucket instead of once per parameter shape. Bounds are traced, not compiled in.
+    """
+    shape = tuple(int(s) for s in shape)
+    size = int(np.prod(shape))
+    flat = jax.random.uniform(key, (_bucket_size(size),), jnp.float32, low, high)
+    return flat[:size].reshape(shape)
+
+
 def torch_uniform_init(fan_in: int) -> Initializer:
     """`U(-1/sqrt(fan_in), 1/sqrt(fan_in))`, PyTorch's default for Linear/Conv weights and biases.
 
@@ -34,7 +52,7 @@ def torch_uniform_init(fan_in: int) -> Initializer:
     bound = 1.0 / math.sqrt(fan_in)
 
     def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
-        return jax.random.uniform(key, tuple(shape), dtype, -bound, bound)
+        return uniform(key, shape, -bound, bound).astype(dtype)
 
     return init
 
@@ -43,7 +61,21 @@ def uniform_init(low: float, high: float) -> Initializer:
     """`U(low, high)` initialiser (PatchTST's positional table uses `U(-0.02, 0.02)`)."""
 
     def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
-        return jax.random.uniform(key, tuple(shape), dtype, low, high)
+        return uniform(key, shape, low, high).astype(dtype)
+
+    return init
+
+
+def glorot_uniform_init() -> Initializer:
+    """Glorot/Xavier-uniform for a Dense kernel `(fan_in, fan_out)`: `U(±sqrt(6/(in + out)))`.
+
+    Same law as Keras' default and `torch.nn.init.xavier_uniform_` on the transposed weight.
+    """
+
+    def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+        fan_in, fan_out = int(shape[-2]), int(shape[-1])
+        bound = math.sqrt(6.0 / (fan_in + fan_out))
+        return uniform(key, shape, -bound, bound).astype(dtype)
 
     return init
 

@@ -159,15 +159,15 @@ class PatchTST(nnx.Module):
         self.target_indices = validate_dataset_shape(
             input_len=input_len, horizon=horizon, num_channels=num_channels,
             target_indices=target_indices)
-        if cfg.patch_len > input_len:
-            raise ValueError(f"PatchTST patch_len={cfg.patch_len} > input_len={input_len} is "
-                             "an invalid combination; need patch_len <= input_len.")
         self.patch_count = patch_count(input_len=input_len, patch_len=cfg.patch_len,
                                        stride=cfg.stride)
         if self.patch_count < 1:
             raise ValueError(f"PatchTST gets {self.patch_count} patches from input_len="
                              f"{input_len}, patch_len={cfg.patch_len}, stride={cfg.stride}; "
                              "need at least 1.")
+        if cfg.patch_len > input_len:
+            raise ValueError(f"PatchTST patch_len={cfg.patch_len} > input_len={input_len} is "
+                             "an invalid combination; need patch_len <= input_len.")
         self.input_len, self.horizon, self.num_channels = input_len, horizon, num_channels
         self.embedding = torch_linear(cfg.patch_len, cfg.d_model, rngs=rngs)
         self.position = nnx.Param(uniform_init(-0.02, 0.02)(

@@ -85,6 +85,18 @@ class RevIN(nnx.Module):
                 self.affine_weight[...][targets] + self.config.eps ** 2)
         return y * std[..., targets] + mean[..., targets]
 
+    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+        """Forecast every input channel in data space: `(batch, n, m) -> (batch, H, m)`.
+
+        Needs a base model with `predict_all_channels` (not the autoregressive GRU, whose
+        feedback depends on which channels are targets).
+        """
+        mean, std = self.statistics(x)
+        y = self.base.predict_all_channels(self.normalize(x, mean, std))
+        if self.config.affine:
+            y = (y - self.affine_bias[...]) / (self.affine_weight[...] + self.config.eps ** 2)
+        return y * std + mean
+
     def __call__(self, x: jax.Array) -> jax.Array:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         if x.ndim != 3 or x.shape[1:] != (self.input_len, self.num_channels):

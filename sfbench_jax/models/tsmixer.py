@@ -18,7 +18,8 @@ from flax import nnx
 
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (ACTIVATIONS, SlabLayerNorm, TorchBatchNorm, check_input,
-                                       select_targets, validate_dataset_shape)
+                                       glorot_uniform_init, select_targets,
+                                       validate_dataset_shape)
 
 NORM_EPS = 1e-3
 BATCH_NORM_MOMENTUM = 0.01
@@ -68,7 +69,7 @@ def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
 
 
 def _keras_dense(in_features: int, out_features: int, *, rngs: nnx.Rngs) -> nnx.Linear:
-    return nnx.Linear(in_features, out_features, kernel_init=nnx.initializers.glorot_uniform(),
+    return nnx.Linear(in_features, out_features, kernel_init=glorot_uniform_init(),
                       bias_init=nnx.initializers.zeros_init(), rngs=rngs)
 
 

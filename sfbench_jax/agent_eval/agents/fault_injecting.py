@@ -151,8 +151,12 @@ class FaultInjectingAgent(ScriptedAgent):
         if not last["args"]:
             raise ValueError(f"{scenario.id}: the last step has no argument to corrupt")
         key = next(iter(last["args"]))
-        original = resolve_refs(last["args"][key], saved, strict=False)
-        last["args"][key] = 12345 if isinstance(original, str) else "not-a-number"
+        spec = next((s for s in tools.specs() if s.name == last["tool"]), None)
+        prop = (spec.input_schema.get("properties", {}).get(key, {}) if spec is not None
+                else {})
+        kinds = {prop.get("type")} | {p.get("type") for p in prop.get("anyOf", [])}
+        # A value of the wrong JSON type for the parameter: text for numbers, a number for text.
+        last["args"][key] = "not-a-number" if kinds & {"number", "integer"} else 12345
         await run_steps(steps, tools, saved)
 
     async def _swap_steps(self, scenario: Scenario, steps: list[dict[str, Any]], tools: Any,

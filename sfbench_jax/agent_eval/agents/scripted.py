@@ -73,6 +73,9 @@ async def run_steps(steps: Sequence[Mapping[str, Any]], tools: Any,
 def project_answer(scenario: Scenario, saved: Mapping[str, Any]) -> dict[str, Any]:
     """Build the final answer from ``reference_answer``; unresolvable leaves become null.
 
+    Leaves may be literals, ``{"$ref": "name/pointer"}``, or the arithmetic an analyst does on
+    tool outputs: ``{"$sum": [a, b, ...]}`` and ``{"$sub": [a, b]}`` (null if any operand is).
+
     Args:
         scenario: The scenario.
         saved: Saved step results.
@@ -87,6 +90,13 @@ def project_answer(scenario: Scenario, saved: Mapping[str, Any]) -> dict[str, An
                     return _resolve_one(str(value["$ref"]), saved)
                 except KeyError:
                     return None
+            if set(value) in ({"$sum"}, {"$sub"}):
+                operands = [leaf(v) for v in next(iter(value.values()))]
+                if any(not isinstance(v, int | float) or isinstance(v, bool) for v in operands):
+                    return None
+                if "$sum" in value:
+                    return sum(operands)
+                return operands[0] - sum(operands[1:])
             return {k: leaf(v) for k, v in value.items()}
         if isinstance(value, list):
             return [leaf(v) for v in value]

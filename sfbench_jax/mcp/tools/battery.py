@@ -10,12 +10,12 @@ discharge-cycle indices.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from sfbench_jax.mcp.datasets import BatteryCell, DataStore, resolve_battery_id
+from sfbench_jax.mcp.datasets import DataStore, resolve_battery_id
 from sfbench_jax.mcp.errors import DomainToolError, InvalidArgumentsError, kernel_errors
 from sfbench_jax.mcp.tools import ToolContext, ToolDef
 from sfbench_jax.mcp.tools._common import ToolResult, code_label, flag, maybe_finite, scalar
@@ -28,6 +28,23 @@ Feature = Literal["capacity_ah", "max_temperature_c", "avg_temperature_c", "min_
                   "duration_s"]
 _UNITS = {"capacity_ah": "Ah", "max_temperature_c": "degC", "avg_temperature_c": "degC",
           "min_voltage_v": "V", "duration_s": "s"}
+FEATURES: tuple[str, ...] = tuple(_UNITS)
+_KELVIN = 273.15
+
+
+class Cell:
+    """A loaded cell (``phm_kernels.loaders.BatteryCell``) with temperatures in degC."""
+
+    def __init__(self, loaded: Any) -> None:
+        self.battery_id: str = loaded.cell
+        self.cycle: np.ndarray = loaded.cycle
+        self.capacity_ah: np.ndarray = loaded.capacity_ah
+        self.max_temperature_c: np.ndarray = loaded.max_temperature_k - _KELVIN
+        self.avg_temperature_c: np.ndarray = loaded.avg_temperature_k - _KELVIN
+        self.min_voltage_v: np.ndarray = loaded.min_voltage_v
+        self.duration_s: np.ndarray = loaded.duration_s
+        self.re_ohm: np.ndarray = loaded.re_ohm
+        self.rct_ohm: np.ndarray = loaded.rct_ohm
 
 
 class CycleRow(BaseModel):
@@ -167,7 +184,7 @@ class HealthReport(ToolResult):
     triage_level: Literal["routine", "elevated", "urgent", "emergency"]
 
 
-def _check_cycle(cell: BatteryCell, cycle: int, argument: str = "cycle") -> int:
+def _check_cycle(cell: Cell, cycle: int, argument: str = "cycle") -> int:
     total = int(cell.cycle.shape[0])
     if not 1 <= cycle <= total:
         raise DomainToolError(f"{argument}={cycle} is outside 1..{total} for {cell.battery_id}")
@@ -187,11 +204,11 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
 
     store: DataStore = context.store
 
-    def cell_of(battery_id: str) -> BatteryCell:
-        return store.battery(resolve_battery_id(battery_id))
+    def cell_of(battery_id: str) -> Cell:
+        return Cell(store.battery(resolve_battery_id(battery_id)))
 
-    def features(cell: BatteryCell) -> np.ndarray:
-        return np.stack([getattr(cell, name) for name in BatteryCell.FEATURES], axis=1)
+    def features(cell: Cell) -> np.ndarray:
+        return np.stack([getattr(cell, name) for name in FEATURES], axis=1)
 
     def fetch_cycle_summary(battery_id: BatteryId, start_cycle: Cycle = 1,
                             end_cycle: Annotated[int | None, Field(ge=1)] = None) -> CycleSummary:
@@ -203,7 +220,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         if last < start_cycle:
             raise InvalidArgumentsError("end_cycle must be >= start_cycle")
         rows = [CycleRow(cycle=int(cell.cycle[i]),
-                         **{name: float(getattr(cell, name)[i]) for name in BatteryCell.FEATURES})
+                         **{name: float(getattr(cell, name)[i]) for name in FEATURES})
                 for i in range(start_cycle - 1, last)]
         return CycleSummary(battery_id=cell.battery_id, n_cycles_total=int(cell.cycle.shape[0]),
                             rows=rows, kernel="none (data access)", units=dict(_UNITS))
@@ -222,7 +239,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
             resistance_sen_slope_per_record=scalar(trend.sen_slope),
             kernel="trends.mann_kendall", units={"re_*": "ohm", "rct_*": "ohm"})
 
-    def soh_of(cell: BatteryCell) -> battery.BatterySoh:
+    def soh_of(cell: Cell) -> Any:
         with kernel_errors():
             return battery.battery_soh(cell.capacity_ah)
 
@@ -266,7 +283,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
                 min_persistence=min_persistence)
         flags = np.asarray(result.flags)
         per_feature = {}
-        for j, name in enumerate(BatteryCell.FEATURES):
+        for j, name in enumerate(FEATURES):
             hits = np.flatnonzero(flags[:, j])
             per_feature[name] = FeatureAnomalies(
                 n_events=int(np.asarray(result.n_events)[j]),
@@ -280,7 +297,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
                              if any_flag.size else None,
                              kernel="battery.rolling_zscore_anomaly_multi")
 
-    def observed(cell: BatteryCell, observed_cycles: int) -> int:
+    def observed(cell: Cell, observed_cycles: int) -> int:
         total = int(cell.cycle.shape[0])
         if not 3 <= observed_cycles <= total:
             raise DomainToolError(f"observed_cycles={observed_cycles} must be in 3..{total} for "

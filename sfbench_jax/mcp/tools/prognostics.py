@@ -34,7 +34,7 @@ from sfbench_jax.mcp.inputs import as_float_array, as_label_list
 from sfbench_jax.mcp.tools import ToolContext, ToolDef
 from sfbench_jax.mcp.tools._common import ToolResult, code_label, flag, maybe_finite, scalar
 
-__all__ = ["build", "cmapss_last_cycle_units", "rul_model_types"]
+__all__ = ["build", "rul_model_types"]
 
 ArrayArg = list[float] | str
 BEARING_LABELS = ("normal", "outer_race", "inner_race", "ball")
@@ -82,6 +82,30 @@ class GroundTruth(ToolResult):
     kind: str
     n_items: int
     note: str
+
+
+class RulModel(ToolResult):
+    """A fitted RUL model (a handle plus what it was fitted on)."""
+
+    handle: str
+    dataset: str
+    model_type: str
+    n_training_units: int
+    settings: dict[str, Any]
+
+
+class RulPredictions(ToolResult):
+    """Last-cycle RUL predictions for every unit of a split."""
+
+    handle: str
+    model_handle: str
+    dataset_handle: str
+    n_units: int
+    unit_ids: list[int]
+    predicted_rul: list[float] = Field(description="one value per unit, in unit_ids order")
+    lowest_rul_units: list[int] = Field(description="the top_n units with the lowest "
+                                                    "predicted RUL, most urgent first")
+    mean_predicted_rul: float
 
 
 class RegressionResult(ToolResult):
@@ -167,6 +191,7 @@ class EngineSignals(ToolResult):
     n_cycles: int
     sensors_analyzed: list[str]
     anomalous_sensors: list[str]
+    n_anomalous_sensors: int
     first_anomalous_cycle: int | None
     sensors: dict[str, SensorAnomalies]
 
@@ -228,26 +253,16 @@ def _splits(dataset: PHMDataset) -> list[str]:
     return ["discharge"] if dataset.family == "nasa_battery" else ["signal"]
 
 
-def cmapss_last_cycle_units(table: np.ndarray) -> np.ndarray:
-    """Sorted unit ids of a C-MAPSS table."""
-    return np.unique(table[:, 0]).astype(np.int64)
-
-
 # ----------------------------------------------------------------------------------------------
-# RUL models: model type -> (fit on train split, predict on a split). Filled from phm_kernels.
+# RUL models served by predict_rul (deterministic, fitted in milliseconds; learned models are
+# trained offline with the kernel library's scripts, not inside a tool call).
+
+RUL_MODEL_TYPES: tuple[str, ...] = ("linear_health_index",)
 
 
 def rul_model_types() -> tuple[str, ...]:
-    """Registered RUL model types (empty until the kernel library provides one)."""
-    return tuple(_rul_models())
-
-
-def _rul_models() -> dict[str, Any]:
-    try:
-        from phm_kernels import cmapss  # noqa: F401
-    except ImportError:
-        return {}
-    return {"linear_health_index": "cmapss.linear_health_index_rul"}
+    """Model types ``train_rul_model`` accepts."""
+    return RUL_MODEL_TYPES
 
 
 def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure per tool
@@ -261,6 +276,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
     """
     from phm_kernels import bearing as bearing_kernels
     from phm_kernels import battery as battery_kernels
+    from phm_kernels import cmapss as cmapss_kernels
     from phm_kernels import metrics, trends, turbofan, vibration
 
     store: DataStore = context.store
@@ -274,7 +290,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
             if dataset.family != "cmapss":
                 raise UnknownHandleError(f"{argument}={value!r} holds labels, not RUL values; "
                                          "use calculate_accuracy for labels")
-            return store.cmapss(dataset.name).rul
+            return store.cmapss(dataset.name).test_rul
         return as_float_array(value, argument=argument)
 
     def prediction_values(value: Any, argument: str) -> np.ndarray:
@@ -283,12 +299,31 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
             return predict_units(handle)[1]
         return as_float_array(value, argument=argument)
 
+    def fitted_model(dataset_name: str, model_type: str) -> Any:
+        if model_type not in RUL_MODEL_TYPES:
+            raise UnknownHandleError(f"model type {model_type!r} is not available; choose from "
+                                     f"{list(RUL_MODEL_TYPES)}")
+        dataset = resolve_dataset(dataset_name, family="cmapss")
+
+        def fit() -> Any:
+            with kernel_errors():
+                return cmapss_kernels.fit_linear_health_index_baseline(store.cmapss(dataset.name))
+
+        return store.cached(("rul_model", dataset.name, model_type), fit)
+
     def predict_units(handle: H.Handle) -> tuple[np.ndarray, np.ndarray]:
-        models = _rul_models()
-        if handle.model_type not in models:
-            raise UnknownHandleError(f"model type {handle.model_type!r} is not available; "
-                                     f"available: {sorted(models) or 'none'}")
-        raise UnknownHandleError("RUL prediction is not available in this build")
+        model = fitted_model(handle.dataset, handle.model_type)
+        target = resolve_dataset(handle.target, argument="predictions", family="cmapss")
+        if handle.split not in ("train", "test"):
+            raise UnknownHandleError(f"split {handle.split!r} in a pred: handle; use train or test")
+        split = getattr(store.cmapss(target.name), handle.split)
+
+        def predict() -> tuple[np.ndarray, np.ndarray]:
+            with kernel_errors():
+                values = cmapss_kernels.predict_linear_health_index_baseline(model, split)
+            return split.unit_ids.astype(np.int64), np.asarray(values, dtype=np.float64)
+
+        return store.cached(("rul_pred", str(handle)), predict)
 
     # -- data access ------------------------------------------------------------------------
 
@@ -317,22 +352,22 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         summary: dict[str, Any]
         if dataset.family == "cmapss":
             table = getattr(store.cmapss(dataset.name), split)
-            units = cmapss_last_cycle_units(table)
-            lengths = np.bincount(table[:, 0].astype(np.int64))[units]
-            summary = {"n_units": int(units.shape[0]), "n_rows": int(table.shape[0]),
+            units, lengths = table.unit_ids, table.lengths
+            summary = {"n_units": int(units.shape[0]), "n_rows": int(table.unit.shape[0]),
                        "unit_ids": [int(units[0]), int(units[-1])],
                        "cycles_per_unit": {"min": int(lengths.min()), "max": int(lengths.max())},
                        "columns": list(CMAPSS_COLUMNS)}
         elif dataset.family == "nasa_battery":
             cell = store.battery(dataset.name)
-            summary = {"battery_id": cell.battery_id, "n_cycles": int(cell.cycle.shape[0]),
-                       "features": list(cell.FEATURES),
-                       "n_impedance_records": int(cell.impedance_cycle.shape[0])}
+            summary = {"battery_id": cell.cell, "n_cycles": int(cell.cycle.shape[0]),
+                       "features": ["capacity_ah", "max_temperature_c", "avg_temperature_c",
+                                    "min_voltage_v", "duration_s"],
+                       "n_impedance_records": int(cell.eis_index.shape[0])}
         else:
             record = store.cwru(dataset.name)
-            summary = {"n_samples": int(record.signal_g.shape[0]),
-                       "sampling_rate_hz": record.sampling_rate_hz, "rpm": record.rpm,
-                       "duration_s": record.signal_g.shape[0] / record.sampling_rate_hz,
+            summary = {"n_samples": int(record.drive_end.shape[0]),
+                       "sampling_rate_hz": record.fs_hz, "rpm": record.rpm,
+                       "duration_s": record.drive_end.shape[0] / record.fs_hz,
                        **{k: v for k, v in dataset.info.items() if k in {"bearing", "note"}}}
         return LoadedDataset(handle=H.dataset_handle(dataset.name, split), dataset=dataset.name,
                              split=split, summary=summary, kernel="none (data access)",
@@ -349,7 +384,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         """
         dataset = resolve_dataset(dataset_name)
         if dataset.family == "cmapss":
-            n, kind = int(store.cmapss(dataset.name).rul.shape[0]), "rul_after_last_test_cycle"
+            n, kind = int(store.cmapss(dataset.name).test_rul.shape[0]), "rul_after_last_test_cycle"
             note = "true RUL of each test unit after its last observed cycle, in unit order"
         elif dataset.family == "cwru_bearing":
             n, kind = 1, "bearing_condition_label"
@@ -360,6 +395,52 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         return GroundTruth(handle=H.ground_truth_handle(dataset.name), dataset=dataset.name,
                            kind=kind, n_items=n, note=note, kernel="none (data access)",
                            units={"values": "cycles"} if dataset.family == "cmapss" else {})
+
+    # -- RUL model --------------------------------------------------------------------------
+
+    def train_rul_model(
+            dataset_name: Annotated[str, Field(description="C-MAPSS dataset whose run-to-failure "
+                                                           "training split to fit on")],
+            model_type: Literal["linear_health_index"] = "linear_health_index",
+    ) -> RulModel:
+        """Fit an RUL model on a C-MAPSS training split and return its handle.
+
+        linear_health_index: regime-normalised sensors regressed onto a 1-to-0 health index;
+        RUL is when the smoothed index trend reaches 0 (capped at 125 cycles).
+        """
+        dataset = resolve_dataset(dataset_name, family="cmapss")
+        model = fitted_model(dataset.name, model_type)
+        return RulModel(
+            handle=H.model_handle(dataset.name, model_type), dataset=dataset.name,
+            model_type=model_type,
+            n_training_units=int(store.cmapss(dataset.name).train.unit_ids.shape[0]),
+            settings={"rul_cap": float(model.cap), "ewma_alpha": float(model.alpha),
+                      "trend_window": int(model.window),
+                      "n_sensors": len(model.sensor_indices)},
+            kernel="cmapss.fit_linear_health_index_baseline", units={"rul_cap": "cycles"})
+
+    def predict_rul(
+            model_handle: Annotated[str, Field(description="model: handle from train_rul_model")],
+            dataset_handle: Annotated[str, Field(description="ds: handle of a C-MAPSS split")],
+            top_n: Annotated[int, Field(ge=1, le=50)] = 10,
+    ) -> RulPredictions:
+        """Predict the RUL after each unit's last observed cycle and return a predictions
+        handle (for the metric tools) plus the values."""
+        model = H.parse_handle(model_handle, argument="model_handle", kinds=("model",))
+        data = H.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
+        resolve_dataset(data.dataset, argument="dataset_handle", family="cmapss")
+        handle = H.Handle(kind="pred", dataset=model.dataset, model_type=model.model_type,
+                          target=data.dataset, split=data.split)
+        units, values = predict_units(handle)
+        order = np.lexsort((units, values))[:top_n]
+        return RulPredictions(
+            handle=str(handle), model_handle=model_handle, dataset_handle=dataset_handle,
+            n_units=int(units.shape[0]), unit_ids=[int(u) for u in units],
+            predicted_rul=[round(float(v), 3) for v in values],
+            lowest_rul_units=[int(u) for u in units[order]],
+            mean_predicted_rul=float(np.mean(values)),
+            kernel="cmapss.predict_linear_health_index_baseline",
+            units={"predicted_rul": "cycles"})
 
     # -- metrics ----------------------------------------------------------------------------
 
@@ -463,13 +544,14 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         if sensor not in CMAPSS_SENSORS:
             raise InvalidArgumentsError(f"sensor={sensor!r}; choose from s1..s21")
         table = getattr(store.cmapss(dataset.name), handle.split)
-        rows = table[table[:, 0] == unit_id]
-        if rows.shape[0] == 0:
-            units = cmapss_last_cycle_units(table)
+        rows = table.unit == unit_id
+        if not np.any(rows):
+            units = table.unit_ids
             raise DomainToolError(f"unit_id={unit_id} is not in {handle_text} (units "
                                   f"{units[0]}..{units[-1]})")
-        column = CMAPSS_COLUMNS.index(sensor)
-        return rows[:, 1], rows[:, column], f"{handle_text} unit {unit_id} {sensor}"
+        column = CMAPSS_SENSORS.index(sensor)
+        return (table.cycle[rows].astype(np.float64), table.sensors[rows, column],
+                f"{handle_text} unit {unit_id} {sensor}")
 
     def detect_degradation_trend(
             cycle_data: Annotated[ArrayArg | None, Field(
@@ -530,8 +612,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         cycles, _, _ = series_from_handle(dataset_handle, unit_id, chosen[0])
         handle = H.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
         table = getattr(store.cmapss(handle.dataset), handle.split)
-        rows = table[table[:, 0] == unit_id]
-        values = rows[:, [CMAPSS_COLUMNS.index(x) for x in chosen]]
+        values = table.sensors[table.unit == unit_id][:, [CMAPSS_SENSORS.index(x) for x in chosen]]
         with kernel_errors():
             result = battery_kernels.rolling_zscore_anomaly_multi(
                 values, window=window, threshold=threshold, min_persistence=min_persistence,
@@ -544,10 +625,11 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
                 n_events=int(np.asarray(result.n_events)[j]),
                 first_flagged_cycle=int(cycles[hits[0]]) if hits.size else None)
         any_hits = np.flatnonzero(np.asarray(result.any_flag))
+        anomalous = [n for n in chosen if per_sensor[n].n_events > 0]
         return EngineSignals(
             dataset_handle=dataset_handle, unit_id=unit_id, n_cycles=int(cycles.shape[0]),
-            sensors_analyzed=chosen,
-            anomalous_sensors=[n for n in chosen if per_sensor[n].n_events > 0],
+            sensors_analyzed=chosen, anomalous_sensors=anomalous,
+            n_anomalous_sensors=len(anomalous),
             first_anomalous_cycle=int(cycles[any_hits[0]]) if any_hits.size else None,
             sensors=per_sensor, kernel="battery.rolling_zscore_anomaly_multi",
             units={"first_flagged_cycle": "cycles"})
@@ -684,7 +766,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
                                      "cwru_rec_* dataset")
         record = store.cwru(dataset.name)
         with kernel_errors():
-            result = bearing_kernels.diagnose_bearing(record.signal_g, fs=record.sampling_rate_hz,
+            result = bearing_kernels.diagnose_bearing(record.drive_end, fs=record.fs_hz,
                                               rpm=record.rpm, f_lo=band_low_hz,
                                               f_hi=band_high_hz)
         targets = ("outer_race", "inner_race", "ball")
@@ -721,6 +803,8 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         ToolDef(list_phm_datasets, group),
         ToolDef(load_dataset, group),
         ToolDef(load_ground_truth, group),
+        ToolDef(train_rul_model, group),
+        ToolDef(predict_rul, group),
         ToolDef(calculate_mae, group, warmup=warm),
         ToolDef(calculate_rmse, group),
         ToolDef(verify_ground_truth, group),

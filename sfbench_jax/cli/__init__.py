@@ -1,0 +1,1 @@
+"""Hydra entry points (a few lines each; no logic)."""

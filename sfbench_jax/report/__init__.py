@@ -1,0 +1,1 @@
+"""Reporting: tidy tables, paper-style figures and the run manifest. Nothing here computes scores."""

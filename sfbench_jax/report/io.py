@@ -1,0 +1,73 @@
+"""Atomic file writes: write to a temporary file in the target folder, then rename into place, so a
+crash never leaves a half-written table and an existing file is replaced only by a complete one."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def ensure_writable_dir(path: Path) -> Path:
+    """Create `path` if needed and check it is a writable folder.
+
+    Raises:
+        PermissionError: naming the folder and the fix.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise PermissionError(f"Cannot create the run directory {path}: {error}. Choose another folder "
+                              "with hydra.run.dir=PATH.") from error
+    if not path.is_dir() or not os.access(path, os.W_OK):
+        raise PermissionError(f"The run directory {path} is not writable. Choose another folder with "
+                              "hydra.run.dir=PATH.")
+    return path
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(target: Path, write: Callable[[Path], None]) -> Path:
+    """Call `write(temporary_path)` and rename the result onto `target`."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        write(Path(temporary))
+        os.chmod(temporary, 0o666 & ~_current_umask())  # mkstemp creates 0600; use normal permissions
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_csv(frame: pd.DataFrame, target: Path) -> Path:
+    """Atomically write a CSV (no index)."""
+    return write_atomically(target, lambda path: frame.to_csv(path, index=False))
+
+
+def write_parquet(frame: pd.DataFrame, target: Path) -> Path:
+    """Atomically write a Parquet file (no index)."""
+    return write_atomically(target, lambda path: frame.to_parquet(path, index=False))
+
+
+def write_json(payload: dict[str, Any], target: Path) -> Path:
+    """Atomically write indented JSON."""
+    return write_atomically(target, lambda path: path.write_text(json.dumps(payload, indent=2, default=str)))
+
+
+def write_text(text: str, target: Path) -> Path:
+    """Atomically write a text file."""
+    return write_atomically(target, lambda path: path.write_text(text))
