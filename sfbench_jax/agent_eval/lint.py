@@ -98,12 +98,13 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
                             "stale; rebuild with scripts/build_agent_scenarios.py)")
         ground_truth = json.loads(gt_path.read_text(encoding="utf-8"))
         for spec in _walk_validators(scenario.validators):
-            if "gt_path" in spec:
-                try:
-                    resolve_pointer(ground_truth, spec["gt_path"])
-                except KeyError as exc:
-                    problems.append(f"ground_truth: gt_path {spec['gt_path']} does not resolve "
-                                    f"({exc})")
+            for key in ("gt_path", "range_gt_path"):
+                if key in spec:
+                    try:
+                        resolve_pointer(ground_truth, spec[key])
+                    except KeyError as exc:
+                        problems.append(f"ground_truth: {key} {spec[key]} does not resolve "
+                                        f"({exc})")
     for first, second in scenario.precedence:
         if first not in required or second not in required:
             problems.append(f"precedence: edge ({first}, {second}) must join required tools")
@@ -113,7 +114,7 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
     if required - set(steps):
         problems.append(f"reference_solution: never calls required tools {sorted(required - set(steps))}")
     saved = {step.get("save_as") for step in scenario.reference_solution}
-    for ref in _refs([step["args"] for step in scenario.reference_solution]) :
+    for ref in _refs([step["args"] for step in scenario.reference_solution]):
         if ref.partition("/")[0] not in saved:
             problems.append(f"reference_solution: $ref {ref!r} names no saved step")
     for ref in _refs(scenario.reference_answer):

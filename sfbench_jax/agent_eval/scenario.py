@@ -61,6 +61,8 @@ _VALIDATOR = {
         "allowed": {"type": "array"},
         "synonyms": {"type": "object", "additionalProperties": {"type": "string"}},
         "gt_path": {"type": "string"},
+        "range_gt_path": {"type": "string",
+                          "description": "JSON pointer to a [min, max] pair in the ground truth"},
         "metric": {"enum": ["mae", "rmse", "phm08", "accuracy", "macro_f1"]},
         "tool": {"type": "string"},
         "edges": {"type": "array", "items": {"type": "array", "minItems": 2, "maxItems": 2,

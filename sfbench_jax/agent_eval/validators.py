@@ -163,9 +163,17 @@ def _required_fields(spec: Mapping[str, Any], ctx: ValidationContext) -> Validat
                    f"missing fields {missing}")
 
 
+def _bounds(spec: Mapping[str, Any], ctx: ValidationContext) -> tuple[float, float]:
+    """Inclusive [min, max] from the spec, or from ``range_gt_path`` in the ground truth."""
+    if "range_gt_path" in spec:
+        lo, hi = _gt_value(ctx, spec["range_gt_path"])
+        return float(lo), float(hi)
+    return float(spec.get("min", -math.inf)), float(spec.get("max", math.inf))
+
+
 def _numeric_range(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
     value = _as_number(_answer_value(ctx, spec["path"]), spec["path"])
-    lo, hi = spec.get("min", -math.inf), spec.get("max", math.inf)
+    lo, hi = _bounds(spec, ctx)
     return _result("numeric_range", spec, lo <= value <= hi, value, [lo, hi],
                    f"{value} outside [{lo}, {hi}]")
 
@@ -292,7 +300,7 @@ def _recompute_metric(spec: Mapping[str, Any], ctx: ValidationContext) -> Valida
         numbers = [_as_number(p, f"{spec['predictions_path']}[{i}]")
                    for i, p in enumerate(predictions)]
         recomputed = _regression_metric(metric, [float(t) for t in truth], numbers)
-    lo, hi = spec.get("min", -math.inf), spec.get("max", math.inf)
+    lo, hi = _bounds(spec, ctx)
     in_range = lo <= recomputed <= hi
     expected: dict[str, Any] = {"metric": metric, "range": [lo, hi],
                                 "recomputed": round(recomputed, 9)}
@@ -315,7 +323,7 @@ def _classification_metrics(spec: Mapping[str, Any], ctx: ValidationContext) -> 
     spec_for_pred = {**spec, "predictions_path": spec["path"]}
     predictions = _predictions(ctx, spec_for_pred, _ids_for(ctx, spec["gt_path"]), len(truth))
     value = _class_metric(metric, truth, predictions)
-    lo, hi = spec.get("min", -math.inf), spec.get("max", math.inf)
+    lo, hi = _bounds(spec, ctx)
     return _result("classification_metrics", spec, lo <= value <= hi, round(value, 9),
                    {"metric": metric, "range": [lo, hi]},
                    f"{metric} {value:.4f} outside [{lo}, {hi}]")

@@ -99,17 +99,6 @@ def spike_magnitude(units: jax.Array) -> jax.Array:
     return scaled_units(units, 15, SEVERITY_BITS + 1)
 
 
-def stretch_rate(units: jax.Array) -> jax.Array:
-    """rho = 1 + 4 s in [1, 5)."""
-    return (jnp.int32(SEVERITY_ONE) + 4 * units.astype(jnp.int32)).astype(jnp.float32) * jnp.float32(
-        2.0 ** -SEVERITY_BITS)
-
-
-def compress_rate(units: jax.Array) -> jax.Array:
-    """rho = 1 - 0.9 s in (0.1, 1]."""
-    return jnp.float32(1.0) + units_to_severity(units) * jnp.float32(COMPRESS_MIN - 1.0)
-
-
 def time_warp_duration(input_len: int) -> int:
     """D = ceil(n / 2)."""
     return math.ceil(input_len / 2)
@@ -155,20 +144,59 @@ def apply_spike(x: jax.Array, params: SpikeFault, ctx: FaultContext) -> jax.Arra
     return jnp.where(hit, x + spike_magnitude(params.severity_units), x)
 
 
-def _apply_time_warp(x: jax.Array, params: TimeWarpFault, rate: jax.Array, ctx: FaultContext) -> jax.Array:
-    """Replace `D` steps from `a` by the channel resampled at `tau_i = (a-1) + (i+1)/rate`."""
-    n = ctx.input_len
-    steps = jnp.arange(n, dtype=jnp.int32)
-    offset = steps - params.start  # i = t - a
-    inside = (offset >= 0) & (offset < time_warp_duration(n))
-    advance = (offset + 1).astype(jnp.float32) / rate  # (i+1)/rate, > 0 inside the window
-    whole = jnp.floor(advance)
-    fraction = advance - whole
-    base = params.start - 1 + whole.astype(jnp.int32)  # integer part of tau
-    past_end = base >= n - 1  # tau clipped to n-1: the last value exactly
-    lower = jnp.clip(base, 0, n - 1)
-    upper = jnp.clip(base + 1, 0, n - 1)
-    fraction = jnp.where(past_end, 0.0, fraction)
+def _floor_divide_product(factor: jax.Array, numerator: int, denominator: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Exact `floor(factor * numerator / denominator)` and the remainder, in uint32 arithmetic.
+
+    `factor < 2**12`, `numerator < 2**28` and `2**24 <= denominator < 2**28`: the product can exceed 32
+    bits, so it is split at bit 16 and its low half is divided in by long division, four bits at a time.
+    """
+    factor = factor.astype(jnp.uint32)
+    denominator = denominator.astype(jnp.uint32)
+    high_product = factor * jnp.uint32(numerator >> 16)
+    low_product = factor * jnp.uint32(numerator & 0xFFFF)
+    high = high_product + (low_product >> 16)  # < 2**24 <= denominator
+    low = low_product & 0xFFFF
+    quotient = high // denominator
+    remainder = high % denominator
+    for shift in (12, 8, 4, 0):
+        remainder = (remainder << 4) | ((low >> shift) & 0xF)
+        quotient = (quotient << 4) | (remainder // denominator)
+        remainder = remainder % denominator
+    return quotient.astype(jnp.int32), remainder
+
+
+def time_warp_positions(units: jax.Array, start: jax.Array, input_len: int, *, stretch: bool
+                        ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Where each step of a TimeStretch/TimeCompress window reads from: `tau_i = (a-1) + (i+1)/rate`.
+
+    The rate is the exact rational `1 + 4s = (2**24 + 4j) / 2**24` (stretch) or
+    `1 - 0.9s = (5 * 2**25 - 9j) / (5 * 2**25)` (compress), so `tau`'s integer part is exact and its
+    fractional part is accurate to float32 rounding, as in the reference's double-precision arithmetic.
+
+    Returns:
+        `inside (n,)` (step is in the window), `lower (n,)`, `upper (n,)` source steps and `fraction (n,)`.
+    """
+    steps = jnp.arange(input_len, dtype=jnp.int32)
+    offset = steps - start  # i = t - a
+    inside = (offset >= 0) & (offset < time_warp_duration(input_len))
+    if stretch:
+        rate_scale, rate_numerator = 1 << SEVERITY_BITS, (1 << SEVERITY_BITS) + 4 * units
+    else:
+        rate_scale, rate_numerator = 5 << (SEVERITY_BITS + 1), (5 << (SEVERITY_BITS + 1)) - 9 * units
+    advance = jnp.clip(offset + 1, 1, time_warp_duration(input_len))  # (i+1), clamped outside the window
+    whole, remainder = _floor_divide_product(advance, rate_scale, rate_numerator)
+    fraction = remainder.astype(jnp.float32) / rate_numerator.astype(jnp.float32)
+    base = start - 1 + whole  # integer part of tau
+    past_end = base >= input_len - 1  # tau clipped to n-1: exactly the last value
+    lower = jnp.clip(base, 0, input_len - 1)
+    upper = jnp.clip(base + 1, 0, input_len - 1)
+    return inside, lower, upper, jnp.where(past_end, 0.0, fraction)
+
+
+def _apply_time_warp(x: jax.Array, params: TimeWarpFault, ctx: FaultContext, *, stretch: bool) -> jax.Array:
+    """Replace `D` steps from `a` by the channel linearly interpolated at `tau_i`."""
+    inside, lower, upper, fraction = time_warp_positions(params.severity_units, params.start,
+                                                         ctx.input_len, stretch=stretch)
     # row gathers materialised on their own: fused into the blend they become per-element gathers
     x_lower, x_upper = jax.lax.optimization_barrier((x[lower], x[upper]))
     resampled = x_lower + (x_upper - x_lower) * fraction[:, None]
@@ -177,12 +205,12 @@ def _apply_time_warp(x: jax.Array, params: TimeWarpFault, rate: jax.Array, ctx: 
 
 def apply_time_stretch(x: jax.Array, params: TimeWarpFault, ctx: FaultContext) -> jax.Array:
     """TimeStretch with rate `1 + 4 s` (the segment replays the past more slowly)."""
-    return _apply_time_warp(x, params, stretch_rate(params.severity_units), ctx)
+    return _apply_time_warp(x, params, ctx, stretch=True)
 
 
 def apply_time_compress(x: jax.Array, params: TimeWarpFault, ctx: FaultContext) -> jax.Array:
     """TimeCompress with rate `1 - 0.9 s` (advances faster, saturating at the last step)."""
-    return _apply_time_warp(x, params, compress_rate(params.severity_units), ctx)
+    return _apply_time_warp(x, params, ctx, stretch=False)
 
 
 def apply_stuck_sensor(x: jax.Array, params: StuckFault, ctx: FaultContext) -> jax.Array:

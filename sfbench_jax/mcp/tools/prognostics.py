@@ -105,6 +105,7 @@ class RulPredictions(ToolResult):
     predicted_rul: list[float] = Field(description="one value per unit, in unit_ids order")
     lowest_rul_units: list[int] = Field(description="the top_n units with the lowest "
                                                     "predicted RUL, most urgent first")
+    lowest_rul_values: list[float] = Field(description="their predicted RUL, same order")
     mean_predicted_rul: float
 
 
@@ -438,6 +439,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
             n_units=int(units.shape[0]), unit_ids=[int(u) for u in units],
             predicted_rul=[round(float(v), 3) for v in values],
             lowest_rul_units=[int(u) for u in units[order]],
+            lowest_rul_values=[round(float(v), 3) for v in values[order]],
             mean_predicted_rul=float(np.mean(values)),
             kernel="cmapss.predict_linear_health_index_baseline",
             units={"predicted_rul": "cycles"})
