@@ -1,8 +1,8 @@
 """Parity with the PyTorch reference: all 48 fixtures in `../shared/parity` (see its README).
 
 Each fixture's weights are loaded into the JAX module built from the fixture's `meta` through the
-registry; the eval-mode forward runs in tree mode under plain `jax.jit` (as the engine runs it)
-and is compared with the stored reference output, scale-relative: <= 1e-5, <= 3e-6 for ModernTCN
+registry; the eval-mode forward (and every intermediate) runs in tree mode under plain `jax.jit`
+(as the engine runs it) and is compared with the stored reference output, scale-relative: <= 1e-5, <= 3e-6 for ModernTCN
 (where tanh-GELU would still pass 1e-5), exact for SeasonalNaive. Every stored `inter/*`
 intermediate is compared too (window 0), which pins the layouts stage by stage.
 """
@@ -64,16 +64,6 @@ def _tolerance(fixture: Fixture) -> float:
     return MODERNTCN_TOLERANCE if fixture.meta["architecture"] == "ModernTCN" else DEFAULT_TOLERANCE
 
 
-def _jit_forward(model: nnx.Module, x: np.ndarray) -> np.ndarray:
-    graphdef, state = nnx.split(model)
-
-    @jax.jit
-    def forward(state, x):
-        return nnx.merge(graphdef, state)(x)
-
-    return np.asarray(forward(state, jnp.asarray(x)))
-
-
 def _intermediates(model: nnx.Module, x: jax.Array) -> dict[str, jax.Array]:
     """Our counterpart of every `inter/*` key, for window 0 (README section 1.4 layouts)."""
     ours: dict[str, jax.Array] = {}
@@ -128,15 +118,21 @@ def test_fixture_folder_holds_exactly_the_48_cases(parity_dir: Path) -> None:
 def test_output_and_intermediates_match_reference(parity_dir: Path, name: str) -> None:
     fixture = read_fixture(parity_dir / f"{name}.npz")
     model = model_from_fixture(fixture, seed=123)
+    graphdef, state = nnx.split(model)
+
+    @jax.jit
+    def forward(state, x):
+        module = nnx.merge(graphdef, state)
+        return module(x), _intermediates(module, x)
+
     with jax.default_matmul_precision("highest"):
-        output = _jit_forward(model, fixture.input)
+        output, ours = jax.device_get(forward(state, jnp.asarray(fixture.input)))
         assert output.shape == fixture.output.shape
         if isinstance(model, SeasonalNaive):
             np.testing.assert_array_equal(output, fixture.output)
         else:
             error = parity_error(output, fixture.output)
             assert error <= _tolerance(fixture), f"{name}: scale-relative error {error:.3e}"
-        ours = _intermediates(model, jnp.asarray(fixture.input))
     missing = sorted(set(fixture.intermediates) - set(ours))
     assert not missing, f"intermediates not checked: {missing}"
     for key, reference in fixture.intermediates.items():
