@@ -3,8 +3,9 @@
 What lives here: the `ModernTCNConfig` hyperparameters, the search `GRID` and its validity rule,
 the `ModernTCN` NNX module and its `ModernTCNBlock`. Activations keep PyTorch's
 `(batch, channel, d_model, patch)` layout, so the depthwise convolutions take PyTorch's
-`(out, in/groups, k)` weights unchanged; grouped 1×1 convolutions are einsums over per-group
-kernels stored `(groups, in_per_group, out_per_group)`.
+`(out, in/groups, k)` weights unchanged (computed as fused shifted sums, see `depthwise_conv`);
+grouped 1×1 convolutions are einsums over per-group kernels stored
+`(groups, in_per_group, out_per_group)`.
 """
 
 from __future__ import annotations
@@ -92,12 +93,19 @@ def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
             and hparams.get("patch_size", 8) <= input_len)
 
 
-def _depthwise_conv(x: jax.Array, weight: jax.Array) -> jax.Array:
-    """Zero-padded 'same' depthwise cross-correlation: `x (N, C, L)`, `weight (C, 1, k)`."""
-    k = weight.shape[-1]
-    return jax.lax.conv_general_dilated(
-        x, weight, window_strides=(1,), padding=[(k // 2, k // 2)],
-        dimension_numbers=("NCH", "OIH", "NCH"), feature_group_count=x.shape[1])
+def depthwise_conv(x: jax.Array, weight: jax.Array) -> jax.Array:
+    """Zero-padded 'same' depthwise cross-correlation: `x (N, C, L)`, `weight (C, 1, k)` (odd k).
+
+    `y[n, c, l] = Σ_j weight[c, 0, j] · x[n, c, l + j − k//2]` (zeros outside), as PyTorch's
+    `Conv1d(C, C, k, padding=k//2, groups=C, bias=False)`. Written as a sum of shifted copies
+    over the taps that can touch the signal (at most `2L − 1`): XLA fuses it into one loop,
+    which on CPU is two orders of magnitude faster than its grouped convolution.
+    """
+    k, length = weight.shape[-1], x.shape[-1]
+    half = k // 2
+    padded = jnp.pad(x, ((0, 0), (0, 0), (half, half)))
+    taps = [j for j in range(k) if abs(j - half) < length]
+    return sum(padded[..., j:j + length] * weight[None, :, 0, j, None] for j in taps)
 
 
 class _GroupedPointwise(nnx.Module):
@@ -141,8 +149,8 @@ class ModernTCNBlock(nnx.Module):
         """`(batch, m, d, P) -> (batch, m, d, P)`."""
         b, m, d, p = x.shape
         flat = x.reshape(b, m * d, p)  # channel index c·d + j, as in the reference
-        large = _depthwise_conv(flat, self.large_kernel[...]).reshape(b, m, d, p)
-        small = _depthwise_conv(flat, self.small_kernel[...]).reshape(b, m, d, p)
+        large = depthwise_conv(flat, self.large_kernel[...]).reshape(b, m, d, p)
+        small = depthwise_conv(flat, self.small_kernel[...]).reshape(b, m, d, p)
         y = self.large_norm(large) + self.small_norm(small)
         y = self.temporal_norm(y)
         # Per-variable FFN: variable c maps its d features to d·r and back.
