@@ -311,7 +311,9 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         cell = cell_of(battery_id)
         n = observed(cell, observed_cycles)
         with kernel_errors():
-            result = battery.linear_fade_rul(cell.cycle[:n].astype(float), cell.capacity_ah[:n])
+            # Full arrays with observed_cycles (a traced mask): one compile per cell length.
+            result = battery.linear_fade_rul(cell.cycle.astype(float), cell.capacity_ah,
+                                             observed_cycles=n)
         return RulPrediction(
             battery_id=cell.battery_id, model="linear", observed_cycles=n,
             predicted_rul=maybe_finite(result.rul), predicted_eol_cycle=maybe_finite(result.k_eol),
@@ -333,7 +335,8 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         cell_k = float(np.mean(cell.avg_temperature_c[:n])) + 273.15
         with kernel_errors():
             result = battery.exp_fade_rul(
-                cell.cycle[:n].astype(float), cell.capacity_ah[:n], temperature_k=cell_k,
+                cell.cycle.astype(float), cell.capacity_ah, observed_cycles=n,
+                temperature_k=cell_k,
                 target_temperature_k=None if target_temperature_c is None
                 else target_temperature_c + 273.15)
         return RulPrediction(
