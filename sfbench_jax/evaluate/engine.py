@@ -42,7 +42,12 @@ class EvalOptions:
         eval_data_seed: seeds the test-window draw, the perturbation keys and the bootstrap.
         rng: "jax" (on-device folded keys, fast) or "reference" (the reference's MT19937 streams, exact).
         num_windows: K test windows.
-        chunk_size: windows per compiled chunk; None chooses it from the compiled memory analysis.
+        chunk_size: windows per compiled call (rounded up to whole blocks on every device); None: about
+            1024 windows per device. Never changes a result.
+        block_size: windows per inner block, the unit the compiled program computes at once; None
+            chooses it per platform (cache-sized on CPU, memory-budgeted on accelerators) and halves it
+            until the compiled memory analysis fits `memory_budget_mb`. Results are bit-identical for any
+            chunk size and device count at a given block size.
         fixed_fraction: fixed channel fraction q (sensitivity variant), or None for the severity rule.
         memory_budget_mb: temporary-memory budget per chunk used when `chunk_size` is None.
         num_devices: devices in the mesh (None: all local devices).
@@ -53,6 +58,7 @@ class EvalOptions:
     rng: str = "jax"
     num_windows: int = 10_000
     chunk_size: int | None = None
+    block_size: int | None = None
     fixed_fraction: float | None = None
     memory_budget_mb: int = 1024
     num_devices: int | None = None
@@ -65,6 +71,8 @@ class EvalOptions:
             raise ValueError(f"num_windows (eval.k) must be >= 1, got {self.num_windows}.")
         if self.chunk_size is not None and self.chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1 (or null for automatic), got {self.chunk_size}.")
+        if self.block_size is not None and self.block_size < 1:
+            raise ValueError(f"block_size must be >= 1 (or null for automatic), got {self.block_size}.")
         if self.memory_budget_mb < 1:
             raise ValueError(f"memory_budget_mb must be >= 1, got {self.memory_budget_mb}.")
         if self.fixed_fraction is not None and not 0.0 < self.fixed_fraction <= 0.5:
@@ -168,17 +176,15 @@ class _Progress:
               f"{rate:,.0f} windows/s, ETA {eta:,.1f} s", file=sys.stderr, flush=True)
 
 
-def default_block_size(data: PreparedData, platform: str) -> int | None:
-    """Windows per inner block: cache-sized on CPU (about 4 MiB of window data), unblocked elsewhere."""
-    if platform != "cpu":
-        return None
+def default_block_size(data: PreparedData, platform: str, memory_budget_mb: int) -> int:
+    """Windows per inner block before the memory check: on CPU about 4 MiB of window data (it stays in
+    cache), elsewhere a power of two sized from the memory budget (at most 4096)."""
     spec = data.spec
     window_bytes = (spec.input_len + spec.horizon) * spec.num_channels * 4
-    return max(1, min(512, CPU_BLOCK_BYTES // window_bytes))
-
-
-def _largest_divisor_at_most(value: int, limit: int) -> int:
-    return max(d for d in range(1, min(value, limit) + 1) if value % d == 0)
+    if platform == "cpu":
+        return max(1, min(512, CPU_BLOCK_BYTES // window_bytes))
+    fitting = max(1, memory_budget_mb * 2**20 // (window_bytes * 16))
+    return min(4096, 1 << (fitting.bit_length() - 1))
 
 
 def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: EvalOptions, *,
@@ -210,16 +216,12 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
     replicated = NamedSharding(mesh, P())
     series = jax.device_put(data.standardised, replicated)
     state = jax.device_put(state, replicated)
-    base_key = jax.device_put(jax.random.key(options.eval_data_seed), replicated)
+    # the key is built on the device from an explicitly transferred seed (no implicit transfer)
+    base_key = jax.random.key(jax.device_put(np.asarray(options.eval_data_seed, np.uint32), replicated))
     scenarios = tuple(scenarios)
-    block_limit = default_block_size(data, mesh.devices.flat[0].platform)
+    platform = mesh.devices.flat[0].platform
 
-    if options.chunk_size is not None and options.chunk_size % num_devices:
-        raise ValueError(f"chunk_size {options.chunk_size} must be a multiple of the {num_devices} devices "
-                         "in the mesh; pick a multiple or set eval.chunk_size=null.")
-
-    def build_kernel(per_device: int) -> tuple[Any, int]:
-        block = per_device if block_limit is None else _largest_divisor_at_most(per_device, block_limit)
+    def build_kernel(block: int) -> Any:
         if options.rng == "jax":
             def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array,
                       ids: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -237,7 +239,7 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
             specs = (P(), P(), P("data"), P("data"))
         mapped = jax.shard_map(local, mesh=mesh, in_specs=specs,
                                out_specs=(P("data"), P("data"), P("data")))
-        return jax.jit(mapped), block
+        return jax.jit(mapped)
 
     def chunk_arguments(ids: np.ndarray, size: int) -> tuple:
         ids = _padded(ids, size)
@@ -249,36 +251,32 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
             for fault in scenarios)
         return (state, series, chunk_starts, params)
 
-    def compile_for(size: int) -> tuple[Any, int | None, tuple, int]:
-        kernel, block = build_kernel(size // num_devices)
+    def per_device_chunk(block: int) -> int:
+        """Windows per device per call: a whole number of blocks."""
+        wanted = (DEFAULT_FIRST_CHUNK if options.chunk_size is None
+                  else math.ceil(options.chunk_size / num_devices))
+        wanted = min(wanted, math.ceil(num_windows / num_devices))
+        return block * max(1, math.ceil(wanted / block))
+
+    def compile_for(block: int) -> tuple[Any, int | None, tuple, int]:
+        size = per_device_chunk(block) * num_devices
         arguments = chunk_arguments(np.arange(min(size, num_windows)), size)
-        compiled = kernel.lower(*arguments).compile()
+        compiled = build_kernel(block).lower(*arguments).compile()
         analysis = compiled.memory_analysis()
         temp = None if analysis is None else int(analysis.temp_size_in_bytes)
-        return compiled, temp, arguments, block
+        return compiled, temp, arguments, size
 
-    per_device_total = math.ceil(num_windows / num_devices)
     notes: list[str] = []
     compile_started = time.perf_counter()
-    if options.chunk_size is not None:
-        chunk_size = min(options.chunk_size, per_device_total * num_devices)
-        compiled, temp, first_arguments, block = compile_for(chunk_size)
-        compiles = 1
-    else:
-        per_device = min(DEFAULT_FIRST_CHUNK, per_device_total)
-        if block_limit is not None and per_device > block_limit:
-            per_device -= per_device % block_limit
-        chunk_size = per_device * num_devices
-        compiled, temp, first_arguments, block = compile_for(chunk_size)
-        compiles = 1
-        budget = options.memory_budget_mb * 2**20 * num_devices
-        if temp is not None and temp > budget and per_device > 1:
-            per_device = max(1, int(per_device * budget / temp * 0.9))
-            chunk_size = per_device * num_devices
-            notes.append(f"chunk size lowered to {chunk_size} to keep temporaries under "
-                         f"{options.memory_budget_mb} MiB per device")
-            compiled, temp, first_arguments, block = compile_for(chunk_size)
-            compiles = 2
+    block = options.block_size or default_block_size(data, platform, options.memory_budget_mb)
+    compiled, temp, first_arguments, chunk_size = compile_for(block)
+    compiles = 1
+    budget = options.memory_budget_mb * 2**20
+    while options.block_size is None and temp is not None and temp > budget and block > 1:
+        block //= 2  # deterministic for a given dataset shape, platform and budget
+        compiled, temp, first_arguments, chunk_size = compile_for(block)
+        compiles += 1
+        notes.append(f"block size halved to {block} to keep temporaries under {options.memory_budget_mb} MiB")
     compile_seconds = time.perf_counter() - compile_started
 
     num_chunks = math.ceil(num_windows / chunk_size)

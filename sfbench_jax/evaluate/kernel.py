@@ -122,8 +122,7 @@ def map_blocks(block_fn: Callable[..., Any], batched: Sequence[jax.Array], block
     if total % block_size:
         raise ValueError(f"{total} windows are not a multiple of the block size {block_size}.")
     blocks = total // block_size
-    if blocks == 1:
-        return block_fn(*batched)
+    # always a loop, also for one block, so the compiled block program never depends on the chunk size
     reshaped = jax.tree.map(lambda a: a.reshape(blocks, block_size, *a.shape[1:]), tuple(batched))
     out = jax.lax.map(lambda args: block_fn(*args), reshaped)
     return jax.tree.map(lambda a: a.reshape(blocks * block_size, *a.shape[2:]), out)

@@ -1,22 +1,24 @@
 """Import PyTorch SensorFault-Bench weights into the Flax NNX architectures.
 
 What lives here: one loader per architecture (`load_dlinear`, `load_gru`, `load_moderntcn`,
-`load_patchtst`, `load_tsmixer`, `load_revin`, `load_seasonal_naive`) that copies a reference
-`state_dict` (names and layouts exactly as `torch.nn.Module.state_dict()` gives them, as NumPy
-arrays) into an already constructed module, the parity-fixture reader `read_fixture`, and
-`model_from_fixture`, which builds the module a fixture describes through the registry and loads
-its weights. Layout conversions follow `../shared/parity/README.md` sections 3 and 4.
+`load_patchtst`, `load_tsmixer`, `load_revin`, `load_seasonal_naive`, and `load_state`, which
+dispatches on the module's class) that copies a reference `state_dict` (names and layouts exactly
+as `torch.nn.Module.state_dict()` gives them, as NumPy arrays) into an already constructed module;
+the parity-fixture reader `read_fixture`; `model_from_fixture`, which builds the module a fixture
+describes through the registry and loads its weights; and the README's `parity_error`. Layout
+conversions follow `../shared/parity/README.md` sections 3 and 4. Nothing here needs PyTorch.
 
 Loading is strict, like `load_state_dict(strict=True)`: a missing key, an unexpected key or a
-shape mismatch raises `ValueError` naming it. BatchNorm `num_batches_tracked` buffers are
-accepted and ignored (they do not enter either mode's computation).
+shape mismatch raises `ValueError` naming it, and nothing is written. BatchNorm
+`num_batches_tracked` buffers are accepted and ignored (they enter neither mode's computation).
 
-Example:
-    >>> import torch  # any source of a state_dict works; NumPy arrays are what is needed
-    >>> state = {k: v.numpy() for k, v in torch_model.state_dict().items()}  # doctest: +SKIP
-    >>> model = build_model("dlinear", {...}, input_len=96, horizon=96, num_channels=7,
-    ...                     target_indices=range(7), seed=0)  # doctest: +SKIP
-    >>> load_dlinear(model, state)  # doctest: +SKIP
+Example (with `torch_model` a reference `models.GRU`, converted once on the PyTorch side)::
+
+    state = {k: v.detach().numpy() for k, v in torch_model.state_dict().items()}
+    model = build_model("gru", {"d_hidden": 64, "n_layers": 2, "dropout": 0.1},
+                        input_len=96, horizon=6, num_channels=12, target_indices=[0], seed=0)
+    load_gru(model, state)
+    model.eval()
 """
 
 from __future__ import annotations

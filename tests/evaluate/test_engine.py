@@ -1,0 +1,149 @@
+"""Engine invariances: chunk size, device count, compile discipline, transfer discipline, scores."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from sfbench_jax.data import load, prepare
+from sfbench_jax.evaluate import EvalOptions, predict_fn, score_windows
+from sfbench_jax.evaluate.scores import bootstrap_intervals, robustness_scores
+from sfbench_jax.models.seasonal_naive import SeasonalNaive
+
+K = 300
+
+
+@pytest.fixture(scope="module")
+def etth1():
+    data = prepare(load("etth1"))
+    model = SeasonalNaive(season_length=24, input_len=96, horizon=96, target_indices=range(7))
+    predict, state = predict_fn(model)
+    return data, predict, state
+
+
+def _run(etth1, **options):
+    data, predict, state = etth1
+    settings = dict(eval_data_seed=7, num_windows=K, progress=False, block_size=16) | options
+    return score_windows(predict, state, data, EvalOptions(**settings))
+
+
+@pytest.mark.parametrize("rng", ["jax", "reference"])
+def test_results_do_not_depend_on_chunk_size(etth1, rng: str) -> None:
+    baseline, _ = _run(etth1, rng=rng)  # one call of 304 windows (19 blocks of 16)
+    for chunk, calls in ((1, 19), (37, 7), (128, 3)):  # chunks are rounded up to whole blocks
+        other, stats = _run(etth1, rng=rng, chunk_size=chunk)
+        assert stats.num_chunks == calls and stats.block_size == 16
+        np.testing.assert_array_equal(other.clean, baseline.clean)
+        np.testing.assert_array_equal(other.faulted, baseline.faulted)
+        np.testing.assert_array_equal(other.severity_units, baseline.severity_units)
+
+
+def test_one_compile_per_shape_across_chunks(etth1) -> None:
+    data, predict, state = etth1
+    traces = []
+
+    def counting_predict(state, x):
+        traces.append(x.shape)
+        return predict(state, x)
+
+    losses, stats = score_windows(counting_predict, state, data,
+                                  EvalOptions(eval_data_seed=7, num_windows=K, chunk_size=64, block_size=16,
+                                              progress=False))
+    # one trace of the chunk kernel: 1 clean + 8 scenario forward passes, all with the same block shape,
+    # although the last of the 5 chunks is ragged (300 = 4 x 64 + 44)
+    assert stats.num_chunks == 5 and stats.compiles == 1
+    assert len(traces) == 9 and len(set(traces)) == 1
+    assert losses.clean.shape == (K,)
+
+
+def test_engine_makes_no_implicit_transfers(etth1) -> None:
+    with jax.transfer_guard("disallow"):
+        losses, _ = _run(etth1, rng="jax", chunk_size=100)
+    assert np.isfinite(losses.faulted).all()
+
+
+def test_scores_and_tie_break() -> None:
+    clean = np.array([1.0, 3.0])
+    faulted = np.array([[2.0, 4.0], [4.0, 2.0], [1.0, 1.0]])  # scenarios 0 and 1 tie at D = 1.5
+    scores = robustness_scores(clean, faulted)
+    assert scores.mse_clean == 2.0 and scores.worst_index == 0 and scores.d_worst == 1.5
+    np.testing.assert_allclose(scores.degradation, [1.5, 1.5, 0.5])
+    assert scores.d_mean == pytest.approx(7 / 6) and scores.mse_mean == pytest.approx(7 / 3)
+    with pytest.raises(ValueError, match="positive clean error"):
+        robustness_scores(np.zeros(3), np.ones((8, 3)))
+
+
+def test_bootstrap_matches_explicit_resampling() -> None:
+    rng = np.random.default_rng(0)
+    clean = rng.random(50) + 0.5
+    faulted = rng.random((8, 50)) + 0.6
+    got = bootstrap_intervals(clean, faulted, eval_data_seed=11, draws=40)
+    from sfbench_jax.data.seeds import bootstrap_seed
+
+    generator = np.random.default_rng(bootstrap_seed(11))
+    d_worst, mse_clean = [], []
+    for _ in range(40):
+        index = generator.integers(0, 50, size=50)
+        mse_c = clean[index].mean()
+        d = faulted[:, index].mean(axis=1) / mse_c
+        d_worst.append(d.max())
+        mse_clean.append(mse_c)
+    assert got.d_worst.low == pytest.approx(np.quantile(d_worst, 0.025))
+    assert got.d_worst.high == pytest.approx(np.quantile(d_worst, 0.975))
+    assert got.mse_clean.low == pytest.approx(np.quantile(mse_clean, 0.025))
+
+
+def test_bad_options_are_rejected() -> None:
+    with pytest.raises(ValueError, match="chunk_size must be >= 1"):
+        EvalOptions(eval_data_seed=0, chunk_size=0)
+    with pytest.raises(ValueError, match="Unknown RNG mode 'torch'"):
+        EvalOptions(eval_data_seed=0, rng="torch")
+    with pytest.raises(ValueError, match="num_windows"):
+        EvalOptions(eval_data_seed=0, num_windows=0)
+    with pytest.raises(ValueError, match="fixed channel fraction"):
+        EvalOptions(eval_data_seed=0, fixed_fraction=0.7)
+
+
+_DEVICE_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from sfbench_jax.data import load, prepare
+    from sfbench_jax.evaluate import EvalOptions, predict_fn, score_windows
+    from sfbench_jax.models.seasonal_naive import SeasonalNaive
+    data = prepare(load("etth1"))
+    predict, state = predict_fn(SeasonalNaive(season_length=24, input_len=96, horizon=96,
+                                              target_indices=range(7)))
+    out = {}
+    for rng in ("jax", "reference"):
+        for devices, chunk in ((8, 64), (8, None), (2, 40)):
+            losses, stats = score_windows(predict, state, data, EvalOptions(
+                eval_data_seed=7, num_windows=300, rng=rng, num_devices=devices, chunk_size=chunk,
+                block_size=16, progress=False))
+            out[f"{rng}-{devices}-{chunk}"] = [losses.clean.tolist(), losses.faulted.tolist(),
+                                               stats.num_devices]
+    json.dump(out, sys.stdout)
+""")
+
+
+def test_eight_devices_give_identical_results(etth1, tmp_path: Path) -> None:
+    environment = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+                       JAX_PLATFORMS="cpu")
+    completed = subprocess.run([sys.executable, "-c", _DEVICE_SCRIPT], env=environment, capture_output=True,
+                               text=True, timeout=600, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = json.loads(completed.stdout)
+    for rng in ("jax", "reference"):
+        single, _ = _run(etth1, rng=rng)
+        for devices, chunk in ((8, 64), (8, None), (2, 40)):
+            clean, faulted, used = results[f"{rng}-{devices}-{chunk}"]
+            assert used == devices
+            np.testing.assert_array_equal(np.asarray(clean, np.float32), single.clean)
+            np.testing.assert_array_equal(np.asarray(faulted, np.float32), single.faulted)
