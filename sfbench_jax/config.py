@@ -57,9 +57,12 @@ class EvalConfig:
         rng: "jax" (folded on-device keys; fast) or "reference" (the reference's MT19937 streams; exact).
         seed: evaluation-data seed; None uses the dataset's canonical seed (the data seed).
         k: number of test windows K.
-        chunk_size: windows per compiled call; None chooses it from the compiled memory analysis.
+        chunk_size: windows per compiled call (rounded up to whole blocks); None: about 1024 per device.
+        block_size: windows the compiled program computes at once; None: per platform, halved until the
+            compiled memory analysis fits `memory_budget_mb`. Chunk size and device count never change a
+            result; the block size fixes the float rounding of the per-window reductions.
         channel_fraction: fixed channel fraction q of the sensitivity variant; None uses the severity rule.
-        memory_budget_mb: temporary memory per chunk and device when choosing the chunk size.
+        memory_budget_mb: temporary memory per device when choosing the block size.
         num_devices: devices to shard windows over; None uses all local devices.
         bootstrap_draws: bootstrap resamples for the 95% intervals.
         progress: print progress lines to stderr.
@@ -69,6 +72,7 @@ class EvalConfig:
     seed: int | None = None
     k: int = 10_000
     chunk_size: int | None = None
+    block_size: int | None = None
     channel_fraction: float | None = None
     memory_budget_mb: int = 1024
     num_devices: int | None = None
@@ -82,6 +86,8 @@ class EvalConfig:
             raise ValueError(f"eval.k must be >= 1, got {self.k}.")
         if self.chunk_size is not None and self.chunk_size < 1:
             raise ValueError(f"eval.chunk_size must be >= 1 (or null for automatic), got {self.chunk_size}.")
+        if self.block_size is not None and self.block_size < 1:
+            raise ValueError(f"eval.block_size must be >= 1 (or null for automatic), got {self.block_size}.")
         if self.channel_fraction is not None and not 0.0 < self.channel_fraction <= 0.5:
             raise ValueError(f"eval.channel_fraction must lie in (0, 0.5] (or null), got {self.channel_fraction}.")
         if self.seed is not None and not 0 <= self.seed < 2**32:

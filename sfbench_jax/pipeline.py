@@ -40,7 +40,8 @@ def eval_options(cfg: RunConfig, data: PreparedData) -> EvalOptions:
     """Engine options from the config (canonical eval seed = the dataset's data seed)."""
     seed = data.spec.seeds.canonical_eval_data_seed if cfg.eval.seed is None else cfg.eval.seed
     return EvalOptions(eval_data_seed=seed, rng=cfg.eval.rng, num_windows=cfg.eval.k,
-                       chunk_size=cfg.eval.chunk_size, fixed_fraction=cfg.eval.channel_fraction,
+                       chunk_size=cfg.eval.chunk_size, block_size=cfg.eval.block_size,
+                       fixed_fraction=cfg.eval.channel_fraction,
                        memory_budget_mb=cfg.eval.memory_budget_mb, num_devices=cfg.eval.num_devices,
                        progress=cfg.eval.progress)
 

@@ -26,9 +26,9 @@ import anyio
 
 from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
 from sfbench_jax.agent_eval.metrics import process_metrics
-from sfbench_jax.agent_eval.scenario import MODES, Scenario, round_floats, canonical_json
+from sfbench_jax.agent_eval.scenario import MODES, Scenario, canonical_json, round_floats
 from sfbench_jax.agent_eval.taxonomy import classify_failure
-from sfbench_jax.agent_eval.toolbox import Session, ToolBudgetExceeded
+from sfbench_jax.agent_eval.toolbox import Session, ToolBudgetError
 from sfbench_jax.agent_eval.trace import TraceRecorder, tool_calls, write_trace
 from sfbench_jax.agent_eval.validators import ValidationContext, evaluate_validators
 
@@ -110,7 +110,7 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
     try:
         with anyio.fail_after(float(limits["timeout_s"])):
             result = await agent.run(task, toolbox)
-    except ToolBudgetExceeded:
+    except ToolBudgetError:
         result = AgentResult(final_answer=None, stop_reason="max_steps", usage={})
     except TimeoutError:
         result = AgentResult(final_answer=None, stop_reason="timeout", usage={})

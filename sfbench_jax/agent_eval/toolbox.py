@@ -28,7 +28,7 @@ from mcp.types import CallToolResult
 from sfbench_jax.agent_eval.trace import TraceRecorder
 from sfbench_jax.mcp.errors import ERROR_CODE_STATUS, error_code_of
 
-__all__ = ["ServerTarget", "Session", "ToolBox", "ToolBudgetExceeded", "ToolOutcome", "ToolSpec",
+__all__ = ["ServerTarget", "Session", "ToolBox", "ToolBudgetError", "ToolOutcome", "ToolSpec",
            "classify_result", "connect"]
 
 ServerTarget = MCPServer | StdioServerParameters | str
@@ -52,7 +52,7 @@ class ToolOutcome(NamedTuple):
     text: str
 
 
-class ToolBudgetExceeded(RuntimeError):
+class ToolBudgetError(RuntimeError):
     """The scenario's ``max_tool_calls`` budget is spent."""
 
 
@@ -196,10 +196,10 @@ class ToolBox:
             The outcome; failures are outcomes too, never exceptions.
 
         Raises:
-            ToolBudgetExceeded: If the call budget is already spent (nothing is recorded).
+            ToolBudgetError: If the call budget is already spent (nothing is recorded).
         """
         if self.max_tool_calls is not None and self.calls_made >= self.max_tool_calls:
-            raise ToolBudgetExceeded(f"tool-call budget of {self.max_tool_calls} spent")
+            raise ToolBudgetError(f"tool-call budget of {self.max_tool_calls} spent")
         self.calls_made += 1
         raw = arguments if isinstance(arguments, str) else None
         parsed: dict[str, Any] | None

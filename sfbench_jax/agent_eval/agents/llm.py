@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import httpx
 
 from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
-from sfbench_jax.agent_eval.toolbox import ToolBudgetExceeded, ToolSpec
+from sfbench_jax.agent_eval.toolbox import ToolBudgetError, ToolSpec
 
 __all__ = ["ChatBackend", "ChatBackendError", "HttpChatBackend", "LLMAgent", "LLMConfig",
            "PreflightError", "extract_json_object", "preflight", "tool_schema"]
@@ -327,7 +327,7 @@ class LLMAgent:
                                    else f"ERROR ({outcome.status}): {outcome.text}")
                         messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
                                          "content": content})
-                except ToolBudgetExceeded:
+                except ToolBudgetError:
                     return AgentResult(final_answer=None, stop_reason="max_steps", usage=usage)
                 continue
             content = str(message.get("content") or "")

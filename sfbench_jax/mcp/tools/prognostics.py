@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from sfbench_jax.mcp import handles as H
+from sfbench_jax.mcp import handles as hdl
 from sfbench_jax.mcp.datasets import (
     CWRU_CONDITIONS,
     PHM_DATASETS,
@@ -275,8 +275,8 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
     Returns:
         Tool declarations.
     """
-    from phm_kernels import bearing as bearing_kernels
     from phm_kernels import battery as battery_kernels
+    from phm_kernels import bearing as bearing_kernels
     from phm_kernels import cmapss as cmapss_kernels
     from phm_kernels import metrics, trends, turbofan, vibration
 
@@ -286,7 +286,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
 
     def truth_values(value: Any, argument: str) -> np.ndarray:
         if isinstance(value, str) and not value.lstrip().startswith("["):
-            handle = H.parse_handle(value, argument=argument, kinds=("gt",))
+            handle = hdl.parse_handle(value, argument=argument, kinds=("gt",))
             dataset = resolve_dataset(handle.dataset, argument=argument)
             if dataset.family != "cmapss":
                 raise UnknownHandleError(f"{argument}={value!r} holds labels, not RUL values; "
@@ -296,7 +296,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
 
     def prediction_values(value: Any, argument: str) -> np.ndarray:
         if isinstance(value, str) and not value.lstrip().startswith("["):
-            handle = H.parse_handle(value, argument=argument, kinds=("pred",))
+            handle = hdl.parse_handle(value, argument=argument, kinds=("pred",))
             return predict_units(handle)[1]
         return as_float_array(value, argument=argument)
 
@@ -312,7 +312,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
 
         return store.cached(("rul_model", dataset.name, model_type), fit)
 
-    def predict_units(handle: H.Handle) -> tuple[np.ndarray, np.ndarray]:
+    def predict_units(handle: hdl.Handle) -> tuple[np.ndarray, np.ndarray]:
         model = fitted_model(handle.dataset, handle.model_type)
         target = resolve_dataset(handle.target, argument="predictions", family="cmapss")
         if handle.split not in ("train", "test"):
@@ -370,7 +370,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
                        "sampling_rate_hz": record.fs_hz, "rpm": record.rpm,
                        "duration_s": record.drive_end.shape[0] / record.fs_hz,
                        **{k: v for k, v in dataset.info.items() if k in {"bearing", "note"}}}
-        return LoadedDataset(handle=H.dataset_handle(dataset.name, split), dataset=dataset.name,
+        return LoadedDataset(handle=hdl.dataset_handle(dataset.name, split), dataset=dataset.name,
                              split=split, summary=summary, kernel="none (data access)",
                              units={"cycles_per_unit": "cycles"} if dataset.family == "cmapss"
                              else {})
@@ -393,7 +393,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         else:
             raise DomainToolError(f"{dataset.name} has no separate ground-truth file: its "
                                   "capacity history is the data itself (use the battery tools)")
-        return GroundTruth(handle=H.ground_truth_handle(dataset.name), dataset=dataset.name,
+        return GroundTruth(handle=hdl.ground_truth_handle(dataset.name), dataset=dataset.name,
                            kind=kind, n_items=n, note=note, kernel="none (data access)",
                            units={"values": "cycles"} if dataset.family == "cmapss" else {})
 
@@ -412,7 +412,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         dataset = resolve_dataset(dataset_name, family="cmapss")
         model = fitted_model(dataset.name, model_type)
         return RulModel(
-            handle=H.model_handle(dataset.name, model_type), dataset=dataset.name,
+            handle=hdl.model_handle(dataset.name, model_type), dataset=dataset.name,
             model_type=model_type,
             n_training_units=int(store.cmapss(dataset.name).train.unit_ids.shape[0]),
             settings={"rul_cap": float(model.cap), "ewma_alpha": float(model.alpha),
@@ -427,10 +427,10 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
     ) -> RulPredictions:
         """Predict the RUL after each unit's last observed cycle and return a predictions
         handle (for the metric tools) plus the values."""
-        model = H.parse_handle(model_handle, argument="model_handle", kinds=("model",))
-        data = H.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
+        model = hdl.parse_handle(model_handle, argument="model_handle", kinds=("model",))
+        data = hdl.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
         resolve_dataset(data.dataset, argument="dataset_handle", family="cmapss")
-        handle = H.Handle(kind="pred", dataset=model.dataset, model_type=model.model_type,
+        handle = hdl.Handle(kind="pred", dataset=model.dataset, model_type=model.model_type,
                           target=data.dataset, split=data.split)
         units, values = predict_units(handle)
         order = np.lexsort((units, values))[:top_n]
@@ -502,7 +502,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         out = []
         for label in labels:
             if label.startswith("gt:"):
-                handle = H.parse_handle(label, argument=argument, kinds=("gt",))
+                handle = hdl.parse_handle(label, argument=argument, kinds=("gt",))
                 dataset = resolve_dataset(handle.dataset, argument=argument)
                 if dataset.name not in CWRU_CONDITIONS:
                     raise UnknownHandleError(f"{label!r} holds no condition label")
@@ -536,7 +536,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
 
     def series_from_handle(handle_text: str, unit_id: int | None,
                            sensor: str | None) -> tuple[np.ndarray, np.ndarray, str]:
-        handle = H.parse_handle(handle_text, argument="dataset_handle", kinds=("ds",))
+        handle = hdl.parse_handle(handle_text, argument="dataset_handle", kinds=("ds",))
         dataset = resolve_dataset(handle.dataset, argument="dataset_handle")
         if dataset.family != "cmapss":
             raise UnknownHandleError("detect_degradation_trend reads C-MAPSS handles; for "
@@ -612,7 +612,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         if bad:
             raise InvalidArgumentsError(f"unknown sensors {bad}; choose from s1..s21")
         cycles, _, _ = series_from_handle(dataset_handle, unit_id, chosen[0])
-        handle = H.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
+        handle = hdl.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
         table = getattr(store.cmapss(handle.dataset), handle.split)
         values = table.sensors[table.unit == unit_id][:, [CMAPSS_SENSORS.index(x) for x in chosen]]
         with kernel_errors():
@@ -761,7 +761,7 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
     ) -> BearingDiagnosisResult:
         """Envelope-spectrum diagnosis of a drive-end recording: normal, outer_race, inner_race
         or ball, with per-target detection and SNR."""
-        handle = H.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
+        handle = hdl.parse_handle(dataset_handle, argument="dataset_handle", kinds=("ds",))
         dataset = resolve_dataset(handle.dataset, argument="dataset_handle")
         if dataset.family != "cwru_bearing":
             raise UnknownHandleError(f"{dataset_handle!r} is not a bearing recording; load a "
