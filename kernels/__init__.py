@@ -2,8 +2,9 @@
 
 Installed from the top-level ``kernels/`` folder under the import name ``phm_kernels``. It never
 imports ``sfbench_jax``. Families (one module each): ``metrics``, ``economics``, ``safety``,
-``vibration``, ``bearing``, ``battery``, ``trends``, ``turbofan``; the C-MAPSS helpers ``rul``,
-the learned RUL models ``rul_model`` and the file ``loaders`` are added as they land.
+``vibration``, ``bearing``, ``battery``, ``trends``, ``turbofan``, ``cmapss`` (RUL labels,
+regimes, health-index baseline) and ``loaders`` (validated file readers). The learned RUL models
+live in ``phm_kernels.rul_model`` (imported on demand: it pulls in Flax and optax).
 
 Every public kernel validates its inputs eagerly (raising a :class:`PHMInputError` subclass
 whose message names the argument and the fix) and then calls a jitted ``*_core`` function that
@@ -47,6 +48,20 @@ from phm_kernels.bearing import (
     envelope_spectrum,
     match_fault_peaks,
 )
+from phm_kernels.cmapss import (
+    DEFAULT_FD001_SENSORS,
+    DEFAULT_RUL_CAP,
+    assign_regime,
+    cmapss_condition_normalize,
+    cmapss_rul_targets,
+    fit_health_index,
+    fit_linear_health_index_baseline,
+    fit_regime_centroids,
+    fit_regime_stats,
+    linear_health_index_rul,
+    predict_linear_health_index_baseline,
+    select_informative,
+)
 from phm_kernels.economics import (
     AGE_REPLACEMENT_STATUS,
     age_replacement_cost_rate,
@@ -63,6 +78,14 @@ from phm_kernels.errors import (
     PHMInputError,
     ShapeMismatchError,
     UnknownOptionError,
+)
+from phm_kernels.loaders import (
+    BATTERY_CELLS,
+    CMAPSS_SUBSETS,
+    CWRU_RECORDS,
+    load_battery,
+    load_cmapss,
+    load_cwru,
 )
 from phm_kernels.metrics import (
     classification_metrics,
@@ -111,5 +134,5 @@ from phm_kernels.vibration import (
 )
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
-    "battery", "bearing", "economics", "errors", "metrics", "registry", "safety", "trends",
-    "turbofan", "vibration"}]
+    "battery", "bearing", "cmapss", "economics", "errors", "loaders", "metrics", "registry",
+    "safety", "trends", "turbofan", "vibration"}]

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from phm_kernels import (
     battery,
     bearing,
+    cmapss,
     economics,
+    loaders,
     metrics,
     safety,
     trends,
@@ -88,6 +90,13 @@ _FAMILIES = (
             ("trend_fit", "mann_kendall")),
     _family("turbofan", turbofan, "Turbofan component health and efficiency/flow signature",
             ("component_health", "efficiency_flow_signature")),
+    _family("cmapss", cmapss, "C-MAPSS RUL targets, sensor selection, regimes, HI baseline",
+            ("cmapss_rul_targets", "select_informative", "fit_regime_centroids", "assign_regime",
+             "fit_regime_stats", "cmapss_condition_normalize", "fit_health_index",
+             "linear_health_index_rul", "fit_linear_health_index_baseline",
+             "predict_linear_health_index_baseline")),
+    _family("loaders", loaders, "Validated loaders for C-MAPSS, NASA battery and CWRU files",
+            ("load_cmapss", "load_battery", "load_cwru")),
 )
 
 #: Families by name (read-only).
