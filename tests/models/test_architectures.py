@@ -307,3 +307,15 @@ def test_revin_is_scale_and_shift_equivariant_per_channel() -> None:
 
 def test_seasonal_naive_has_no_parameters() -> None:
     assert not jax.tree.leaves(nnx.state(_build("seasonal_naive"), nnx.Param))
+
+
+def test_dropout_masks_follow_explicit_keys() -> None:
+    model = _build("tsmixer_L")
+    model.train()
+    x = _batch(14, 7)
+    nnx.reseed(model, dropout=jax.random.key(5))
+    first = _apply(model, x)
+    nnx.reseed(model, dropout=jax.random.key(5))
+    np.testing.assert_array_equal(_apply(model, x), first)
+    nnx.reseed(model, dropout=jax.random.key(6))
+    assert not np.allclose(_apply(model, x), first)

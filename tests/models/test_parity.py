@@ -2,8 +2,8 @@
 
 Each fixture's weights are loaded into the JAX module built from the fixture's `meta` through the
 registry; the eval-mode forward (and every intermediate) runs in tree mode under plain `jax.jit`
-(as the engine runs it) and is compared with the stored reference output, scale-relative: <= 1e-5, <= 3e-6 for ModernTCN
-(where tanh-GELU would still pass 1e-5), exact for SeasonalNaive. Every stored `inter/*`
+(as the engine runs it) and is compared with the stored reference output, scale-relative:
+<= 1e-5, <= 3e-6 for ModernTCN (where tanh-GELU would still pass 1e-5), exact for SeasonalNaive. Every stored `inter/*`
 intermediate is compared too (window 0), which pins the layouts stage by stage.
 """
 
