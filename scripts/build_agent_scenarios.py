@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-import phm_kernels as K
-from sfbench_jax.agent_eval.scenario import default_scenario_dir, load_scenarios
+import phm_kernels as kern
 from phm_kernels import cmapss
+
+from sfbench_jax.agent_eval.scenario import default_scenario_dir, load_scenarios
 from sfbench_jax.mcp.datasets import CWRU_CONDITIONS, DataStore, resolve_dataset
 
 Builder = Callable[[Mapping[str, Any], DataStore], dict[str, Any]]
@@ -85,13 +85,13 @@ def cmapss_rul_fleet(params: Mapping[str, Any], store: DataStore) -> dict[str, A
     tolerance = float(params.get("tolerance", 0.2))
     true_top = units[np.lexsort((units, truth))[:top_n]]  # ascending true RUL, ties by id
     pred_top = units[np.lexsort((units, pred))[:top_n]]
-    metrics = K.regression_metrics(truth, pred)
+    metrics = kern.regression_metrics(truth, pred)
     overlap = len(set(true_top.tolist()) & set(pred_top.tolist())) / top_n
     mae, rmse = float(np.asarray(metrics.mae)), float(np.asarray(metrics.rmse))
     return {"units": {"ids": units.tolist(), "rul": truth.tolist()},
             "top_risk_by_true_rul": true_top.tolist(),
             "reference": {"mae": r6(mae), "rmse": r6(rmse),
-                          "phm08": r6(K.phm08_score(truth, pred)),
+                          "phm08": r6(kern.phm08_score(truth, pred)),
                           "top_risk_overlap": r6(overlap),
                           "most_urgent_unit": int(pred_top[0]),
                           "most_urgent_predicted_rul": r6(pred[pred_top[0] - 1])},
@@ -104,11 +104,12 @@ def cmapss_rul_fleet(params: Mapping[str, Any], store: DataStore) -> dict[str, A
 def cmapss_rul_acceptance(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """Reference metrics of the baseline against externally published acceptance ranges."""
     data, pred = _cmapss_reference(params, store)
-    result = K.verify_rul_predictions(data.test_rul, pred, mae_range=tuple(params["mae_range"]),
+    result = kern.verify_rul_predictions(data.test_rul, pred, mae_range=tuple(params["mae_range"]),
                                       rmse_range=tuple(params["rmse_range"]))
     return {"mae": r6(result.mae), "rmse": r6(result.rmse), "phm08": r6(result.score),
             "mae_ok": bool(np.asarray(result.mae_ok)), "rmse_ok": bool(np.asarray(result.rmse_ok)),
-            "meets_acceptance": bool(np.asarray(result.mae_ok)) and bool(np.asarray(result.rmse_ok))}
+            "meets_acceptance": bool(np.asarray(result.mae_ok))
+            and bool(np.asarray(result.rmse_ok))}
 
 
 @builder("cmapss_urgent_schedule")
@@ -118,7 +119,7 @@ def cmapss_urgent_schedule(params: Mapping[str, Any], store: DataStore) -> dict[
     units = data.test.unit_ids.astype(int)
     urgent = int(units[np.lexsort((units, pred))[0]])
     rul = float(pred[urgent - 1])
-    plan = K.rul_threshold_schedule(rul, params["rul_std"], params["preventive_cost"],
+    plan = kern.rul_threshold_schedule(rul, params["rul_std"], params["preventive_cost"],
                                     params["failure_cost"])
     return {"most_urgent_unit": urgent, "predicted_rul": r6(rul),
             "true_rul": float(data.test_rul[urgent - 1]), "maintain_in": r6(plan.maintain_in),
@@ -147,7 +148,7 @@ def _cell(store: DataStore, battery_id: str) -> _Cell:
 
 
 def _actual_eol(cell: _Cell) -> int | None:
-    soh = K.battery_soh(cell.capacity_ah)
+    soh = kern.battery_soh(cell.capacity_ah)
     index = code(soh.eol_index)
     return None if index < 0 else int(cell.cycle[index])
 
@@ -155,9 +156,9 @@ def _actual_eol(cell: _Cell) -> int | None:
 def _battery_prediction(cell: _Cell, model: str, observed: int) -> Any:
     cycles = cell.cycle.astype(float)
     if model == "linear":
-        return K.linear_fade_rul(cycles, cell.capacity_ah, observed_cycles=observed)
+        return kern.linear_fade_rul(cycles, cell.capacity_ah, observed_cycles=observed)
     kelvin = float(np.mean(cell.avg_temperature_c[:observed])) + 273.15
-    return K.exp_fade_rul(cycles, cell.capacity_ah, observed_cycles=observed,
+    return kern.exp_fade_rul(cycles, cell.capacity_ah, observed_cycles=observed,
                           temperature_k=kelvin)
 
 
@@ -169,7 +170,7 @@ def battery_rul(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     result = _battery_prediction(cell, params["model"], observed)
     eol = _actual_eol(cell)
     predicted_eol = r6(result.k_eol)
-    soh_first = np.asarray(K.battery_soh(cell.capacity_ah).soh_first)
+    soh_first = np.asarray(kern.battery_soh(cell.capacity_ah).soh_first)
     return {"predicted_rul": r6(result.rul), "predicted_eol_cycle": predicted_eol,
             "soh_first_at_last_cycle": r6(soh_first[-1]),
             "actual_eol_cycle": eol, "eol_observed": eol is not None,
@@ -201,7 +202,7 @@ def battery_rul_compare(params: Mapping[str, Any], store: DataStore) -> dict[str
 
 def _diagnose(store: DataStore, record: str, band: tuple[float, float]) -> Any:
     signal = store.cwru(record)
-    return K.diagnose_bearing(signal.drive_end, fs=signal.fs_hz, rpm=signal.rpm,
+    return kern.diagnose_bearing(signal.drive_end, fs=signal.fs_hz, rpm=signal.rpm,
                               f_lo=band[0], f_hi=band[1])
 
 
@@ -213,7 +214,7 @@ def bearing_fleet(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]
     truth = [CWRU_CONDITIONS[r] for r in records]
     labels = [BEARING_LABELS[code(_diagnose(store, r, band).label)] for r in records]
     index = {label: i for i, label in enumerate(BEARING_LABELS)}
-    metrics = K.classification_metrics(np.asarray([index[x] for x in truth]),
+    metrics = kern.classification_metrics(np.asarray([index[x] for x in truth]),
                                        np.asarray([index[x] for x in labels]),
                                        n_classes=len(BEARING_LABELS))
     return {"conditions": {"ids": records, "labels": truth},
@@ -226,7 +227,7 @@ def bearing_single(params: Mapping[str, Any], store: DataStore) -> dict[str, Any
     """True condition of one recording and its defect frequencies at the recorded speed."""
     record = resolve_dataset(params["record"], family="cwru_bearing").name
     signal = store.cwru(record)
-    freqs = K.bearing_fault_frequencies(signal.rpm, **K.CWRU_DRIVE_END._asdict())
+    freqs = kern.bearing_fault_frequencies(signal.rpm, **kern.CWRU_DRIVE_END._asdict())
     return {"condition": CWRU_CONDITIONS[record], "rpm": signal.rpm,
             "bpfo_hz": r6(freqs.bpfo), "bpfi_hz": r6(freqs.bpfi), "bsf2_hz": r6(freqs.bsf2)}
 
@@ -235,13 +236,13 @@ def bearing_single(params: Mapping[str, Any], store: DataStore) -> dict[str, Any
 def battery_labels(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """Impedance-trend and thermal labels of one cell."""
     cell = _cell(store, params["battery_id"])
-    impedance = K.impedance_trend_analyzer(cell.re_ohm, cell.rct_ohm)
-    thermal = K.thermal_anomaly_checker(cell.max_temperature_c, cell.avg_temperature_c,
+    impedance = kern.impedance_trend_analyzer(cell.re_ohm, cell.rct_ohm)
+    thermal = kern.thermal_anomaly_checker(cell.max_temperature_c, cell.avg_temperature_c,
                                         cell.re_ohm, cell.rct_ohm)
-    return {"impedance_label": K.IMPEDANCE_LABELS[code(impedance.label)],
+    return {"impedance_label": kern.IMPEDANCE_LABELS[code(impedance.label)],
             "impedance_jump_points": int(np.sum(np.asarray(impedance.jump))),
             "degradation_after_cleaning": bool(np.asarray(impedance.degradation_after_cleaning)),
-            "thermal_label": K.THERMAL_LABELS[code(thermal.label)],
+            "thermal_label": kern.THERMAL_LABELS[code(thermal.label)],
             "thermal_spike_detected": code(thermal.n_spikes) > 0}
 
 
@@ -281,8 +282,8 @@ def sensor_trend(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """Mann-Kendall trend and Sen slope of one sensor of one engine."""
     rows = _unit_rows(store, params["dataset"], params["split"], int(params["unit"]))
     column = 5 + int(params["sensor"].removeprefix("s")) - 1
-    mk = K.mann_kendall(rows[:, column])
-    return {"trend": K.TREND_LABELS[code(mk.trend)], "sen_slope": r6(mk.sen_slope),
+    mk = kern.mann_kendall(rows[:, column])
+    return {"trend": kern.TREND_LABELS[code(mk.trend)], "sen_slope": r6(mk.sen_slope),
             "n_cycles": int(rows.shape[0])}
 
 
@@ -292,7 +293,7 @@ def engine_signals(params: Mapping[str, Any], store: DataStore) -> dict[str, Any
     rows = _unit_rows(store, params["dataset"], params["split"], int(params["unit"]))
     sensors = params["sensors"]
     values = rows[:, [5 + int(s.removeprefix("s")) - 1 for s in sensors]]
-    result = K.rolling_zscore_anomaly_multi(values, window=int(params["window"]),
+    result = kern.rolling_zscore_anomaly_multi(values, window=int(params["window"]),
                                             threshold=float(params["threshold"]),
                                             min_persistence=int(params["min_persistence"]),
                                             baseline="reference")
@@ -309,17 +310,17 @@ def battery_soh_stage(params: Mapping[str, Any], store: DataStore) -> dict[str, 
     """SOH (first-cycle and rated) and degradation stage at one cycle."""
     cell = _cell(store, params["battery_id"])
     index = int(params["cycle"]) - 1
-    soh = K.battery_soh(cell.capacity_ah)
+    soh = kern.battery_soh(cell.capacity_ah)
     soh_rated = float(np.asarray(soh.soh_rated)[index])
     return {"soh_first_cycle": r6(np.asarray(soh.soh_first)[index]), "soh_rated": r6(soh_rated),
             "capacity_ah": r6(cell.capacity_ah[index]),
-            "stage": K.BATTERY_STAGES[code(K.battery_stage(soh_rated))],
+            "stage": kern.BATTERY_STAGES[code(kern.battery_stage(soh_rated))],
             "eol_cycle": _actual_eol(cell)}
 
 
 def _anomalies(cell: _Cell) -> Any:
     values = np.stack([getattr(cell, f) for f in _Cell.FEATURES], axis=1)
-    return K.rolling_zscore_anomaly_multi(values)
+    return kern.rolling_zscore_anomaly_multi(values)
 
 
 def _first_anomaly(cell: _Cell) -> int | None:
@@ -342,16 +343,16 @@ def battery_health_report(params: Mapping[str, Any], store: DataStore) -> dict[s
     """Triage of the health report: stage, anomalies, thermal spike and linear-fade RUL."""
     cell = _cell(store, params["battery_id"])
     cycle = int(params["cycle"])
-    soh_rated = float(np.asarray(K.battery_soh(cell.capacity_ah).soh_rated)[cycle - 1])
-    stage = code(K.battery_stage(soh_rated))
+    soh_rated = float(np.asarray(kern.battery_soh(cell.capacity_ah).soh_rated)[cycle - 1])
+    stage = code(kern.battery_stage(soh_rated))
     first = _first_anomaly(cell)
-    thermal = K.thermal_anomaly_checker(cell.max_temperature_c[:cycle],
+    thermal = kern.thermal_anomaly_checker(cell.max_temperature_c[:cycle],
                                         cell.avg_temperature_c[:cycle], cell.re_ohm, cell.rct_ohm)
-    rul = K.linear_fade_rul(cell.cycle.astype(float), cell.capacity_ah, observed_cycles=cycle)
-    level = K.health_report_triage(stage, float(np.asarray(rul.rul)),
+    rul = kern.linear_fade_rul(cell.cycle.astype(float), cell.capacity_ah, observed_cycles=cycle)
+    level = kern.health_report_triage(stage, float(np.asarray(rul.rul)),
                                    bool(np.asarray(thermal.spike_active)),
                                    first is not None and first <= cycle)
-    return {"triage_level": K.TRIAGE_LEVELS[code(level)], "stage": K.BATTERY_STAGES[stage],
+    return {"triage_level": kern.TRIAGE_LEVELS[code(level)], "stage": kern.BATTERY_STAGES[stage],
             "predicted_rul": r6(rul.rul)}
 
 
@@ -359,13 +360,13 @@ def battery_health_report(params: Mapping[str, Any], store: DataStore) -> dict[s
 def vibration_zone(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """A reading converted to mm/s RMS and its ISO 10816 zone."""
     del store
-    value = K.vib_convert(params["value"], from_unit=params["from_unit"], to_unit="mm/s rms",
+    value = kern.vib_convert(params["value"], from_unit=params["from_unit"], to_unit="mm/s rms",
                           freq_hz=params.get("frequency_hz"))
     if params["standard"] == "ISO10816-1":
-        zone = K.iso10816_1_zone(value, machine_class=params["machine_class"])
+        zone = kern.iso10816_1_zone(value, machine_class=params["machine_class"])
     else:
-        zone = K.iso10816_3_zone(value, group=params["group"], foundation=params["foundation"])
-    return {"velocity_mm_s_rms": r6(value), "zone": K.ISO_ZONES[code(zone.zone)]}
+        zone = kern.iso10816_3_zone(value, group=params["group"], foundation=params["foundation"])
+    return {"velocity_mm_s_rms": r6(value), "zone": kern.ISO_ZONES[code(zone.zone)]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,11 +377,11 @@ def vibration_zone(params: Mapping[str, Any], store: DataStore) -> dict[str, Any
 def pm_roi(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """Preventive programme cost, reactive failure cost, residual cost and ROI."""
     del store
-    pm = K.annual_preventive_cost(*params["pm"], allow_fractional_frequency=True)
-    failure = K.expected_failure_cost(*params["failure"])
+    pm = kern.annual_preventive_cost(*params["pm"], allow_fractional_frequency=True)
+    failure = kern.expected_failure_cost(*params["failure"])
     reactive = float(np.asarray(failure.expected_cost))
     residual = reactive * float(params["residual_fraction"])
-    roi = K.maintenance_roi(reactive, float(np.asarray(pm.annual_cost)), residual,
+    roi = kern.maintenance_roi(reactive, float(np.asarray(pm.annual_cost)), residual,
                             params["program_cost"], years=params.get("years", 1),
                             discount_rate=params.get("discount_rate", 0.0))
     return {"pm_annual_cost": r6(pm.annual_cost), "reactive_annual_cost": r6(reactive),
@@ -394,9 +395,9 @@ def pm_frequency_choice(params: Mapping[str, Any], store: DataStore) -> dict[str
     del store
     totals = {}
     for option in params["options"]:
-        pm = K.annual_preventive_cost(option["preventive_cost"], option["frequency_per_year"],
+        pm = kern.annual_preventive_cost(option["preventive_cost"], option["frequency_per_year"],
                                       option["downtime_hours"], option["hourly_rate"])
-        failure = K.expected_failure_cost(option["failure_probability"], *params["failure"])
+        failure = kern.expected_failure_cost(option["failure_probability"], *params["failure"])
         totals[option["name"]] = float(np.asarray(pm.annual_cost)) + float(
             np.asarray(failure.expected_cost))
     best = min(totals, key=totals.get)
@@ -408,7 +409,7 @@ def pm_frequency_choice(params: Mapping[str, Any], store: DataStore) -> dict[str
 def rul_schedule(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """Cost-optimal (or margin) maintenance time for an uncertain RUL."""
     del store
-    result = K.rul_threshold_schedule(params["rul_mean"], params["rul_std"],
+    result = kern.rul_threshold_schedule(params["rul_mean"], params["rul_std"],
                                       params["preventive_cost"], params["failure_cost"],
                                       safety_margin=params.get("safety_margin"))
     return {"maintain_in": r6(result.maintain_in), "rul_threshold": r6(result.rul_threshold),
@@ -421,7 +422,7 @@ def battery_schedule(params: Mapping[str, Any], store: DataStore) -> dict[str, A
     cell = _cell(store, params["battery_id"])
     observed = int(params["observed_cycles"])
     rul = float(np.asarray(_battery_prediction(cell, "linear", observed).rul))
-    result = K.rul_threshold_schedule(rul, params["rul_std"], params["preventive_cost"],
+    result = kern.rul_threshold_schedule(rul, params["rul_std"], params["preventive_cost"],
                                       params["failure_cost"],
                                       safety_margin=params.get("safety_margin"))
     return {"predicted_rul": r6(rul), "maintain_in": r6(result.maintain_in),
@@ -433,9 +434,9 @@ def battery_schedule(params: Mapping[str, Any], store: DataStore) -> dict[str, A
 def age_replacement(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """Optimal age-replacement interval for a Weibull life."""
     del store
-    result = K.optimal_age_replacement(params["beta"], params["eta"], params["preventive_cost"],
+    result = kern.optimal_age_replacement(params["beta"], params["eta"], params["preventive_cost"],
                                        params["failure_cost"])
-    return {"status": K.AGE_REPLACEMENT_STATUS[code(result.status)],
+    return {"status": kern.AGE_REPLACEMENT_STATUS[code(result.status)],
             "optimal_age": r6(result.optimal_age), "cost_rate": r6(result.cost_rate),
             "savings_fraction": r6(result.savings_fraction)}
 
@@ -449,9 +450,9 @@ def fmea(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """RPN and four-level risk of each failure mode, and the top priority."""
     del store
     modes = params["modes"]
-    result = K.fmea_rpn([m["severity"] for m in modes], [m["occurrence"] for m in modes],
+    result = kern.fmea_rpn([m["severity"] for m in modes], [m["occurrence"] for m in modes],
                         [m["detection"] for m in modes])
-    levels = [K.RISK_LEVELS[c] for c in np.asarray(result.risk_level).tolist()]
+    levels = [kern.RISK_LEVELS[c] for c in np.asarray(result.risk_level).tolist()]
     rpn = [int(v) for v in np.asarray(result.rpn).tolist()]
     ranks = np.asarray(result.rank).tolist()
     top = modes[int(np.argmin(ranks))]["name"]
@@ -466,12 +467,12 @@ def sil_check(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """Simplified PFDavg of a safety function and its compliance with target SILs."""
     del store
     if params["architecture"] == "1oo1":
-        pfd = K.pfd_avg_1oo1(params["lambda_du"], params["proof_test_h"])
+        pfd = kern.pfd_avg_1oo1(params["lambda_du"], params["proof_test_h"])
     else:
-        pfd = K.pfd_avg_1oo2(params["lambda_du"], params["proof_test_h"], params["beta"])
+        pfd = kern.pfd_avg_1oo2(params["lambda_du"], params["proof_test_h"], params["beta"])
     value = float(np.asarray(pfd.pfd_avg))
     return {"pfd_avg": r6(value), "achieved_sil": code(pfd.sil),
-            "compliant": {str(t): bool(np.asarray(K.check_sil_compliance(
+            "compliant": {str(t): bool(np.asarray(kern.check_sil_compliance(
                 value, target_sil=t).compliant)) for t in params["targets"]}}
 
 
@@ -479,8 +480,8 @@ def sil_check(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
 def pl_check(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """Achieved ISO 13849 PL for a PFH_D and compliance with a required PL."""
     del store
-    result = K.check_pl_compliance(params["pfh_d"], required_pl=params["required_pl"])
-    return {"achieved_pl": K.PL_LEVELS[code(result.achieved_pl)],
+    result = kern.check_pl_compliance(params["pfh_d"], required_pl=params["required_pl"])
+    return {"achieved_pl": kern.PL_LEVELS[code(result.achieved_pl)],
             "compliant": bool(np.asarray(result.compliant))}
 
 
@@ -488,7 +489,7 @@ def pl_check(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
 def noise(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """OSHA daily dose and TWA."""
     del store
-    result = K.osha_noise_dose(params["levels_dba"], params["hours"])
+    result = kern.osha_noise_dose(params["levels_dba"], params["hours"])
     return {"dose_pct": r6(result.dose_pct), "twa_dba": r6(result.twa_dba),
             "over_pel": bool(np.asarray(result.over_pel)),
             "over_action_level": bool(np.asarray(result.over_action_level))}
@@ -498,7 +499,8 @@ def noise(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
 def hand_arm(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """EU 2002/44/EC daily exposure A(8)."""
     del store
-    result = K.vibration_exposure_a8(params["acceleration"], params["hours"], kind=params["kind"])
+    result = kern.vibration_exposure_a8(params["acceleration"], params["hours"],
+                                        kind=params["kind"])
     return {"a8": r6(result.a8), "over_action_value": bool(np.asarray(result.over_action_value)),
             "over_limit_value": bool(np.asarray(result.over_limit_value))}
 
@@ -507,7 +509,7 @@ def hand_arm(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
 def voltage_unbalance(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """NEMA MG 1 percent unbalance."""
     del store
-    result = K.nema_voltage_unbalance(params["voltages"])
+    result = kern.nema_voltage_unbalance(params["voltages"])
     return {"unbalance_pct": r6(result.unbalance_pct),
             "derating_required": bool(np.asarray(result.derating_required)),
             "not_recommended": bool(np.asarray(result.not_recommended))}
@@ -517,7 +519,7 @@ def voltage_unbalance(params: Mapping[str, Any], store: DataStore) -> dict[str, 
 def faa(params: Mapping[str, Any], store: DataStore) -> dict[str, Any]:
     """FAA 14 CFR 91.409 inspection flags."""
     del store
-    result = K.faa_91_409_status(params["hours_since_100h"], params["months_since_annual"],
+    result = kern.faa_91_409_status(params["hours_since_100h"], params["months_since_annual"],
                                  for_hire=params["for_hire"])
     return {name: bool(np.asarray(getattr(result, name))) for name in result._fields}
 

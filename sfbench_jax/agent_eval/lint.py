@@ -90,7 +90,8 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
         problems.append("substantive_validator: every validator only checks presence")
     gt_path = scenario.ground_truth_path
     if not gt_path.is_file():
-        problems.append(f"ground_truth: {gt_path} is missing (run scripts/build_agent_scenarios.py)")
+        problems.append(f"ground_truth: {gt_path} is missing "
+                        "(run scripts/build_agent_scenarios.py)")
     else:
         name = Path(scenario.ground_truth_ref).name
         if manifest.get(name) != file_sha256(gt_path):
@@ -110,9 +111,11 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
             problems.append(f"precedence: edge ({first}, {second}) must join required tools")
     steps = [step["tool"] for step in scenario.reference_solution]
     if set(steps) - required:
-        problems.append(f"reference_solution: uses non-required tools {sorted(set(steps) - required)}")
+        problems.append("reference_solution: uses non-required tools "
+                        f"{sorted(set(steps) - required)}")
     if required - set(steps):
-        problems.append(f"reference_solution: never calls required tools {sorted(required - set(steps))}")
+        problems.append("reference_solution: never calls required tools "
+                        f"{sorted(required - set(steps))}")
     saved = {step.get("save_as") for step in scenario.reference_solution}
     for ref in _refs([step["args"] for step in scenario.reference_solution]):
         if ref.partition("/")[0] not in saved:

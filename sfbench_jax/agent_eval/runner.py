@@ -144,7 +144,8 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
         raise ValueError("a trace needs a 'run_start' and a 'final' event")
     header, final = starts[0], finals[-1]
     if header.get("scenario_id") != scenario.id:
-        raise ValueError(f"trace is for scenario {header.get('scenario_id')!r}, not {scenario.id!r}")
+        raise ValueError(f"trace is for scenario {header.get('scenario_id')!r}, "
+                         f"not {scenario.id!r}")
     gt = dict(ground_truth) if ground_truth is not None else scenario.load_ground_truth()
     calls = tool_calls(events)
     answer = final.get("final_answer")

@@ -75,7 +75,7 @@ class ValidatorResult:
                 "observed": self.observed, "expected": self.expected, "detail": self.detail}
 
 
-class _MissingValueError(Exception):
+class _Missing(Exception):  # noqa: N818 - a control-flow signal, not an error
     """The answer lacks a value the validator needs (a validation failure, not a crash)."""
 
 
@@ -83,9 +83,9 @@ def _answer_value(ctx: ValidationContext, path: str) -> Any:
     try:
         value = resolve_pointer(ctx.answer, path)
     except KeyError as exc:
-        raise _MissingValueError(f"answer has no {path}: {exc}") from None
+        raise _Missing(f"answer has no {path}: {exc}") from None
     if value is None:
-        raise _MissingValueError(f"answer {path} is null")
+        raise _Missing(f"answer {path} is null")
     return value
 
 
@@ -96,18 +96,18 @@ def _gt_value(ctx: ValidationContext, pointer: str) -> Any:
 
 def _as_number(value: Any, where: str) -> float:
     if isinstance(value, bool):
-        raise _MissingValueError(f"{where} is a boolean, expected a number")
+        raise _Missing(f"{where} is a boolean, expected a number")
     if isinstance(value, int | float):
         number = float(value)
     elif isinstance(value, str):
         try:
             number = float(value.strip().rstrip("%"))
         except ValueError:
-            raise _MissingValueError(f"{where}={value!r} is not a number") from None
+            raise _Missing(f"{where}={value!r} is not a number") from None
     else:
-        raise _MissingValueError(f"{where} is a {type(value).__name__}, expected a number")
+        raise _Missing(f"{where} is a {type(value).__name__}, expected a number")
     if not math.isfinite(number):
-        raise _MissingValueError(f"{where} is not finite")
+        raise _Missing(f"{where} is not finite")
     return number
 
 
@@ -223,7 +223,7 @@ def _mcq(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
 def _set_overlap(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
     raw = _answer_value(ctx, spec["path"])
     if not isinstance(raw, list):
-        raise _MissingValueError(f"{spec['path']} must be a list")
+        raise _Missing(f"{spec['path']} must be a list")
     reference = {_norm_item(x) for x in _target(spec, ctx)}
     observed = {_norm_item(x) for x in raw}
     overlap = len(observed & reference) / len(reference) if reference else 1.0
@@ -239,18 +239,18 @@ def _predictions(ctx: ValidationContext, spec: Mapping[str, Any],
     raw = _answer_value(ctx, spec["predictions_path"])
     if isinstance(raw, Mapping):
         if ids is None:
-            raise _MissingValueError(f"{spec['predictions_path']} is a mapping but the ground truth has "
+            raise _Missing(f"{spec['predictions_path']} is a mapping but the ground truth has "
                            "no ids to align it with")
         keyed = {_norm_item(k): v for k, v in raw.items()}
         missing = [i for i in ids if _norm_item(i) not in keyed]
         if missing:
-            raise _MissingValueError(f"{spec['predictions_path']} lacks {len(missing)} of {len(ids)} ids "
+            raise _Missing(f"{spec['predictions_path']} lacks {len(missing)} of {len(ids)} ids "
                            f"(first: {missing[0]})")
         return [keyed[_norm_item(i)] for i in ids]
     if not isinstance(raw, list):
-        raise _MissingValueError(f"{spec['predictions_path']} must be a list or an id->value mapping")
+        raise _Missing(f"{spec['predictions_path']} must be a list or an id->value mapping")
     if len(raw) != size:
-        raise _MissingValueError(f"{spec['predictions_path']} has {len(raw)} items; the ground truth has "
+        raise _Missing(f"{spec['predictions_path']} has {len(raw)} items; the ground truth has "
                        f"{size}")
     return list(raw)
 
@@ -340,7 +340,7 @@ def _as_bool(value: Any, where: str) -> bool:
             return True
         if label in _FALSE:
             return False
-    raise _MissingValueError(f"{where}={value!r} is not a boolean")
+    raise _Missing(f"{where}={value!r} is not a boolean")
 
 
 def _boolean(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
@@ -434,7 +434,7 @@ def apply_validator(spec: Mapping[str, Any], ctx: ValidationContext) -> Validato
         raise KeyError(f"unknown validator kind {kind!r}; choose from {sorted(VALIDATORS)}")
     try:
         return VALIDATORS[kind](spec, ctx)
-    except _MissingValueError as exc:
+    except _Missing as exc:
         return ValidatorResult(kind=kind, path=str(spec.get("path", "")), passed=False,
                                observed=None, expected=None, detail=str(exc))
 

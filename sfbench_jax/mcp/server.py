@@ -90,7 +90,8 @@ def collect_tools(config: ServerConfig, store: DataStore | None = None) -> list[
             continue
         for tool in builders[group](context):
             if tool.name in seen:
-                raise ValueError(f"tool {tool.name!r} declared by both {seen[tool.name]} and {group}")
+                raise ValueError(f"tool {tool.name!r} declared by both {seen[tool.name]} "
+                                 f"and {group}")
             seen[tool.name] = group
             tools.append(tool)
     return tools
@@ -180,7 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sfbench-mcp: data root {data_root} is not a directory; pass --data-root PATH "
               "pointing at the shared data folder", file=sys.stderr)
         return 2
-    config = ServerConfig(data_root=Path(data_root), groups=tuple(dict.fromkeys(args.group or GROUP_ORDER)),
+    groups = tuple(dict.fromkeys(args.group or GROUP_ORDER))
+    config = ServerConfig(data_root=Path(data_root), groups=groups,
                           warmup=args.warmup, log_level=args.log_level)
     server = build_server(config)
     if args.transport == "stdio":

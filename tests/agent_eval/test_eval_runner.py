@@ -16,7 +16,7 @@ from sfbench_jax.agent_eval.agents.base import AgentResult
 from sfbench_jax.agent_eval.report import summarise, to_markdown, write_report
 from sfbench_jax.agent_eval.runner import execute_run, score_trace
 from sfbench_jax.agent_eval.scenario import Scenario, canonical_json
-from sfbench_jax.agent_eval.toolbox import ToolBudgetExceeded, connect
+from sfbench_jax.agent_eval.toolbox import ToolBudgetError, connect
 from sfbench_jax.agent_eval.trace import TraceRecorder, read_trace, write_trace
 
 pytestmark = pytest.mark.anyio
@@ -77,7 +77,7 @@ async def test_toolbox_modes_budget_and_statuses(eval_server: MCPServer) -> None
             "blocked", "unknown_tool", "invalid_arguments", "invalid_arguments",
             "invalid_arguments", "ok"]
         assert ok.structured["rpn"] == 24
-        with pytest.raises(ToolBudgetExceeded):
+        with pytest.raises(ToolBudgetError):
             await box.call("web_search", {"query": "x"})
         assert len([e for e in recorder.events if e["kind"] == "tool_call"]) == 6
         everything = session.toolbox(allowed=None, recorder=recorder)

@@ -78,7 +78,7 @@ async def error_text(server: MCPServer, name: str, arguments: dict[str, Any]) ->
                                   "sensor": "s11"}, "unit_id=999"),
     ("load_dataset", {"dataset_name": "cmapss_fd001", "split": "validation"}, "split"),
     ("predict_rul", {"model_handle": "model:cmapss_fd001:oracle",
-                     "dataset_handle": "ds:cmapss_fd001:test"}, ""),
+                     "dataset_handle": "ds:cmapss_fd001:test"}, "[unknown_handle]"),
 ])
 async def test_malformed_arguments_are_tool_errors(server: MCPServer, name: str,
                                                    arguments: dict[str, Any],

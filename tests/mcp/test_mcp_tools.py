@@ -237,3 +237,18 @@ async def test_offline_distractors(server: MCPServer) -> None:
     weather = await call(server, "weather_data_loader", location="plant 3")
     assert search["results"] == [] and weather["results"] == []
     assert "offline" in search["note"]
+
+
+def test_server_config_validation_and_warmup(data_root: Path) -> None:
+    from sfbench_jax.mcp.server import ServerConfig, build_server, tool_groups_of
+
+    with pytest.raises(ValueError, match="unknown or empty tool groups"):
+        ServerConfig(data_root=data_root, groups=("prognostics", "weather"))
+    with pytest.raises(ValueError, match="repeat"):
+        ServerConfig(data_root=data_root, groups=("battery", "battery"))
+    config = ServerConfig(data_root=data_root, groups=("maintenance",), warmup=True)
+    assert build_server(config).name == "sfbench-mcp"
+    groups = tool_groups_of(ServerConfig(data_root=data_root))
+    assert groups["predict_rul"] == "prognostics" and groups["web_search"] == "maintenance"
+    assert groups["capacity_soh_calculator"] == "battery"
+    assert groups["seasonal_naive_robustness"] == "benchmark"

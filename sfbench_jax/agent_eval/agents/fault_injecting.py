@@ -4,19 +4,15 @@ What lives here: the five mutations of mcp_agent_eval.md section 6.3 and the age
 one of them to a scenario's reference solution. Each mutation is designed to produce one primary
 failure label:
 
-========================  ==========================================================  ================
-mutation                  what the agent does                                         expected label
-========================  ==========================================================  ================
-``distractor``            calls the first distractor instead of the last step and      reasoning
-                          answers without that step's output
-``corrupt_argument``      sends the last step a wrongly typed first argument, never    tool_invocation
-                          retries
-``swap_steps``            calls the later end of a precedence edge first (with a       orchestration
-                          placeholder for the missing input), then the full script
-``stop_early``            stops after the first half of the steps                      reasoning
-``wrong_handle``          passes a sibling dataset's handle (never returned to it)     orchestration
-                          for a handle argument
-========================  ==========================================================  ================
+* ``distractor`` -> reasoning: calls the first distractor instead of the last step and answers
+  without that step's output.
+* ``corrupt_argument`` -> tool_invocation: sends the last step a wrongly typed first argument
+  and never retries.
+* ``swap_steps`` -> orchestration: calls the later end of a precedence edge first (with a
+  placeholder for the missing input), then the whole script.
+* ``stop_early`` -> reasoning: stops after the first half of the steps.
+* ``wrong_handle`` -> orchestration (state-dependency flag): passes a sibling dataset's handle,
+  never returned to it, for a handle argument.
 
 What does not: deciding the label (``taxonomy.py`` does, from the trace alone).
 """

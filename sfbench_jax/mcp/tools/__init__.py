@@ -2,9 +2,10 @@
 
 What lives here: `ToolDef` (one tool: its function, group, name, annotations, optional warm-up),
 `ToolContext` (what a group builder may use: the data store) and `group_builders()`, the
-registry of group builders by name. Each group module (``prognostics``, ``maintenance``, ``battery``,
-``benchmark``) is a thin adapter: typed parameters in, a `phm_kernels` or engine call, a small
-pydantic result out. What does not live here: transports and server assembly (``server.py``).
+registry of group builders by name. Each group module (``prognostics``, ``maintenance``,
+``battery``, ``benchmark``) is a thin adapter: typed parameters in, a `phm_kernels` or engine
+call, a small pydantic result out. What does not live here: transports and server assembly
+(``server.py``).
 """
 
 from __future__ import annotations

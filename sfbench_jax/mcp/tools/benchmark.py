@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sfbench_jax.mcp.datasets import reject_path_like
-from sfbench_jax.mcp.errors import UnavailableToolError, UnknownDatasetError, kernel_errors
+from sfbench_jax.mcp.errors import DomainToolError, UnavailableToolError, UnknownDatasetError
 from sfbench_jax.mcp.tools import ToolContext, ToolDef
 from sfbench_jax.mcp.tools._common import ToolResult
 
@@ -78,9 +78,12 @@ def build(context: ToolContext) -> list[ToolDef]:
     def seasonal_naive_robustness(
             dataset: Annotated[str, Field(description="registered forecasting dataset name "
                                                       "(see list_forecasting_datasets)")],
-            k: Annotated[int, Field(ge=1, le=100_000, description="test windows to score")] = 10_000,
+            k: Annotated[int, Field(ge=1, le=100_000,
+                                    description="test windows to score")] = 10_000,
             eval_seed: Annotated[int | None, Field(ge=0)] = None,
-            rng: Literal["jax"] = "jax",
+            rng: Annotated[Literal["jax", "reference"], Field(
+                description="jax (fast counter-based streams) or reference (the original "
+                            "benchmark's generator)")] = "jax",
     ) -> RobustnessResult:
         """Robustness of the SeasonalNaive forecaster under the benchmark's sensor faults:
         clean and worst-case MSE, worst scenario and per-scenario degradation."""
@@ -90,9 +93,14 @@ def build(context: ToolContext) -> list[ToolDef]:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", dataset) or dataset not in names:
             raise UnknownDatasetError(f"dataset={dataset!r} is not a registered forecasting "
                                       f"dataset; valid names: {', '.join(names)}")
-        with kernel_errors():
+        try:
             summary = api.seasonal_naive_robustness(dataset, data_root=data_root, k=k,
                                                     eval_seed=eval_seed, rng=rng)
+        except FileNotFoundError as exc:
+            raise UnavailableToolError(f"dataset {dataset!r} has no data under this server's "
+                                       f"data root: {exc}") from exc
+        except ValueError as exc:  # the engine's config and contract checks (PHMInputError too)
+            raise DomainToolError(f"{type(exc).__name__}: {exc}") from exc
         return RobustnessResult(dataset=dataset, summary=dict(summary),
                                 kernel="sfbench_jax.api.seasonal_naive_robustness",
                                 units={"mse_c": "normalised MSE", "mse_w": "normalised MSE"})

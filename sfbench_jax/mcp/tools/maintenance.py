@@ -195,8 +195,10 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
     from phm_kernels import economics, safety
 
     def calculate_maintenance_cost(
-            preventive_cost: Annotated[NonNegative, Field(description="cost of one preventive action")],
-            frequency_per_year: Annotated[NonNegative, Field(description="preventive actions per year")],
+            preventive_cost: Annotated[NonNegative, Field(
+                description="cost of one preventive action")],
+            frequency_per_year: Annotated[NonNegative, Field(
+                description="preventive actions per year")],
             downtime_hours: Annotated[NonNegative, Field(description="downtime per action, hours")],
             hourly_rate: Annotated[NonNegative, Field(description="cost of one hour of downtime")],
     ) -> MaintenanceCost:
@@ -428,7 +430,8 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
         """NEMA MG 1 percent voltage unbalance of three line-to-line voltages."""
         volts = as_float_array(line_voltages, argument="line_voltages")
         if volts.shape[0] != 3:
-            raise InvalidArgumentsError(f"line_voltages needs exactly 3 values, got {volts.shape[0]}")
+            raise InvalidArgumentsError("line_voltages needs exactly 3 values, got "
+                                        f"{volts.shape[0]}")
         with kernel_errors():
             result = safety.nema_voltage_unbalance(volts)
         return UnbalanceResult(unbalance_pct=scalar(result.unbalance_pct),

@@ -557,7 +557,8 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
 
     def detect_degradation_trend(
             cycle_data: Annotated[ArrayArg | None, Field(
-                description="series values (one per cycle), or omit and give dataset_handle")] = None,
+                description="series values (one per cycle), or omit and give "
+                            "dataset_handle")] = None,
             dataset_handle: Annotated[str | None, Field(description="ds: handle (C-MAPSS)")] = None,
             unit_id: Annotated[int | None, Field(ge=1)] = None,
             sensor: Annotated[str | None, Field(description="C-MAPSS sensor s1..s21")] = None,
@@ -596,7 +597,8 @@ def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure pe
             dataset_handle: Annotated[str, Field(description="ds: handle of a C-MAPSS split")],
             unit_id: Annotated[int, Field(ge=1)],
             sensors: Annotated[list[str] | None, Field(
-                description="sensors to analyse (default: the 14 informative FD001 sensors)")] = None,
+                description="sensors to analyse (default: the 14 informative FD001 "
+                            "sensors)")] = None,
             threshold: Annotated[float, Field(gt=0)] = 3.0,
             min_persistence: Annotated[int, Field(ge=1, le=50)] = 3,
             window: Annotated[int, Field(ge=2, le=100)] = 20,
