@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sfbench_jax.data.registry import DATASETS
-from sfbench_jax.evaluate.engine import RNG_MODES
+from sfbench_jax.evaluate.engine import MAX_WINDOWS, RNG_MODES
 from sfbench_jax.models.seasonal_naive import SEASON_GRID
 
 
@@ -82,8 +82,8 @@ class EvalConfig:
     def __post_init__(self) -> None:
         if self.rng not in RNG_MODES:
             raise ValueError(f"Unknown eval.rng {self.rng!r}; use one of {list(RNG_MODES)}.")
-        if self.k < 1:
-            raise ValueError(f"eval.k must be >= 1, got {self.k}.")
+        if not 1 <= self.k <= MAX_WINDOWS:
+            raise ValueError(f"eval.k must be in [1, {MAX_WINDOWS:,}], got {self.k}; the protocol uses 10,000.")
         if self.chunk_size is not None and self.chunk_size < 1:
             raise ValueError(f"eval.chunk_size must be >= 1 (or null for automatic), got {self.chunk_size}.")
         if self.block_size is not None and self.block_size < 1:

@@ -30,6 +30,7 @@ from sfbench_jax.evaluate.kernel import (PredictFn, WindowShape, map_blocks, sco
                                         score_block_with_params)
 
 RNG_MODES = ("jax", "reference")
+MAX_WINDOWS = 1_000_000  # per-window losses are kept on the host: (1 + 2P) x K numbers
 DEFAULT_FIRST_CHUNK = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 4 * 2**20  # window data per inner block on CPU (fits the cache)
 
@@ -67,8 +68,9 @@ class EvalOptions:
     def __post_init__(self) -> None:
         if self.rng not in RNG_MODES:
             raise ValueError(f"Unknown RNG mode {self.rng!r}; use one of {list(RNG_MODES)}.")
-        if self.num_windows < 1:
-            raise ValueError(f"num_windows (eval.k) must be >= 1, got {self.num_windows}.")
+        if not 1 <= self.num_windows <= MAX_WINDOWS:
+            raise ValueError(f"num_windows (eval.k) must be in [1, {MAX_WINDOWS:,}], got {self.num_windows}; "
+                             "the benchmark protocol uses 10,000.")
         if self.chunk_size is not None and self.chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1 (or null for automatic), got {self.chunk_size}.")
         if self.block_size is not None and self.block_size < 1:

@@ -58,17 +58,24 @@ def robustness_scores(clean: np.ndarray, faulted: np.ndarray) -> RobustnessScore
                             mse_mean=float(mse_faulted.mean()))
 
 
-def bootstrap_counts(num_windows: int, seed: int, draws: int = BOOTSTRAP_DRAWS) -> np.ndarray:
-    """How often each window appears in each bootstrap resample -> `(draws, K)` float64.
+def bootstrap_means(losses: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS,
+                    draws_per_batch: int = 64) -> np.ndarray:
+    """Mean of every loss row under each bootstrap resample of the windows -> `(draws, rows)` float64.
 
     The resamples are exactly the reference's: `rng = default_rng(seed)`, then `draws` successive calls
-    `rng.integers(0, K, size=K)`.
+    `rng.integers(0, K, size=K)`. Each resample is turned into per-window counts and the means are one
+    matrix product; batches of draws bound the memory to `draws_per_batch * K` counts.
     """
+    num_windows = losses.shape[1]
     rng = np.random.default_rng(seed)
-    indices = np.stack([rng.integers(0, num_windows, size=num_windows) for _ in range(draws)])
-    offsets = (np.arange(draws) * num_windows)[:, None]
-    counts = np.bincount((indices + offsets).ravel(), minlength=draws * num_windows)
-    return counts.reshape(draws, num_windows).astype(np.float64)
+    means = np.empty((draws, losses.shape[0]))
+    for first in range(0, draws, draws_per_batch):
+        batch = min(draws_per_batch, draws - first)
+        indices = np.stack([rng.integers(0, num_windows, size=num_windows) for _ in range(batch)])
+        offsets = (np.arange(batch) * num_windows)[:, None]
+        counts = np.bincount((indices + offsets).ravel(), minlength=batch * num_windows)
+        means[first:first + batch] = counts.reshape(batch, num_windows) @ losses.T / num_windows
+    return means
 
 
 @dataclass(frozen=True)
@@ -106,10 +113,8 @@ def bootstrap_intervals(clean: np.ndarray, faulted: np.ndarray, *, eval_data_see
                         draws: int = BOOTSTRAP_DRAWS, confidence: float = CONFIDENCE) -> BootstrapIntervals:
     """Percentile bootstrap intervals (spec 6.3): each resample draws K test windows with replacement,
     shared by the clean mean and every scenario, and takes its own worst scenario."""
-    num_windows = len(clean)
-    counts = bootstrap_counts(num_windows, bootstrap_seed(eval_data_seed), draws)
     losses = np.vstack([np.asarray(clean, np.float64)[None, :], np.asarray(faulted, np.float64)])
-    means = counts @ losses.T / num_windows  # (draws, 1 + P)
+    means = bootstrap_means(losses, bootstrap_seed(eval_data_seed), draws)  # (draws, 1 + P)
     mse_clean, mse_faulted = means[:, 0], means[:, 1:]
     degradation = mse_faulted / mse_clean[:, None]
     worst = np.argmax(degradation, axis=1)

@@ -108,6 +108,8 @@ def test_bad_options_are_rejected() -> None:
         EvalOptions(eval_data_seed=0, rng="torch")
     with pytest.raises(ValueError, match="num_windows"):
         EvalOptions(eval_data_seed=0, num_windows=0)
+    with pytest.raises(ValueError, match=r"must be in \[1, 1,000,000\]"):
+        EvalOptions(eval_data_seed=0, num_windows=10**9)
     with pytest.raises(ValueError, match="fixed channel fraction"):
         EvalOptions(eval_data_seed=0, fixed_fraction=0.7)
 
