@@ -102,10 +102,12 @@ def test_forward_shape_and_one_compile_per_shape(case: str, shape: str) -> None:
         assert out.shape == (4, horizon, len(targets)) and out.dtype == jnp.float32
         assert bool(jnp.all(jnp.isfinite(out)))
     assert not np.allclose(outputs[0], outputs[1])
-    forward(_batch(9, channels, batch=2))
-    forward(_batch(10, channels, batch=2))
-    assert sorted(traces) == [(2, 96, channels), (4, 96, channels)], \
-        "exactly one trace per input shape"
+    if shape == "h6_m12":  # a new batch size is a new shape: exactly one more trace
+        forward(_batch(9, channels, batch=2))
+        forward(_batch(10, channels, batch=2))
+        assert sorted(traces) == [(2, 96, channels), (4, 96, channels)]
+    else:
+        assert traces == [(4, 96, channels)], "repeated calls of one shape must not retrace"
 
 
 @pytest.mark.parametrize("case", sorted(c for c in CASES if "gru_ar" not in c))
