@@ -202,8 +202,10 @@ def battery_rul_compare(params: Mapping[str, Any], store: DataStore) -> dict[str
 
 def _diagnose(store: DataStore, record: str, band: tuple[float, float]) -> Any:
     signal = store.cwru(record)
-    return kern.diagnose_bearing(signal.drive_end, fs=signal.fs_hz, rpm=signal.rpm,
-                              f_lo=band[0], f_hi=band[1])
+    segment = int(round(signal.fs_hz))  # whole segments only, as the kernel uses them
+    samples = signal.drive_end[: (signal.drive_end.shape[0] // segment) * segment]
+    return kern.diagnose_bearing(samples, fs=signal.fs_hz, rpm=signal.rpm, f_lo=band[0],
+                                 f_hi=band[1])
 
 
 @builder("bearing_fleet")

@@ -81,6 +81,15 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _pass_hat_all_k(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    by_scenario: dict[str, list[bool]] = defaultdict(list)
+    for record in records:
+        if record["status"] == "scored":
+            by_scenario[record["scenario_id"]].append(bool(record["success"]))
+    n_min = min((len(v) for v in by_scenario.values()), default=0)
+    return {str(k): pass_hat_k(by_scenario, k) for k in range(1, n_min + 1)}
+
+
 def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """JSON summary: rows, failure labels, flag co-occurrence, excluded runs, the formulas.
 
@@ -96,8 +105,12 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for record in failed:
         for flag in record["failure"]["flags"]:
             co_occurrence[f"{record['failure']['primary']}|{flag}"] += 1
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[f"{record['agent']}|{record['model']}|{record['mode']}"].append(record)
     return {
         "rows": summarise(records),
+        "pass_hat_k": {key: _pass_hat_all_k(members) for key, members in sorted(groups.items())},
         "failure_labels": dict(Counter(r["failure"]["primary"] for r in failed)),
         "flag_co_occurrence": dict(sorted(co_occurrence.items())),
         "excluded": [{"run_id": r["run_id"], "status": r["status"],

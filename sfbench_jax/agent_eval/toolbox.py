@@ -105,6 +105,8 @@ class Session:
                 meta = tool.meta or {}
                 server = str(meta.get("server") or meta.get("group") or f"server{index}")
                 name = tool.name if owners[tool.name] == 1 else f"{server}__{tool.name}"
+                if name in self._routes:  # two connections with the same server label
+                    name = f"{server}{index}__{tool.name}"
                 spec = ToolSpec(name=name, description=tool.description or "",
                                 input_schema=dict(tool.input_schema), server=server)
                 self._routes[name] = _Route(client=client, remote_name=tool.name, spec=spec)

@@ -169,3 +169,28 @@ def test_cli_run_score_report(tmp_path: Path, data_root: Path,
                      "--out", str(fault), "--data-root", str(data_root)]) == 0
     assert "| 0.000 |" in (fault / "report.md").read_text()
     capsys.readouterr()
+
+
+async def test_toolbox_over_three_group_servers(data_root: Path) -> None:
+    from sfbench_jax.mcp.server import ServerConfig, build_server
+
+    servers = [build_server(ServerConfig(data_root=data_root, groups=(group,)))
+               for group in ("prognostics", "maintenance", "battery")]
+    async with connect(servers) as session:
+        by_server = {}
+        for spec in session.catalog:
+            by_server.setdefault(spec.server, set()).add(spec.name)
+        assert set(by_server) == {"prognostics-server", "maintenance-server",
+                                  "battery-prognostics-server"}
+        recorder = TraceRecorder(run_id="r", scenario_id="s")
+        box = session.toolbox(allowed=None, recorder=recorder)
+        risk = await box.call("assess_safety_risk", {"failure_mode": "x", "severity": 8,
+                                                     "probability": 5, "detectability": 4})
+        soh = await box.call("capacity_soh_calculator", {"battery_id": "B0018", "cycle": 1})
+        assert risk.ok and soh.ok and soh.structured["soh_first_cycle"] == pytest.approx(1.0)
+        assert [e["server"] for e in recorder.events] == ["maintenance-server",
+                                                          "battery-prognostics-server"]
+    async with connect([servers[1], servers[1]]) as twice:
+        names = [spec.name for spec in twice.catalog]
+        assert len(names) == len(set(names))
+        assert "maintenance-server__web_search" in names

@@ -19,6 +19,8 @@ from mcp import Client, StdioServerParameters
 from mcp.server import MCPServer
 from mcp_helpers import free_port, stdio_params, subprocess_env
 
+from sfbench_jax.mcp.server import main as server_main
+
 pytestmark = pytest.mark.anyio
 
 EXPECTED_TOOLS = {"load_dataset", "calculate_mae", "assess_safety_risk", "check_compliance",
@@ -66,15 +68,16 @@ async def test_stdio_console_script_with_group_and_env(data_root: Path) -> None:
     assert cost.structured_content["annual_cost"] == pytest.approx(52_000.0)
 
 
-def test_main_refuses_missing_data_root(tmp_path: Path) -> None:
-    env = subprocess_env()
-    done = subprocess.run([sys.executable, "-m", "sfbench_jax.mcp.server"], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 2 and "--data-root" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "sfbench_jax.mcp.server", "--data-root",
-                           str(tmp_path / "nope")], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
-    assert done.returncode == 2 and "not a directory" in done.stderr
+def test_main_refuses_missing_data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("SFBENCH_DATA_ROOT", raising=False)
+    assert server_main([]) == 2
+    assert "--data-root" in capsys.readouterr().err
+    assert server_main(["--data-root", str(tmp_path / "nope")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        server_main(["--transport", "carrier-pigeon"])
+    capsys.readouterr()
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 90.0) -> None:
