@@ -286,8 +286,15 @@ def fit_regime_stats_core(x, regime, *, n_regimes: int) -> RegimeStats:
     x = as_float(x)
     regime = jnp.asarray(regime, jnp.int32)
     count = jax.ops.segment_sum(jnp.ones(x.shape[0], x.dtype), regime, num_segments=n_regimes)
-    total = jax.ops.segment_sum(x, regime, num_segments=n_regimes)
-    mean = total / count[:, None]
+
+    def segment_mean(values):
+        return jax.ops.segment_sum(values, regime, num_segments=n_regimes) / count[:, None]
+
+    # Two passes: C-MAPSS channels such as s8 (~2388 rpm, sd 0.07) lose their spread to rounding
+    # when raw values are accumulated in float32, so the first-pass mean is refined by the mean
+    # of the (small) residuals.
+    rough = segment_mean(x)
+    mean = rough + segment_mean(x - rough[regime])
     sq = jax.ops.segment_sum((x - mean[regime]) ** 2, regime, num_segments=n_regimes)
     return RegimeStats(mean, jnp.sqrt(sq / count[:, None]), count)
 

@@ -174,8 +174,8 @@ def verify_rul_predictions_core(y_true, y_pred, mae_range, rmse_range) -> RulVer
 
 
 def verify_rul_predictions(y_true: Real[ArrayLike, "n"], y_pred: Real[ArrayLike, "n"], *,
-                           mae_range: tuple[float, float],
-                           rmse_range: tuple[float, float]) -> RulVerification:
+                           mae_range: tuple[float | int, float | int],
+                           rmse_range: tuple[float | int, float | int]) -> RulVerification:
     """Ground-truth verification: metrics plus whether they fall inside accepted ranges.
 
     Args:

@@ -22,7 +22,7 @@ def _float64():
 
 
 def assert_vmap_matches_loop(core: Callable, batched_args: Sequence, *, in_axes=0,
-                             rtol: float = 1e-12, atol: float = 0.0, **static) -> None:
+                             rtol: float = 1e-12, atol: float = 0.0, **static):
     """Asserts ``jit(vmap(core))(batch)`` equals ``core(item)`` for every item of the batch.
 
     Args:
@@ -32,6 +32,9 @@ def assert_vmap_matches_loop(core: Callable, batched_args: Sequence, *, in_axes=
         rtol: Relative tolerance.
         atol: Absolute tolerance.
         **static: Keyword (static) arguments passed to every call.
+
+    Returns:
+        The batched result, for further assertions.
     """
     axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(batched_args)
     batched = jax.jit(jax.vmap(lambda *a: core(*a, **static), in_axes=axes))(*batched_args)
@@ -41,6 +44,7 @@ def assert_vmap_matches_loop(core: Callable, batched_args: Sequence, *, in_axes=
         single = core(*item_args, **static)
         for got, want in zip(jax.tree.leaves(batched), jax.tree.leaves(single)):
             np.testing.assert_allclose(np.asarray(got)[i], np.asarray(want), rtol=rtol, atol=atol)
+    return batched
 
 
 @pytest.fixture

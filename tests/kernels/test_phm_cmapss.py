@@ -139,3 +139,15 @@ def test_float32_normalize():
     with jax.enable_x64(False):
         z = cmapss.cmapss_condition_normalize([[643.0]], [0], [[642.0]], [[0.5]])
     np.testing.assert_allclose(float(z[0, 0]), 2.0, rtol=1e-5)
+
+
+def test_float32_regime_stats_keep_small_spread_channels(data_root):
+    # s8 (~2388 rpm, sd 0.07): a one-pass float32 sum loses the mean by more than one sd.
+    data = loaders.load_cmapss(data_root, "FD001")
+    x = data.train.sensors
+    with jax.enable_x64(False):
+        stats = cmapss.fit_regime_stats(x, np.zeros(x.shape[0], np.int32), n_regimes=1)
+    np.testing.assert_allclose(np.asarray(stats.mean[0], np.float64), x.mean(axis=0), rtol=0,
+                               atol=1e-3)
+    s8 = loaders.CMAPSS_SENSOR_NAMES.index("s8")
+    assert float(stats.std[0, s8]) == pytest.approx(x[:, s8].std(), rel=1e-3)

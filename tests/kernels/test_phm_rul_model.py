@@ -59,11 +59,11 @@ def test_windows_layout(fd001):
 
 
 def test_short_training_run_is_sane_and_reproducible(fd001):
-    cfg = rul_model.default_train_config("FD001", "mlp", seed=0, epochs=6)
+    cfg = rul_model.default_train_config("FD001", "mlp", seed=0, epochs=15)
     first = rul_model.train_rul_model(fd001, cfg)
-    # Six epochs of the MLP on real FD001 is far from converged but must beat the best constant
-    # predictor (RMSE = std of the truth, about 41 cycles) by a wide margin.
-    assert first.test_metrics["rmse"] < 25.0
+    # 15 of the 60 default epochs on real FD001: must already beat the best constant predictor
+    # (RMSE = std of the truth, 41.4 cycles) by a factor of two.
+    assert first.test_metrics["rmse"] < 20.0
     assert first.test_metrics["n_units"] == 100 and not first.test_metrics["clip_truth"]
     assert np.all((first.test_predictions >= 0) & (first.test_predictions <= 125))
     second = rul_model.train_rul_model(fd001, cfg)
@@ -73,7 +73,7 @@ def test_short_training_run_is_sane_and_reproducible(fd001):
 
 
 def test_checkpoint_roundtrip_and_tables(fd001, tmp_path):
-    cfg = rul_model.default_train_config("FD001", "cnn", seed=0, epochs=1)
+    cfg = rul_model.default_train_config("FD001", "mlp", seed=0, epochs=1)
     result = rul_model.train_rul_model(fd001, cfg)
     path = rul_model.save_rul_checkpoint(result.model, tmp_path / "ckpt")
     restored = rul_model.load_rul_checkpoint(path)
