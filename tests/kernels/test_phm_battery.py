@@ -234,3 +234,24 @@ def test_float32():
         soh = battery.battery_soh([1.856, 1.62])
     np.testing.assert_allclose(float(r.k_eol), 113.6417, rtol=1e-4)
     np.testing.assert_allclose(float(soh.soh_first[-1]), 0.872845, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["B0005", "B0006", "B0007", "B0018"])
+def test_real_cells_eol_and_fade_fits(data_root, cell):
+    from phm_kernels import loaders
+
+    b = loaders.load_battery(data_root, cell)
+    soh = battery.battery_soh(b.capacity_ah)
+    below = np.flatnonzero(b.capacity_ah < 1.4)
+    assert int(soh.eol_index) == (below[0] if below.size else -1)
+    if cell == "B0007":
+        assert int(soh.eol_index) == -1  # never crosses 1.4 Ah: censored, not extrapolated
+    k = b.cycle.astype(float)
+    slope, intercept = np.polyfit(k[:80], b.capacity_ah[:80], 1)
+    lin = battery.linear_fade_rul(k, b.capacity_ah, observed_cycles=80)
+    assert float(lin.slope) == pytest.approx(slope, rel=1e-9)
+    assert float(lin.k_eol) == pytest.approx((1.4 - intercept) / slope, rel=1e-9)
+    log_slope, log_intercept = np.polyfit(k[:80], np.log(b.capacity_ah[:80]), 1)
+    exp = battery.exp_fade_rul(k, b.capacity_ah, observed_cycles=80)
+    assert float(exp.k_eol) == pytest.approx(np.log(np.exp(log_intercept) / 1.4) / -log_slope,
+                                             rel=1e-9)

@@ -127,3 +127,38 @@ def test_jit_vmap_agreement(vmap_check):
     targets = np.tile([107.364, 162.186, 141.168], (3, 1))
     vmap_check(bearing.match_fault_peaks_core, (env.freqs, env.amplitude, targets), n_harm=3,
                rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("record, expected", [("or007_130", "OUTER_RACE"),
+                                              ("ir007_105", "INNER_RACE"),
+                                              ("normal_97", "NORMAL")])
+def test_cwru_records_diagnosed(data_root, record, expected):
+    from phm_kernels import loaders
+
+    r = loaders.load_cwru(data_root, record)
+    d = bearing.diagnose_bearing(r.drive_end, fs=r.fs_hz, rpm=r.rpm, f_lo=2000.0, f_hi=4000.0)
+    assert bearing.BEARING_FAULT_LABELS[int(d.label)] == expected
+
+
+def test_cwru_normal_baseline_is_normal_under_either_rate_assumption(data_root):
+    from phm_kernels import loaders
+
+    r = loaders.load_cwru(data_root, "normal_97", normal_baseline_fs_hz=12_000.0)
+    d = bearing.diagnose_bearing(r.drive_end, fs=r.fs_hz, rpm=r.rpm, f_lo=2000.0, f_hi=4000.0)
+    assert bearing.BEARING_FAULT_LABELS[int(d.label)] == "NORMAL"
+
+
+def test_cwru_subset_accuracy(data_root):
+    from phm_kernels import loaders, metrics
+
+    truth, pred = [], []
+    for name in loaders.CWRU_RECORDS:
+        r = loaders.load_cwru(data_root, name)
+        d = bearing.diagnose_bearing(r.drive_end, fs=r.fs_hz, rpm=r.rpm, f_lo=2000.0,
+                                     f_hi=4000.0)
+        truth.append(bearing.BEARING_FAULT_LABELS.index(r.label))
+        pred.append(int(d.label))
+    m = metrics.classification_metrics(np.array(truth), np.array(pred), n_classes=4)
+    # OR, IR and normal are found; the 0.007 in ball fault (118) is a known hard CWRU case that
+    # the envelope method at this band does not detect (documented in docs/phm_kernels.md).
+    assert float(m.accuracy) >= 0.75
