@@ -36,6 +36,7 @@ from phm_kernels._checks import (
     require_range,
     to_numpy,
 )
+from phm_kernels._ops import masked_median
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
 from phm_kernels.trends import MannKendall, mann_kendall_core
 
@@ -945,8 +946,7 @@ class ThermalCheck(NamedTuple):
 def _previous_window_median(x, window):
     size = x.shape[-1]
     idx = jnp.arange(size)[:, None] - jnp.arange(1, window + 1)[None, :]
-    values = jnp.where(idx >= 0, x[jnp.clip(idx, 0, size - 1)], jnp.nan)
-    return jnp.nanmedian(values, axis=-1)  # NaN at t = 0 (no history)
+    return masked_median(x[jnp.clip(idx, 0, size - 1)], idx >= 0)  # NaN at t = 0 (no history)
 
 
 @functools.partial(jax.jit, static_argnames=("median_window",))

@@ -33,6 +33,7 @@ from phm_kernels._checks import (
     require_range,
     to_numpy,
 )
+from phm_kernels._ops import masked_median
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
 
 __all__ = [
@@ -351,8 +352,7 @@ def match_fault_peaks_core(freqs, amp, f_targets, tol_rel=0.02, snr_db=6.0, *, n
     offsets = offsets[np.abs(offsets) > exclusion_bins]
     neighbours = peak_idx[..., None] + offsets
     valid = (neighbours >= 0) & (neighbours < n_bins)
-    floor = jnp.nanmedian(jnp.where(valid, amp[jnp.clip(neighbours, 0, n_bins - 1)], jnp.nan),
-                          axis=-1)
+    floor = masked_median(amp[jnp.clip(neighbours, 0, n_bins - 1)], valid, axis=-1)
     tiny = jnp.finfo(amp.dtype).tiny
     snr = 20.0 * jnp.log10(jnp.maximum(peak_amp, tiny) / jnp.maximum(floor, tiny))
     snr = jnp.where(has_bin, snr, -jnp.inf)

@@ -30,6 +30,7 @@ from phm_kernels._checks import (
     require_range,
     to_numpy,
 )
+from phm_kernels._ops import masked_median
 from phm_kernels.errors import InsufficientDataError, ShapeMismatchError
 
 __all__ = [
@@ -270,8 +271,8 @@ def mann_kendall_core(y, alpha=0.05, mask=None) -> MannKendall:
     z = jnp.where(var_s > 0, z, 0.0)
     p_value = erfc(jnp.abs(z) / jnp.sqrt(2.0))
     lag = (np.arange(size)[None, :] - np.arange(size)[:, None]).astype(np.float64)
-    slopes = jnp.where(pairs, diff / jnp.where(upper, lag, 1.0), jnp.nan)
-    sen = jnp.nanmedian(slopes)
+    slopes = diff / jnp.where(upper, lag, 1.0)
+    sen = masked_median(slopes.reshape(-1), pairs.reshape(-1))
     significant = p_value < as_float(alpha)
     trend = jnp.where(significant & (s > 0), 1, jnp.where(significant & (s < 0), 2, 0))
     return MannKendall(s, var_s, z, p_value, s / (n * (n - 1.0) / 2.0), sen,
