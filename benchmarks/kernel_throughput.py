@@ -102,7 +102,7 @@ def _cases(quick: bool) -> dict[str, Callable[[], tuple[Callable, tuple, str]]]:
         return fn, (series,), "series"
 
     def mann_kendall():
-        series = jax.random.normal(_key(8), (1024 // scale, 200), jnp.float32)
+        series = jax.random.normal(_key(8), (256 // scale, 200), jnp.float32)
         return jax.vmap(lambda y: trends.mann_kendall_core(y, 0.05)), (series,), "tests"
 
     def phm08():
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = _cases(quick=False)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="4x smaller batches, 5 repeats")
     parser.add_argument("--cases", nargs="+", choices=sorted(cases), default=list(cases))
