@@ -28,7 +28,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-
 from phm_kernels import battery, bearing, metrics, rul_model, trends, vibration
 
 

@@ -15,7 +15,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from phm_kernels.errors import (
     DomainError,
     InsufficientDataError,

@@ -17,6 +17,9 @@ What does not live here: reading the parquet files and per-cycle feature extract
 (``loaders.py``), the double-exponential (He et al. 2011) fade model (needs an iterative fit).
 """
 
+# jaxtyping shape strings (e.g. "n", "batch time") are not forward references:
+# ruff: noqa: F821, UP037
+
 from __future__ import annotations
 
 import functools
@@ -26,7 +29,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     option_index,
@@ -41,57 +43,57 @@ from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatch
 from phm_kernels.trends import MannKendall, mann_kendall_core
 
 __all__ = [
-    "RATED_CAPACITY_AH",
-    "EOL_CAPACITY_AH",
-    "GAS_CONSTANT_J_MOL_K",
-    "T_REF_K",
-    "DEFAULT_ACTIVATION_ENERGY_J_MOL",
-    "SOH_REFERENCES",
-    "BATTERY_STAGES",
     "ANOMALY_BASELINES",
+    "BATTERY_STAGES",
+    "DEFAULT_ACTIVATION_ENERGY_J_MOL",
+    "EOL_CAPACITY_AH",
     "FADE_STATUS",
-    "THERMAL_LABELS",
+    "GAS_CONSTANT_J_MOL_K",
     "IMPEDANCE_LABELS",
+    "RATED_CAPACITY_AH",
+    "SOH_REFERENCES",
+    "THERMAL_LABELS",
     "TRIAGE_LEVELS",
-    "BatterySoh",
+    "T_REF_K",
     "AnomalyResult",
-    "MultiAnomalyResult",
-    "LinearFadeRul",
+    "BaselineComparison",
+    "BatterySoh",
     "ExpFadeFit",
     "ExpFadeRul",
-    "BaselineComparison",
+    "ImpedanceTrend",
+    "LinearFadeRul",
+    "MultiAnomalyResult",
     "StageEscalation",
     "ThermalCheck",
-    "ImpedanceTrend",
-    "celsius_to_kelvin",
+    "arrhenius_factor",
+    "arrhenius_factor_core",
     "battery_soh",
     "battery_soh_core",
-    "validate_capacity",
     "battery_stage",
     "battery_stage_core",
     "battery_stage_escalated",
     "battery_stage_escalated_core",
-    "rolling_zscore_anomaly",
-    "rolling_zscore_anomaly_core",
-    "rolling_zscore_anomaly_multi",
-    "rolling_zscore_anomaly_multi_core",
-    "validate_rolling_zscore_anomaly",
-    "linear_fade_rul",
-    "linear_fade_rul_core",
+    "celsius_to_kelvin",
+    "compare_to_baseline",
+    "compare_to_baseline_core",
     "exp_fade_fit",
     "exp_fade_fit_core",
     "exp_fade_rul",
     "exp_fade_rul_core",
-    "arrhenius_factor",
-    "arrhenius_factor_core",
-    "compare_to_baseline",
-    "compare_to_baseline_core",
-    "thermal_anomaly_checker",
-    "thermal_anomaly_checker_core",
-    "impedance_trend_analyzer",
-    "impedance_trend_analyzer_core",
     "health_report_triage",
     "health_report_triage_core",
+    "impedance_trend_analyzer",
+    "impedance_trend_analyzer_core",
+    "linear_fade_rul",
+    "linear_fade_rul_core",
+    "rolling_zscore_anomaly",
+    "rolling_zscore_anomaly_core",
+    "rolling_zscore_anomaly_multi",
+    "rolling_zscore_anomaly_multi_core",
+    "thermal_anomaly_checker",
+    "thermal_anomaly_checker_core",
+    "validate_capacity",
+    "validate_rolling_zscore_anomaly",
 ]
 
 #: NASA PCoE 18650 cells: rated capacity (Ah).

@@ -14,6 +14,9 @@ Reference: R. B. Randall, J. Antoni, "Rolling element bearing diagnostics - a tu
 MSSP 25 (2011); CWRU Bearing Data Center for the geometry.
 """
 
+# jaxtyping shape strings (e.g. "n", "batch time") are not forward references:
+# ruff: noqa: F821, UP037
+
 from __future__ import annotations
 
 import functools
@@ -23,7 +26,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     option_index,
@@ -37,27 +39,27 @@ from phm_kernels._ops import masked_median
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
 
 __all__ = [
-    "BEARING_FAULT_LABELS",
     "BALL_TARGETS",
-    "BearingGeometry",
+    "BEARING_FAULT_LABELS",
     "CWRU_DRIVE_END",
     "CWRU_FAN_END",
+    "BearingDiagnosis",
     "BearingFrequencies",
+    "BearingGeometry",
     "EnvelopeSpectrum",
     "PeakMatch",
-    "BearingDiagnosis",
-    "bearing_fault_frequencies",
-    "bearing_fault_frequencies_core",
-    "validate_bearing_geometry",
-    "envelope_spectrum",
-    "envelope_spectrum_core",
-    "validate_envelope_spectrum",
     "averaged_envelope_spectrum",
     "averaged_envelope_spectrum_core",
-    "match_fault_peaks",
-    "match_fault_peaks_core",
+    "bearing_fault_frequencies",
+    "bearing_fault_frequencies_core",
     "diagnose_bearing",
     "diagnose_bearing_core",
+    "envelope_spectrum",
+    "envelope_spectrum_core",
+    "match_fault_peaks",
+    "match_fault_peaks_core",
+    "validate_bearing_geometry",
+    "validate_envelope_spectrum",
 ]
 
 #: Labels of :func:`diagnose_bearing` (code 0 = no detected target).
@@ -502,7 +504,7 @@ def diagnose_bearing(x: Real[ArrayLike, "samples"], *, fs: float, rpm: float, f_
     freqs = bearing_fault_frequencies_core(np.float64(rpm), *geometry)
     f_min = float(min(freqs.bpfo, freqs.bpfi, freqs.bsf2 if ball_target == "bsf2" else freqs.bsf))
     arr = to_numpy("x", x, ndim=1)
-    segment_length = int(round(float(fs))) if segment_length is None else segment_length
+    segment_length = round(float(fs)) if segment_length is None else segment_length
     if not isinstance(segment_length, (int, np.integer)) or segment_length < 16:
         raise DomainError(f"segment_length must be an int >= 16; got {segment_length!r}.")
     if arr.shape[0] < segment_length:

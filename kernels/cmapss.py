@@ -10,6 +10,9 @@ What does not live here: file parsing (``loaders.py``), RUL metrics (``metrics.p
 learned RUL models (``rul_model.py``).
 """
 
+# jaxtyping shape strings (e.g. "n", "batch time") are not forward references:
+# ruff: noqa: F821, UP037
+
 from __future__ import annotations
 
 import functools
@@ -20,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     require_finite,
@@ -32,36 +34,36 @@ from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatch
 from phm_kernels.loaders import CMAPSS_SENSOR_NAMES, CmapssData, CmapssSplit
 
 __all__ = [
-    "DEFAULT_RUL_CAP",
+    "CONSTANT_FD001_SENSORS",
     "DEFAULT_FD001_SENSORS",
     "DEFAULT_FD001_SENSOR_INDICES",
-    "CONSTANT_FD001_SENSORS",
+    "DEFAULT_RUL_CAP",
     "SETTING_ROUNDING",
-    "RegimeModel",
-    "RegimeStats",
-    "PaddedUnits",
     "HealthIndexRul",
     "LinearHealthIndexModel",
-    "cmapss_rul_targets",
-    "cmapss_rul_targets_core",
-    "select_informative",
-    "select_informative_core",
-    "fit_regime_centroids",
+    "PaddedUnits",
+    "RegimeModel",
+    "RegimeStats",
     "assign_regime",
     "assign_regime_core",
-    "fit_regime_stats",
-    "fit_regime_stats_core",
     "cmapss_condition_normalize",
     "cmapss_condition_normalize_core",
-    "pad_units",
-    "health_index_targets",
+    "cmapss_rul_targets",
+    "cmapss_rul_targets_core",
     "fit_health_index",
     "fit_health_index_core",
+    "fit_linear_health_index_baseline",
+    "fit_regime_centroids",
+    "fit_regime_stats",
+    "fit_regime_stats_core",
+    "health_index_targets",
     "linear_health_index_rul",
     "linear_health_index_rul_core",
-    "fit_linear_health_index_baseline",
-    "predict_linear_health_index_baseline",
     "normalize_cmapss",
+    "pad_units",
+    "predict_linear_health_index_baseline",
+    "select_informative",
+    "select_informative_core",
 ]
 
 #: Default piecewise-linear cap R_max (Li, Ding & Sun 2018); record it with every result.

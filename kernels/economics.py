@@ -19,7 +19,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammainc, gammaln, ndtr
 from jaxtyping import Array, ArrayLike, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     require_broadcastable,
@@ -34,28 +33,28 @@ from phm_kernels.errors import DomainError
 __all__ = [
     "AGE_REPLACEMENT_STATUS",
     "RESIDUAL_LIFE_DISTRIBUTIONS",
+    "AgeReplacementOptimum",
     "AnnualPreventiveCost",
     "ExpectedFailureCost",
     "MaintenanceRoi",
-    "AgeReplacementOptimum",
     "RulSchedule",
-    "annual_preventive_cost",
-    "annual_preventive_cost_core",
-    "validate_annual_preventive_cost",
-    "expected_failure_cost",
-    "expected_failure_cost_core",
-    "validate_expected_failure_cost",
-    "maintenance_roi",
-    "maintenance_roi_core",
-    "validate_maintenance_roi",
     "age_replacement_cost_rate",
     "age_replacement_cost_rate_core",
-    "validate_age_replacement",
+    "annual_preventive_cost",
+    "annual_preventive_cost_core",
+    "expected_failure_cost",
+    "expected_failure_cost_core",
+    "maintenance_roi",
+    "maintenance_roi_core",
     "optimal_age_replacement",
     "optimal_age_replacement_core",
+    "rul_margin_schedule_core",
     "rul_threshold_schedule",
     "rul_threshold_schedule_core",
-    "rul_margin_schedule_core",
+    "validate_age_replacement",
+    "validate_annual_preventive_cost",
+    "validate_expected_failure_cost",
+    "validate_maintenance_roi",
     "validate_rul_threshold_schedule",
 ]
 

@@ -9,12 +9,12 @@ the argument, the bad value and how to fix it. Nothing here imports JAX.
 from __future__ import annotations
 
 __all__ = [
+    "DomainError",
+    "InsufficientDataError",
+    "NonFiniteInputError",
     "PHMInputError",
     "ShapeMismatchError",
-    "NonFiniteInputError",
-    "DomainError",
     "UnknownOptionError",
-    "InsufficientDataError",
 ]
 
 

@@ -27,24 +27,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from phm_kernels._checks import option_index
 from phm_kernels.errors import DomainError, ShapeMismatchError
 
 __all__ = [
-    "CMAPSS_SUBSETS",
-    "CMAPSS_SETTING_NAMES",
-    "CMAPSS_SENSOR_NAMES",
     "BATTERY_CELLS",
-    "CWRU_RECORDS",
+    "CMAPSS_SENSOR_NAMES",
+    "CMAPSS_SETTING_NAMES",
+    "CMAPSS_SUBSETS",
     "CWRU_NORMAL_BASELINE_FS_HZ",
-    "CmapssSplit",
-    "CmapssData",
+    "CWRU_RECORDS",
     "BatteryCell",
+    "CmapssData",
+    "CmapssSplit",
     "CwruRecord",
     "CwruRecordInfo",
-    "load_cmapss",
     "load_battery",
+    "load_cmapss",
     "load_cwru",
 ]
 
@@ -314,7 +313,7 @@ def _read_parquet(path: Path, columns: tuple[str, ...]):
 
     try:
         frame = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several types for a corrupt file
+    except (OSError, ValueError, TypeError) as exc:  # pyarrow's errors derive from these
         raise DomainError(f"{path}: cannot be read as parquet ({type(exc).__name__}: {exc}).") \
             from None
     missing = [c for c in columns if c not in frame.columns]
@@ -428,7 +427,7 @@ def load_cwru(data_root: str | Path, record: str, *,
                          f"CWRU record {key}")
     try:
         mat = scipy.io.loadmat(path)
-    except Exception as exc:  # scipy raises several types for a corrupt file
+    except (OSError, ValueError, TypeError) as exc:  # corrupt or non-MAT file
         raise DomainError(f"{path}: cannot be read as a MAT file ({exc}).") from None
     variables = {k: v for k, v in mat.items() if not k.startswith("__")}
 

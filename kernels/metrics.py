@@ -11,6 +11,9 @@ which PHM08 penalises harder (divisor 10 < 13).
 What does not live here: RUL labels and protocols (``rul.py``) and any I/O.
 """
 
+# jaxtyping shape strings (e.g. "n", "batch time") are not forward references:
+# ruff: noqa: F821, UP037
+
 from __future__ import annotations
 
 import functools
@@ -20,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     require_finite,
@@ -33,19 +35,19 @@ from phm_kernels.errors import DomainError, ShapeMismatchError
 
 __all__ = [
     "SCORE_REDUCTIONS",
+    "ClassificationMetrics",
     "RegressionMetrics",
     "RulVerification",
-    "ClassificationMetrics",
-    "regression_metrics",
-    "regression_metrics_core",
-    "validate_regression_inputs",
-    "phm08_score",
-    "phm08_score_core",
-    "verify_rul_predictions",
-    "verify_rul_predictions_core",
     "classification_metrics",
     "classification_metrics_core",
+    "phm08_score",
+    "phm08_score_core",
+    "regression_metrics",
+    "regression_metrics_core",
     "validate_classification_inputs",
+    "validate_regression_inputs",
+    "verify_rul_predictions",
+    "verify_rul_predictions_core",
 ]
 
 #: Reductions accepted by :func:`phm08_score`.

@@ -28,7 +28,7 @@ from phm_kernels import (
 )
 from phm_kernels.errors import UnknownOptionError
 
-__all__ = ["KernelFamily", "KERNEL_FAMILIES", "KERNELS", "get_family", "get_kernel"]
+__all__ = ["KERNELS", "KERNEL_FAMILIES", "KernelFamily", "get_family", "get_kernel"]
 
 
 @dataclass(frozen=True)

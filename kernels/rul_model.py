@@ -16,6 +16,9 @@ What does not live here: file parsing (``loaders.py``), the normalisation kernel
 (``cmapss.py``) and the metric kernels (``metrics.py``); the CLI is ``scripts/train_rul.py``.
 """
 
+# jaxtyping shape strings (e.g. "n", "batch time") are not forward references:
+# ruff: noqa: F821, UP037
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,7 +35,6 @@ import numpy as np
 import optax
 from flax import nnx
 from jaxtyping import Array, Float
-
 from phm_kernels._checks import option_index
 from phm_kernels.cmapss import (
     DEFAULT_FD001_SENSOR_INDICES,
@@ -50,27 +52,27 @@ from phm_kernels.metrics import phm08_score, regression_metrics
 __all__ = [
     "ARCHITECTURES",
     "PUBLISHED_BASELINES",
-    "default_train_config",
-    "results_table",
-    "baselines_table",
-    "markdown_table",
+    "RulCNN",
+    "RulMLP",
     "RulModelConfig",
     "RulTrainConfig",
-    "RulMLP",
-    "RulCNN",
-    "TemporalConv",
-    "RulWindows",
     "RulTrainResult",
+    "RulWindows",
+    "TemporalConv",
     "TrainedRulModel",
+    "baselines_table",
     "build_model",
-    "prepare_rul_windows",
-    "gather_windows",
-    "predict_windows",
-    "train_rul_model",
+    "default_train_config",
     "evaluate_last_cycle",
-    "save_rul_checkpoint",
+    "gather_windows",
     "load_rul_checkpoint",
+    "markdown_table",
     "predict_rul_last_cycle",
+    "predict_windows",
+    "prepare_rul_windows",
+    "results_table",
+    "save_rul_checkpoint",
+    "train_rul_model",
 ]
 
 #: Registered architectures.
@@ -344,7 +346,7 @@ def prepare_rul_windows(data: CmapssData, config: RulTrainConfig
     n_units = data.train.lengths.size
     split_key = jax.random.fold_in(jax.random.key(config.seed), 1)
     order = np.asarray(jax.random.permutation(split_key, n_units))
-    n_val = max(1, int(round(config.val_fraction * n_units)))
+    n_val = max(1, round(config.val_fraction * n_units))
     is_val = np.zeros(n_units, bool)
     is_val[order[:n_val]] = True
     test_ends = test_all_ends[np.cumsum(data.test.lengths) - 1]
@@ -504,9 +506,10 @@ def train_rul_model(data: CmapssData, config: RulTrainConfig, *, verbose: bool =
     model = build_model(config.model, windows.series.shape[1], jax.random.fold_in(base, 0))
     graphdef, params = nnx.split(model)
     steps = windows.fit_ends.size // config.batch_size
-    statics = dict(graphdef=graphdef, window=config.model.window, batch_size=config.batch_size,
-                   steps=steps, learning_rate=float(config.learning_rate),
-                   weight_decay=float(config.weight_decay), total_steps=config.epochs * steps)
+    statics = {"graphdef": graphdef, "window": config.model.window,
+               "batch_size": config.batch_size, "steps": steps,
+               "learning_rate": float(config.learning_rate),
+               "weight_decay": float(config.weight_decay), "total_steps": config.epochs * steps}
     opt_state = _optimizer(config.learning_rate, config.weight_decay,
                            config.epochs * steps).init(params)
     series = jax.device_put(windows.series)

@@ -15,6 +15,9 @@ Compliance checks cover the random-hardware-failure target (PFD/PFH criterion) o
 :data:`SIL_CRITERION_NOTE`.
 """
 
+# jaxtyping shape strings (e.g. "n", "batch time") are not forward references:
+# ruff: noqa: F821, UP037
+
 from __future__ import annotations
 
 import functools
@@ -24,7 +27,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     option_index,
@@ -38,53 +40,53 @@ from phm_kernels._checks import (
 from phm_kernels.errors import DomainError, UnknownOptionError
 
 __all__ = [
-    "RISK_LEVELS",
-    "PL_LEVELS",
-    "MTTFD_BANDS",
     "DC_BANDS",
-    "VIBRATION_EXPOSURE_KINDS",
     "EU_VIBRATION_LIMITS",
     "INSULATION_CLASS_LIMITS_C",
+    "MTTFD_BANDS",
+    "PL_LEVELS",
+    "RISK_LEVELS",
     "SIL_CRITERION_NOTE",
+    "VIBRATION_EXPOSURE_KINDS",
+    "Faa91409Status",
     "FmeaResult",
-    "SilResult",
-    "SilCompliance",
-    "PlResult",
-    "PlCompliance",
-    "PfdResult",
     "NoiseDose",
+    "PfdResult",
+    "PlCompliance",
+    "PlResult",
+    "SilCompliance",
+    "SilResult",
     "VibrationExposure",
     "VoltageUnbalance",
-    "Faa91409Status",
-    "fmea_rpn",
-    "fmea_rpn_core",
-    "validate_fmea_rpn",
-    "sil_from_pfd",
-    "sil_from_pfd_core",
-    "sil_from_pfh",
-    "sil_from_pfh_core",
+    "check_pl_compliance",
+    "check_pl_compliance_core",
     "check_sil_compliance",
     "check_sil_compliance_core",
+    "dc_band",
+    "dc_band_core",
+    "faa_91_409_status",
+    "faa_91_409_status_core",
+    "fmea_rpn",
+    "fmea_rpn_core",
+    "mttfd_band",
+    "mttfd_band_core",
+    "nema_voltage_unbalance",
+    "nema_voltage_unbalance_core",
+    "osha_noise_dose",
+    "osha_noise_dose_core",
     "pfd_avg_1oo1",
     "pfd_avg_1oo1_core",
     "pfd_avg_1oo2",
     "pfd_avg_1oo2_core",
     "pl_from_pfh",
     "pl_from_pfh_core",
-    "check_pl_compliance",
-    "check_pl_compliance_core",
-    "mttfd_band",
-    "mttfd_band_core",
-    "dc_band",
-    "dc_band_core",
-    "osha_noise_dose",
-    "osha_noise_dose_core",
+    "sil_from_pfd",
+    "sil_from_pfd_core",
+    "sil_from_pfh",
+    "sil_from_pfh_core",
+    "validate_fmea_rpn",
     "vibration_exposure_a8",
     "vibration_exposure_a8_core",
-    "nema_voltage_unbalance",
-    "nema_voltage_unbalance_core",
-    "faa_91_409_status",
-    "faa_91_409_status_core",
 ]
 
 #: Four-level FMEA risk labels (codes 0..3) required by PHMForge's assess_safety_risk.

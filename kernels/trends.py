@@ -12,6 +12,9 @@ autocorrelation correction); below n = 10 the result carries ``small_sample = Tr
 emitting a Python warning.
 """
 
+# jaxtyping shape strings (e.g. "n", "batch time") are not forward references:
+# ruff: noqa: F821, UP037
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -21,7 +24,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import erfc
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     require_finite,
@@ -36,14 +38,14 @@ from phm_kernels.errors import InsufficientDataError, ShapeMismatchError
 __all__ = [
     "TREND_LABELS",
     "TREND_MODELS",
-    "TrendFit",
     "MannKendall",
-    "trend_fit",
-    "trend_fit_core",
-    "validate_trend_fit",
+    "TrendFit",
     "mann_kendall",
     "mann_kendall_core",
+    "trend_fit",
+    "trend_fit_core",
     "validate_mann_kendall",
+    "validate_trend_fit",
 ]
 
 #: Mann-Kendall trend labels (``trend`` codes 0..2).

@@ -22,7 +22,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     option_codes,
@@ -35,11 +34,11 @@ from phm_kernels.errors import DomainError
 
 __all__ = [
     "COMPONENTS",
+    "DEFAULT_HEALTH_THRESHOLDS",
     "HEALTH_BANDS",
+    "MECHANISM_HINTS",
     "PHMFORGE_HEALTH_LABELS",
     "SIGNATURE_CLASSES",
-    "MECHANISM_HINTS",
-    "DEFAULT_HEALTH_THRESHOLDS",
     "ComponentHealth",
     "EfficiencyFlowSignature",
     "component_health",

@@ -23,7 +23,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int, Real
-
 from phm_kernels._checks import (
     as_float,
     option_codes,
@@ -36,26 +35,26 @@ from phm_kernels._checks import (
 from phm_kernels.errors import DomainError, UnknownOptionError
 
 __all__ = [
-    "ISO_ZONES",
-    "ISO10816_1_CLASSES",
-    "ISO10816_3_GROUPS",
-    "ISO10816_3_FOUNDATIONS",
     "ISO10816_1_BOUNDS_MM_S",
-    "ISO10816_3_BOUNDS_MM_S",
+    "ISO10816_1_CLASSES",
     "ISO10816_3_BOUNDS_DISPLACEMENT_UM",
+    "ISO10816_3_BOUNDS_MM_S",
+    "ISO10816_3_FOUNDATIONS",
+    "ISO10816_3_GROUPS",
     "ISO10816_EDITIONS",
-    "VIB_UNITS",
+    "ISO_ZONES",
     "NEMA_MG1_VIBRATION_LIMIT_IN_S_PK",
     "NEMA_MG1_VIBRATION_LIMIT_MM_S_RMS",
-    "IsoZoneResult",
+    "VIB_UNITS",
     "IsoOperationalLimits",
+    "IsoZoneResult",
     "iso10816_1_zone",
     "iso10816_1_zone_core",
-    "iso10816_3_zone",
-    "iso10816_3_zone_core",
-    "iso10816_3_table_index",
     "iso10816_3_operational_limits",
     "iso10816_3_operational_limits_core",
+    "iso10816_3_table_index",
+    "iso10816_3_zone",
+    "iso10816_3_zone_core",
     "vib_convert",
     "vib_convert_core",
 ]

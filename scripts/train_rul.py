@@ -17,13 +17,13 @@ Example::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
 from pathlib import Path
 
 import jax
-
 from phm_kernels import loaders, rul_model
 
 
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             config = rul_model.default_train_config(subset, architecture, seed=args.seed,
                                                     epochs=args.epochs)
             if args.clip_truth:
-                config = type(config)(**{**config.__dict__, "clip_truth": True})
+                config = dataclasses.replace(config, clip_truth=True)
             result = rul_model.train_rul_model(data, config)
             name = f"{subset}_{architecture}_seed{args.seed}"
             rul_model.save_rul_checkpoint(result.model, args.out / "checkpoints" / name)
@@ -71,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     table.to_csv(args.out / "results.csv", index=False)
     baselines = rul_model.baselines_table()
     baselines = baselines[baselines["subset"].isin(args.subsets)]
-    text = ["# C-MAPSS last-cycle test results", "",
-            f"Cap R_max = {results[0].model.config.cap:g}; truth "
-            f"{'capped' if args.clip_truth else 'uncapped (official RUL files)'}; "
-            f"seed {args.seed}; device {jax.devices()[0].device_kind}; "
-            f"JAX {jax.__version__}; Python {platform.python_version()}.", "",
+    truth = "capped" if args.clip_truth else "uncapped (official RUL files)"
+    provenance = (f"Cap R_max = {results[0].model.config.cap:g}; truth {truth}; seed {args.seed}; "
+                  f"device {jax.devices()[0].device_kind}; JAX {jax.__version__}; "
+                  f"Python {platform.python_version()}.")
+    text = ["# C-MAPSS last-cycle test results", "", provenance, "",
             rul_model.markdown_table(table), "## Published baselines (spec 1.6, reference only)",
             "", rul_model.markdown_table(baselines, float_format="{:.2f}")]
     (args.out / "results.md").write_text("\n".join(text))

@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from phm_kernels import bearing
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from scipy import integrate, optimize, stats
-
 from phm_kernels import economics
 from phm_kernels.errors import DomainError, NonFiniteInputError, UnknownOptionError
+from scipy import integrate, optimize, stats
 
 
 def test_annual_preventive_cost_example():

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from phm_kernels import loaders
 from phm_kernels.errors import DomainError, ShapeMismatchError, UnknownOptionError
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-
 from phm_kernels import metrics
 from phm_kernels.errors import DomainError, NonFiniteInputError, ShapeMismatchError
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import phm_kernels
 import pytest
 from beartype import beartype
 from beartype.roar import BeartypeException
 from jaxtyping import TypeCheckError, jaxtyped
-
-import phm_kernels
 from phm_kernels import bearing, registry
 from phm_kernels.errors import UnknownOptionError
 

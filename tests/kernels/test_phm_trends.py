@@ -5,10 +5,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from scipy import stats
-
 from phm_kernels import trends
 from phm_kernels.errors import InsufficientDataError, NonFiniteInputError
+from scipy import stats
 
 
 def test_mann_kendall_monotone():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from phm_kernels import turbofan
 from phm_kernels.errors import DomainError, UnknownOptionError
 
