@@ -26,8 +26,8 @@ from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
 from sfbench_jax.faults.registry import SCENARIOS, Fault
-from sfbench_jax.evaluate.kernel import (PredictFn, WindowShape, map_blocks, score_block_jax,
-                                        score_block_with_params)
+from sfbench_jax.evaluate.kernel import (PredictFn, WindowShape, draw_block, map_blocks, prepare_block,
+                                        score_block)
 
 RNG_MODES = ("jax", "reference")
 MAX_WINDOWS = 1_000_000  # per-window losses are kept on the host: (1 + 2P) x K numbers
@@ -224,20 +224,21 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
     platform = mesh.devices.flat[0].platform
 
     def build_kernel(block: int) -> Any:
+        def score(state: Any, series: jax.Array, starts: jax.Array, prepared: tuple) -> tuple:
+            return map_blocks(partial(score_block, predict, state, series, scenarios=scenarios, ctx=ctx,
+                                      shape=shape), (starts, prepared), block)
+
         if options.rng == "jax":
             def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array,
                       ids: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-                block_fn = partial(score_block_jax, predict, state, series, base_key, scenarios=scenarios,
-                                   ctx=ctx, shape=shape)
-                return map_blocks(block_fn, (starts, ids), block)
+                prepared = map_blocks(partial(draw_block, base_key, scenarios=scenarios, ctx=ctx), (ids,), block)
+                return score(state, series, starts, prepared)
             specs = (P(), P(), P(), P("data"), P("data"))
         else:
             def local(state: Any, series: jax.Array, starts: jax.Array,
                       params: tuple) -> tuple[jax.Array, jax.Array, jax.Array]:
-                def block_fn(starts: jax.Array, params: tuple) -> tuple[jax.Array, jax.Array, jax.Array]:
-                    return score_block_with_params(predict, state, series, starts, params,
-                                                   scenarios=scenarios, ctx=ctx, shape=shape)
-                return map_blocks(block_fn, (starts, params), block)
+                prepared = map_blocks(lambda p: prepare_block(p, scenarios=scenarios, ctx=ctx), (params,), block)
+                return score(state, series, starts, prepared)
             specs = (P(), P(), P("data"), P("data"))
         mapped = jax.shard_map(local, mesh=mesh, in_specs=specs,
                                out_specs=(P("data"), P("data"), P("data")))

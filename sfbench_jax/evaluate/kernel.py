@@ -36,13 +36,11 @@ class WindowShape:
 def gather_windows(series: jax.Array, starts: jax.Array, shape: WindowShape) -> tuple[jax.Array, jax.Array]:
     """`x = series[s : s+n]` `(C, n, m)` and `y = series[s+n : s+n+H, targets]` `(C, H, t)`.
 
-    A row gather (each row of `m` contiguous values), which XLA on CPU runs far faster than a batched
-    dynamic slice.
+    One dynamic slice per window in a loop: the loop's output is a materialised block, so XLA cannot
+    fuse the gather into every consumer (which would recompute it for each element of each scenario).
     """
     span = shape.input_len + shape.horizon
-    window = series[starts[:, None] + jnp.arange(span, dtype=starts.dtype)[None, :]]
-    # materialise the block once: fused into every consumer, each element would redo the gather
-    window = jax.lax.optimization_barrier(window)
+    window = jax.lax.map(lambda start: jax.lax.dynamic_slice_in_dim(series, start, span, axis=0), starts)
     return window[:, : shape.input_len], window[:, shape.input_len:][:, :, jnp.asarray(shape.target_indices)]
 
 
@@ -67,46 +65,54 @@ def sample_scenario_params(fault: Fault, base_key: jax.Array, window_ids: jax.Ar
     return jax.vmap(lambda w: fault.sample(w, ctx, None))(words)
 
 
+def prepare_scenario_params(fault: Fault, params: Any, ctx: FaultContext) -> Any:
+    """Per-window preparation of drawn parameters (e.g. time-warp source positions)."""
+    return jax.vmap(lambda p: fault.prepare(p, ctx))(params)
+
+
 def apply_scenario(fault: Fault, x: jax.Array, params: Any, ctx: FaultContext) -> jax.Array:
-    """Apply one scenario to a chunk of windows `(C, n, m)`."""
+    """Apply one scenario (prepared parameters) to a chunk of windows `(C, n, m)`."""
     return jax.vmap(lambda window, p: fault.apply(window, p, ctx))(x, params)
 
 
-def score_block_jax(predict: PredictFn, state: Any, series: jax.Array, base_key: jax.Array,
-                    starts: jax.Array, window_ids: jax.Array, *, scenarios: Sequence[Fault],
-                    ctx: FaultContext, shape: WindowShape) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Clean MSE `(c,)`, faulted MSE `(c, P)` and severity units `(c, P)`, drawing on the device."""
-    x, y = gather_windows(series, starts, shape)
-    clean = window_mse(predict(state, x), y)
-    faulted, units = [], []
-    for fault in scenarios:  # static: one traced branch per scenario
-        params = sample_scenario_params(fault, base_key, window_ids, ctx)
-        faulted.append(window_mse(predict(state, apply_scenario(fault, x, params, ctx)), y))
-        units.append(params.severity_units)
-    return clean, jnp.stack(faulted, axis=1), jnp.stack(units, axis=1)
+def draw_block(base_key: jax.Array, window_ids: jax.Array, *, scenarios: Sequence[Fault],
+               ctx: FaultContext) -> tuple[Any, ...]:
+    """Stage 1 (JAX RNG mode): draw and prepare every scenario's parameters for a block of windows."""
+    return tuple(prepare_scenario_params(fault, sample_scenario_params(fault, base_key, window_ids, ctx), ctx)
+                 for fault in scenarios)
 
 
-def score_block_with_params(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
-                            params: Sequence[Any], *, scenarios: Sequence[Fault], ctx: FaultContext,
-                            shape: WindowShape) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """As `score_block_jax`, with scenario parameters supplied (reference RNG mode)."""
+def prepare_block(params: Sequence[Any], *, scenarios: Sequence[Fault], ctx: FaultContext) -> tuple[Any, ...]:
+    """Stage 1 (reference RNG mode): prepare host-drawn parameters for a block of windows."""
+    return tuple(prepare_scenario_params(fault, p, ctx) for fault, p in zip(scenarios, params, strict=True))
+
+
+def score_block(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
+                prepared: Sequence[Any], *, scenarios: Sequence[Fault], ctx: FaultContext,
+                shape: WindowShape) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Stage 2: clean MSE `(c,)`, faulted MSE `(c, P)` and severity units `(c, P)` of a block.
+
+    The scenarios are a static loop (one traced branch each); the parameters come prepared from stage 1,
+    which runs as a separate loop so XLA never repeats per-window work inside per-element loops.
+    """
     x, y = gather_windows(series, starts, shape)
     clean = window_mse(predict(state, x), y)
     faulted = [window_mse(predict(state, apply_scenario(fault, x, p, ctx)), y)
-               for fault, p in zip(scenarios, params, strict=True)]
-    units = [p.severity_units for p in params]
+               for fault, p in zip(scenarios, prepared, strict=True)]
+    units = [p.severity_units for p in prepared]
     return clean, jnp.stack(faulted, axis=1), jnp.stack(units, axis=1)
 
 
 def faulted_windows_checksum(series: jax.Array, base_key: jax.Array, starts: jax.Array,
                              window_ids: jax.Array, *, scenarios: Sequence[Fault], ctx: FaultContext,
                              shape: WindowShape) -> jax.Array:
-    """The fault pass alone: draw and apply every scenario, reduce each faulted window to its sum of
-    squares `(c, P)` (forces every element to be computed; used by the benchmark)."""
+    """The fault pass alone in one stage: draw, prepare and apply every scenario, reduce each faulted
+    window to its sum of squares `(c, P)` (forces every element to be computed)."""
     x, _ = gather_windows(series, starts, shape)
     sums = []
-    for fault in scenarios:
-        faulted = apply_scenario(fault, x, sample_scenario_params(fault, base_key, window_ids, ctx), ctx)
+    for fault, prepared in zip(scenarios, draw_block(base_key, window_ids, scenarios=scenarios, ctx=ctx),
+                               strict=True):
+        faulted = apply_scenario(fault, x, prepared, ctx)
         sums.append(jnp.sum(faulted * faulted, axis=(1, 2)))
     return jnp.stack(sums, axis=1)
 
@@ -118,7 +124,7 @@ def map_blocks(block_fn: Callable[..., Any], batched: Sequence[jax.Array], block
     `block_fn` must also have a leading window axis. Blocks bound the working set (cache-sized on CPU)
     without a host round-trip per block.
     """
-    total = batched[0].shape[0]
+    total = jax.tree.leaves(batched)[0].shape[0]
     if total % block_size:
         raise ValueError(f"{total} windows are not a multiple of the block size {block_size}.")
     blocks = total // block_size

@@ -19,7 +19,13 @@ from sfbench_jax.faults.severity import severity_to_units
 from sfbench_jax.faults.streams import stream_words
 
 Sampler = Callable[[jax.Array, FaultContext, Any], Any]
+Preparer = Callable[[Any, FaultContext], Any]
 Applier = Callable[[jax.Array, Any, FaultContext], jax.Array]
+
+
+def _as_drawn(params: Any, ctx: FaultContext) -> Any:
+    del ctx
+    return params
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,10 @@ class Fault:
         fault_class: "Value", "Timing" or "Availability" (scored scenarios), "Transfer" otherwise.
         is_channel_scoped: whether it acts on k(s) channels of the pool (False: all channels).
         sample: JAX-mode sampler `(stream words, ctx, severity units | None) -> params`.
-        apply: `(x (n, m), params, ctx) -> x'`.
+        apply: `(x (n, m), prepared params, ctx) -> x'`.
+        prepare: `(params, ctx) -> prepared params`: per-window work done once before `apply` (e.g. the
+            time warps' source positions); the engine runs it in a separate stage so it is never
+            repeated per element.
     """
 
     index: int
@@ -43,6 +52,7 @@ class Fault:
     is_channel_scoped: bool
     sample: Sampler
     apply: Applier
+    prepare: Preparer = _as_drawn
 
 
 SCENARIOS: tuple[Fault, ...] = (
@@ -52,9 +62,9 @@ SCENARIOS: tuple[Fault, ...] = (
     Fault(2, "noise", "Noise", "Value", True, scored.sample_noise, scored.apply_noise),
     Fault(3, "spike", "Spike", "Value", True, scored.sample_spike, scored.apply_spike),
     Fault(4, "time_stretch", "TimeStretch", "Timing", True, scored.sample_time_warp,
-          scored.apply_time_stretch),
+          scored.apply_time_warp, scored.plan_time_stretch),
     Fault(5, "time_compress", "TimeCompress", "Timing", True, scored.sample_time_warp,
-          scored.apply_time_compress),
+          scored.apply_time_warp, scored.plan_time_compress),
     Fault(6, "stuck_sensor", "StuckSensor", "Availability", True, scored.sample_stuck_sensor,
           scored.apply_stuck_sensor),
     Fault(7, "missing_data", "MissingData", "Availability", False, scored.sample_missing_data,
@@ -116,5 +126,5 @@ def perturb(key: str, x: jax.Array, *, rng_key: jax.Array, ctx: FaultContext,
         raise ValueError(f"Window shape {tuple(x.shape)} does not match the fault context "
                          f"({ctx.input_len}, {ctx.num_channels}).")
     units = None if severity is None else jnp.asarray(severity_to_units(severity))
-    params = fault.sample(stream_words(rng_key), ctx, units)
+    params = fault.prepare(fault.sample(stream_words(rng_key), ctx, units), ctx)
     return fault.apply(jnp.asarray(x, jnp.float32), params, ctx)

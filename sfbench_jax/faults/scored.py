@@ -41,11 +41,21 @@ class ChannelFault(NamedTuple):
 
 
 class NoiseFault(NamedTuple):
-    """Noise: standard normals per (time, channel); only selected channels use theirs."""
+    """Noise with explicit values: standard normals per (time, channel); only selected channels use theirs
+    (the reference RNG mode supplies these)."""
 
     severity_units: jax.Array
     selected: jax.Array
     noise: jax.Array  # float32 (n, m)
+
+
+class NoiseDraw(NamedTuple):
+    """Noise drawn lazily (JAX RNG mode): the normals are expanded from the stream where they are used,
+    so they are never materialised for a whole chunk."""
+
+    severity_units: jax.Array
+    selected: jax.Array
+    words: jax.Array  # uint32 (2,) stream key
 
 
 class SpikeFault(NamedTuple):
@@ -62,6 +72,17 @@ class TimeWarpFault(NamedTuple):
     severity_units: jax.Array
     selected: jax.Array
     start: jax.Array  # int32 () in [1, n-D]
+
+
+class TimeWarpPlan(NamedTuple):
+    """A TimeStretch/TimeCompress fault resolved to per-step source positions (see `plan_time_warp`)."""
+
+    severity_units: jax.Array
+    selected: jax.Array  # bool (m,)
+    inside: jax.Array  # bool (n,): step is replaced
+    lower: jax.Array  # int32 (n,): source step below tau
+    upper: jax.Array  # int32 (n,): source step above tau
+    fraction: jax.Array  # float32 (n,): tau - lower
 
 
 class StuckFault(NamedTuple):
@@ -116,58 +137,44 @@ def missing_duration(units: jax.Array, input_len: int) -> jax.Array:
 
 # ----------------------------------------------------------------------------------------------
 # Apply functions: (x (n, m), params, ctx) -> x'
-#
-# The element-wise work runs on the flattened window (n*m,): with few channels (ETTh1's 7) an (n, m)
-# loop vectorises over m only and is an order of magnitude slower on CPU. Per-channel quantities are
-# tiled over the steps (`_per_channel`), per-step ones repeated over the channels (`_per_step`).
-
-
-def _flat(x: jax.Array) -> jax.Array:
-    return x.reshape(-1)
-
-
-def _per_channel(values: jax.Array, ctx: FaultContext) -> jax.Array:
-    """`(m,)` -> `(n*m,)`: the value of each element's channel."""
-    return jnp.tile(values, ctx.input_len)
-
-
-def _per_step(values: jax.Array, ctx: FaultContext) -> jax.Array:
-    """`(n,)` -> `(n*m,)`: the value of each element's time step."""
-    return jnp.repeat(values, ctx.num_channels, total_repeat_length=ctx.input_len * ctx.num_channels)
-
-
-def _step_index(ctx: FaultContext) -> jax.Array:
-    """`(n*m,)`: each element's time step."""
-    return _per_step(jnp.arange(ctx.input_len, dtype=jnp.int32), ctx)
 
 
 def apply_drift(x: jax.Array, params: ChannelFault, ctx: FaultContext) -> jax.Array:
     """Add `0.75 s` to every step of the selected channels."""
-    flat = _flat(x)
-    out = jnp.where(_per_channel(params.selected, ctx), flat + drift_offset(params.severity_units), flat)
-    return out.reshape(x.shape)
+    del ctx
+    return jnp.where(params.selected[None, :], x + drift_offset(params.severity_units), x)
 
 
 def apply_attenuation(x: jax.Array, params: ChannelFault, ctx: FaultContext) -> jax.Array:
     """Scale the selected channels by `1 - 0.75 s`."""
-    flat = _flat(x)
-    out = jnp.where(_per_channel(params.selected, ctx), flat * attenuation_factor(params.severity_units), flat)
-    return out.reshape(x.shape)
+    del ctx
+    return jnp.where(params.selected[None, :], x * attenuation_factor(params.severity_units), x)
 
 
-def apply_noise(x: jax.Array, params: NoiseFault, ctx: FaultContext) -> jax.Array:
-    """Add `s * z` (z standard normal) to the selected channels."""
-    flat = _flat(x)
+def noise_values(params: NoiseFault | NoiseDraw, ctx: FaultContext) -> jax.Array:
+    """The standard normals `(n*m,)` of a noise fault (expanded from the stream for a `NoiseDraw`)."""
+    if isinstance(params, NoiseDraw):
+        return bits_to_normal(stream_bits(params.words, NOISE_OFFSET, (ctx.input_len * ctx.num_channels,)))
+    return params.noise.reshape(-1)
+
+
+def apply_noise(x: jax.Array, params: NoiseFault | NoiseDraw, ctx: FaultContext) -> jax.Array:
+    """Add `s * z` (z standard normal) to the selected channels.
+
+    Works on the flattened window `(n*m,)`: the normals are generated where they are used, and their
+    transform vectorises poorly over an (n, m) loop with few channels (ETTh1's 7).
+    """
+    flat = x.reshape(-1)
+    selected = jnp.tile(params.selected, ctx.input_len)
     scale = units_to_severity(params.severity_units)
-    out = jnp.where(_per_channel(params.selected, ctx), flat + scale * _flat(params.noise), flat)
-    return out.reshape(x.shape)
+    return jnp.where(selected, flat + scale * noise_values(params, ctx), flat).reshape(x.shape)
 
 
 def apply_spike(x: jax.Array, params: SpikeFault, ctx: FaultContext) -> jax.Array:
     """Add `7.5 s` at one step `p_j in [1, n-1]` of each selected channel."""
-    flat = _flat(x)
-    hit = (_step_index(ctx) == _per_channel(params.positions, ctx)) & _per_channel(params.selected, ctx)
-    return jnp.where(hit, flat + spike_magnitude(params.severity_units), flat).reshape(x.shape)
+    steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
+    hit = (steps == params.positions[None, :]) & params.selected[None, :]
+    return jnp.where(hit, x + spike_magnitude(params.severity_units), x)
 
 
 def _floor_divide_product(factor: jax.Array, numerator: int, denominator: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -219,44 +226,50 @@ def time_warp_positions(units: jax.Array, start: jax.Array, input_len: int, *, s
     return inside, lower, upper, jnp.where(past_end, 0.0, fraction)
 
 
-def _apply_time_warp(x: jax.Array, params: TimeWarpFault, ctx: FaultContext, *, stretch: bool) -> jax.Array:
-    """Replace `D` steps from `a` by the channel linearly interpolated at `tau_i`."""
+def plan_time_warp(params: TimeWarpFault, ctx: FaultContext, *, stretch: bool) -> TimeWarpPlan:
+    """Resolve a time-warp fault to per-step source positions (done once per window, before applying)."""
     inside, lower, upper, fraction = time_warp_positions(params.severity_units, params.start,
                                                          ctx.input_len, stretch=stretch)
-    x_lower, x_upper = _flat(x[lower]), _flat(x[upper])  # row gathers (the same source step per row)
-    resampled = x_lower + (x_upper - x_lower) * _per_step(fraction, ctx)
-    replace = _per_step(inside, ctx) & _per_channel(params.selected, ctx)
-    return jnp.where(replace, resampled, _flat(x)).reshape(x.shape)
+    return TimeWarpPlan(params.severity_units, params.selected, inside, lower, upper, fraction)
 
 
-def apply_time_stretch(x: jax.Array, params: TimeWarpFault, ctx: FaultContext) -> jax.Array:
-    """TimeStretch with rate `1 + 4 s` (the segment replays the past more slowly)."""
-    return _apply_time_warp(x, params, ctx, stretch=True)
+def plan_time_stretch(params: TimeWarpFault, ctx: FaultContext) -> TimeWarpPlan:
+    """`plan_time_warp` for TimeStretch."""
+    return plan_time_warp(params, ctx, stretch=True)
 
 
-def apply_time_compress(x: jax.Array, params: TimeWarpFault, ctx: FaultContext) -> jax.Array:
-    """TimeCompress with rate `1 - 0.9 s` (advances faster, saturating at the last step)."""
-    return _apply_time_warp(x, params, ctx, stretch=False)
+def plan_time_compress(params: TimeWarpFault, ctx: FaultContext) -> TimeWarpPlan:
+    """`plan_time_warp` for TimeCompress."""
+    return plan_time_warp(params, ctx, stretch=False)
+
+
+def apply_time_warp(x: jax.Array, plan: TimeWarpPlan, ctx: FaultContext) -> jax.Array:
+    """Replace the planned steps by the channel linearly interpolated between `lower` and `upper`.
+
+    Works on the (n, m) window: the source rows are row gathers (the same step for every channel).
+    """
+    del ctx
+    x_lower, x_upper = x[plan.lower], x[plan.upper]
+    resampled = x_lower + (x_upper - x_lower) * plan.fraction[:, None]
+    return jnp.where(plan.inside[:, None] & plan.selected[None, :], resampled, x)
 
 
 def apply_stuck_sensor(x: jax.Array, params: StuckFault, ctx: FaultContext) -> jax.Array:
     """Hold `x[a_j - 1, j]` for `L = ceil(s (n-1))` steps from `a_j` on each selected channel."""
     duration = stuck_duration(params.severity_units, ctx.input_len)
-    flat, steps = _flat(x), _step_index(ctx)
-    starts = _per_channel(params.starts, ctx)
-    # x[a_j - 1, j] as a masked sum over time: gather-free, which is much faster on CPU
-    held = jnp.sum(jnp.where(steps == starts - 1, flat, 0.0).reshape(x.shape), axis=0)
-    inside = (steps >= starts) & (steps < starts + duration) & _per_channel(params.selected, ctx)
-    return jnp.where(inside, _per_channel(held, ctx), flat).reshape(x.shape)
+    steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
+    held = jnp.take_along_axis(x, (params.starts - 1)[None, :], axis=0)  # (1, m)
+    inside = (steps >= params.starts[None, :]) & (steps < params.starts[None, :] + duration)
+    return jnp.where(inside & params.selected[None, :], held, x)
 
 
 def apply_missing_data(x: jax.Array, params: MissingFault, ctx: FaultContext) -> jax.Array:
     """Forward-fill a gap of `L = ceil(0.5 s (n-1))` steps from `a` on all channels."""
     duration = missing_duration(params.severity_units, ctx.input_len)
-    steps = _step_index(ctx)
+    steps = jnp.arange(ctx.input_len, dtype=jnp.int32)
     inside = (steps >= params.start) & (steps < params.start + duration)
-    last_seen = jax.lax.dynamic_index_in_dim(x, params.start - 1, axis=0, keepdims=False)
-    return jnp.where(inside, _per_channel(last_seen, ctx), _flat(x)).reshape(x.shape)
+    last_seen = jax.lax.dynamic_index_in_dim(x, params.start - 1, axis=0, keepdims=True)
+    return jnp.where(inside[:, None], last_seen, x)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -286,11 +299,10 @@ def sample_channel_fault(words: jax.Array, ctx: FaultContext, units: jax.Array |
     return ChannelFault(units, draw_selection(words, units, ctx))
 
 
-def sample_noise(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> NoiseFault:
-    """Noise parameters: one standard normal per (step, channel); unselected channels ignore theirs."""
+def sample_noise(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> NoiseDraw:
+    """Noise parameters: severity, channels and the stream the normals are expanded from."""
     units = _severity(words, units)
-    normals = bits_to_normal(stream_bits(words, NOISE_OFFSET, (ctx.input_len, ctx.num_channels)))
-    return NoiseFault(units, draw_selection(words, units, ctx), normals)
+    return NoiseDraw(units, draw_selection(words, units, ctx), words)
 
 
 def sample_spike(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> SpikeFault:

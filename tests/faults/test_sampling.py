@@ -66,7 +66,10 @@ def test_positions_and_starts_follow_their_ranges() -> None:
 
 
 def test_noise_is_standard_normal() -> None:
-    noise = _draw("noise", BEIJING, 400).noise.ravel()
+    from sfbench_jax.faults.scored import noise_values
+
+    draws = _draw("noise", BEIJING, 400)
+    noise = np.asarray(jax.vmap(lambda p: noise_values(p, BEIJING))(draws)).ravel()
     assert abs(noise.mean()) < 0.01 and abs(noise.std() - 1.0) < 0.01
     assert np.isfinite(noise).all()
     assert abs(np.mean(np.abs(noise) > 1.96) - 0.05) < 0.003
