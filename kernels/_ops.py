@@ -21,3 +21,17 @@ def masked_median(values: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Arr
     # count == size == 0, which the where below covers.
     median = jnp.squeeze(0.5 * (low + high), axis=axis)
     return jnp.where(jnp.squeeze(count, axis=axis) > 0, median, jnp.nan)
+
+
+def guard(valid: jax.Array, value: jax.Array) -> jax.Array:
+    """Second line of defence inside jitted cores: NaN (floats) or -1 (int codes) where invalid.
+
+    Public kernels reject bad input eagerly; cores called directly under jit/vmap cannot raise,
+    so they mark results computed from impossible inputs instead of returning plausible numbers.
+    """
+    value = jnp.asarray(value)
+    if jnp.issubdtype(value.dtype, jnp.floating):
+        return jnp.where(valid, value, jnp.nan)
+    if jnp.issubdtype(value.dtype, jnp.integer):
+        return jnp.where(valid, value, -1).astype(value.dtype)
+    return jnp.where(valid, value, False)

@@ -38,7 +38,7 @@ from phm_kernels._checks import (
     require_range,
     to_numpy,
 )
-from phm_kernels._ops import masked_median
+from phm_kernels._ops import guard, masked_median
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
 from phm_kernels.trends import MannKendall, mann_kendall_core
 
@@ -192,7 +192,9 @@ def battery_soh_core(capacity, rated_ah=RATED_CAPACITY_AH, eol_ah=EOL_CAPACITY_A
     below = (cap < as_float(eol_ah)) & valid
     first = jnp.argmax(below)
     eol_index = jnp.where(jnp.any(below), first, -1).astype(jnp.int32)
-    return BatterySoh(soh_first, soh_rated, 100.0 * (1.0 - primary), below, eol_index)
+    positive = cap > 0
+    return BatterySoh(guard(positive, soh_first), guard(positive, soh_rated),
+                      guard(positive, 100.0 * (1.0 - primary)), below, eol_index)
 
 
 def battery_soh(capacity: Real[ArrayLike, "cycles"], *, reference: str = "first",
@@ -249,7 +251,7 @@ def battery_stage_core(soh_rated, cut_points=(0.9, 0.8, 0.7)) -> Int[Array, "*ba
     """Jitted core of :func:`battery_stage` (elementwise): ``x <= cut`` is the worse stage."""
     soh = as_float(soh_rated)
     cuts = jnp.asarray(cut_points, soh.dtype)
-    return jnp.sum(soh[..., None] <= cuts, axis=-1).astype(jnp.int32)
+    return guard(soh > 0, jnp.sum(soh[..., None] <= cuts, axis=-1).astype(jnp.int32))
 
 
 def battery_stage(soh_rated: Real[ArrayLike, "*batch"], *,
@@ -665,8 +667,10 @@ def linear_fade_rul(cycles: Real[ArrayLike, "cycles"], capacity: Real[ArrayLike,
 def arrhenius_factor_core(temperature_k, activation_energy_j_mol=DEFAULT_ACTIVATION_ENERGY_J_MOL,
                           t_ref_k=T_REF_K) -> Scalar:
     """Jitted core of :func:`arrhenius_factor` (elementwise)."""
-    return jnp.exp(as_float(activation_energy_j_mol) / GAS_CONSTANT_J_MOL_K
-                   * (1.0 / as_float(t_ref_k) - 1.0 / as_float(temperature_k)))
+    temperature_k, t_ref_k = as_float(temperature_k), as_float(t_ref_k)
+    factor = jnp.exp(as_float(activation_energy_j_mol) / GAS_CONSTANT_J_MOL_K
+                     * (1.0 / t_ref_k - 1.0 / temperature_k))
+    return guard((temperature_k > 0) & (t_ref_k > 0), factor)
 
 
 def _validate_temperature(name, value):

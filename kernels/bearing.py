@@ -35,7 +35,7 @@ from phm_kernels._checks import (
     require_range,
     to_numpy,
 )
-from phm_kernels._ops import masked_median
+from phm_kernels._ops import guard, masked_median
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
 
 __all__ = [
@@ -143,8 +143,10 @@ def bearing_fault_frequencies_core(rpm, n_balls, ball_diameter, pitch_diameter,
     d, big_d = as_float(ball_diameter), as_float(pitch_diameter)
     rho = d / big_d * jnp.cos(jnp.deg2rad(as_float(contact_angle_deg)))
     bsf = big_d / (2.0 * d) * shaft * (1.0 - rho**2)
-    return BearingFrequencies(shaft, 0.5 * shaft * (1.0 - rho), 0.5 * n * shaft * (1.0 - rho),
-                              0.5 * n * shaft * (1.0 + rho), bsf, 2.0 * bsf)
+    valid = (shaft > 0) & (n >= 3) & (d > 0) & (d < big_d) & (rho >= 0)
+    return BearingFrequencies(*(guard(valid, f) for f in (
+        shaft, 0.5 * shaft * (1.0 - rho), 0.5 * n * shaft * (1.0 - rho),
+        0.5 * n * shaft * (1.0 + rho), bsf, 2.0 * bsf)))
 
 
 def bearing_fault_frequencies(rpm: Real[ArrayLike, "*batch"], *, n_balls: Real[ArrayLike, "*batch"],

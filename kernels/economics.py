@@ -28,6 +28,7 @@ from phm_kernels._checks import (
     require_static_choice,
     to_numpy,
 )
+from phm_kernels._ops import guard
 from phm_kernels.errors import DomainError
 
 __all__ = [
@@ -433,7 +434,9 @@ def optimal_age_replacement_core(beta, eta, preventive_cost, failure_cost, *,
     status = jnp.where(no_optimum, 1, jnp.where(at_edge, 2, 0)).astype(jnp.int32)
     t_opt = jnp.where(no_optimum, jnp.inf, t_opt)
     g_opt = jnp.where(no_optimum, rtf, g_opt)
-    return AgeReplacementOptimum(t_opt, g_opt, rtf, 1.0 - g_opt / rtf, status)
+    valid = (beta > 0) & (eta > 0) & (c_p > 0) & (c_f > c_p)
+    return AgeReplacementOptimum(guard(valid, t_opt), guard(valid, g_opt), guard(valid, rtf),
+                                 guard(valid, 1.0 - g_opt / rtf), guard(valid, status))
 
 
 def optimal_age_replacement(beta: Real[ArrayLike, ""], eta: Real[ArrayLike, ""],
@@ -566,7 +569,9 @@ def rul_threshold_schedule_core(rul_mean, rul_std, preventive_cost, failure_cost
     rate = jnp.where(grid >= lead, rate, jnp.inf)
     best = jnp.argmin(rate)
     t_opt = grid[best]
-    return RulSchedule(t_opt, mean - t_opt, cdf[best], rate[best], expected[best])
+    valid = (mean > 0) & (std > 0) & (c_f > c_p) & (c_p >= 0) & (lead >= 0)
+    return RulSchedule(*(guard(valid, v) for v in (t_opt, mean - t_opt, cdf[best], rate[best],
+                                                    expected[best])))
 
 
 @functools.partial(jax.jit, static_argnames=("distribution", "grid_size"))

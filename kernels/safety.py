@@ -37,6 +37,7 @@ from phm_kernels._checks import (
     require_same_shape,
     to_numpy,
 )
+from phm_kernels._ops import guard
 from phm_kernels.errors import DomainError, UnknownOptionError
 
 __all__ = [
@@ -170,11 +171,13 @@ def fmea_rpn_core(severity, occurrence, detection, band_edges=(50, 100, 200),
     s = jnp.asarray(severity).astype(jnp.int32)
     o = jnp.asarray(occurrence).astype(jnp.int32)
     d = jnp.asarray(detection).astype(jnp.int32)
-    rpn = s * o * d
+    in_scale = ((s >= 1) & (s <= 10) & (o >= 1) & (o <= 10) & (d >= 1) & (d <= 10))
+    rpn = guard(in_scale, s * o * d)
     band = jnp.searchsorted(jnp.asarray(band_edges, jnp.int32), rpn, side="right").astype(
         jnp.int32)
     override = (s >= override_severity) & (band < 2)
     level = jnp.where(s >= override_severity, jnp.maximum(band, 2), band).astype(jnp.int32)
+    band, level = guard(in_scale, band), guard(in_scale, level)
     if rpn.ndim == 0:
         order = jnp.zeros((), jnp.int32)
         rank = jnp.zeros((), jnp.int32)
@@ -244,7 +247,8 @@ def _sil_from_bands(value, lowest_bound):
     edges = lowest_bound * jnp.asarray([1.0, 10.0, 100.0, 1000.0, 10000.0])
     idx = jnp.searchsorted(edges.astype(value.dtype), value, side="right")
     sil = jnp.clip(5 - idx, 0, 4).astype(jnp.int32)
-    return SilResult(sil, idx == 0, 1.0 / value)
+    valid = (value > 0) & (value < 1)
+    return SilResult(guard(valid, sil), guard(valid, idx == 0), guard(valid, 1.0 / value))
 
 
 def _validate_probability_like(name, value):
@@ -467,7 +471,9 @@ def pl_from_pfh_core(pfh_d) -> PlResult:
     pfh_d = as_float(pfh_d)
     idx = jnp.searchsorted(jnp.asarray(_PL_EDGES, pfh_d.dtype), pfh_d, side="right")
     code = jnp.clip(6 - idx, 0, 5).astype(jnp.int32)
-    return PlResult(code, jnp.asarray(_PL_TO_SIL, jnp.int32)[code], idx == 0)
+    valid = (pfh_d > 0) & (pfh_d < 1)
+    return PlResult(guard(valid, code), guard(valid, jnp.asarray(_PL_TO_SIL, jnp.int32)[code]),
+                    guard(valid, idx == 0))
 
 
 def pl_from_pfh(pfh_d: Real[ArrayLike, "*batch"]) -> PlResult:

@@ -30,6 +30,7 @@ from phm_kernels._checks import (
     require_range,
     to_numpy,
 )
+from phm_kernels._ops import guard
 from phm_kernels.errors import DomainError
 
 __all__ = [
@@ -103,7 +104,9 @@ def component_health_core(component, eff_dev, flow_dev,
     padded = jnp.concatenate([edges, jnp.full(edges.shape[:-1] + (1,), jnp.inf, edges.dtype)],
                              axis=-1)
     upper = jnp.take_along_axis(padded, band[..., None], axis=-1)[..., 0]
-    return ComponentHealth(band, magnitude, upper - magnitude)
+    valid = jnp.isfinite(magnitude) & (magnitude <= 0.5)
+    return ComponentHealth(guard(valid, band), guard(valid, magnitude),
+                           guard(valid, upper - magnitude))
 
 
 def component_health(component: str | int | Int[ArrayLike, "*batch"],

@@ -32,6 +32,7 @@ from phm_kernels._checks import (
     require_range,
     to_numpy,
 )
+from phm_kernels._ops import guard
 from phm_kernels.errors import DomainError, UnknownOptionError
 
 __all__ = [
@@ -108,7 +109,9 @@ def _zone(velocity, bounds):
     padded = jnp.concatenate([bounds, jnp.full(bounds.shape[:-1] + (1,), jnp.inf,
                                                 bounds.dtype)], axis=-1)
     upper = jnp.take_along_axis(padded, zone[..., None], axis=-1)[..., 0]
-    return IsoZoneResult(zone, velocity / bounds[..., 2], upper - velocity)
+    valid = jnp.isfinite(velocity) & (velocity >= 0)
+    return IsoZoneResult(guard(valid, zone), guard(valid, velocity / bounds[..., 2]),
+                         guard(valid, upper - velocity))
 
 
 def _validate_velocity(v_rms_mm_s):

@@ -137,3 +137,25 @@ def test_wrong_shapes_fail_the_runtime_check(name, args):
     checked = jaxtyped(typechecker=beartype)(registry.KERNELS[name])
     with pytest.raises((TypeCheckError, BeartypeException)):
         checked(*args)
+
+
+def test_cores_mark_impossible_inputs_instead_of_answering():
+    """Second line of defence (spec 0.2): jitted cores cannot raise, so impossible inputs give
+    NaN (floats) or -1 (codes) rather than a plausible-looking result."""
+    from phm_kernels import battery, economics, safety, turbofan, vibration
+
+    zone = vibration.iso10816_1_zone_core(np.array([-1.0, 1.0]), 1)
+    assert zone.zone.tolist() == [-1, 0] and np.isnan(float(zone.ratio_to_cd[0]))
+    assert safety.sil_from_pfd_core(np.array([0.0, 1e-3, 2.0])).sil.tolist() == [-1, 2, -1]
+    assert safety.pl_from_pfh_core(np.array([-1.0, 2e-6])).pl.tolist() == [-1, 3]
+    assert safety.fmea_rpn_core(np.array([0, 8]), np.array([5, 5]),
+                                np.array([4, 4])).rpn.tolist() == [-1, 160]
+    freqs = bearing.bearing_fault_frequencies_core(np.array([-5.0, 1797.0]), 9, 0.3126, 1.537)
+    assert np.isnan(float(freqs.bpfo[0])) and np.isfinite(float(freqs.bpfo[1]))
+    assert battery.battery_stage_core(np.array([-0.1, 0.85])).tolist() == [-1, 1]
+    assert np.isnan(float(battery.arrhenius_factor_core(-3.0)))
+    assert int(turbofan.component_health_core(2, -2.1, 0.0).band) == -1
+    assert np.isnan(float(economics.optimal_age_replacement_core(2.0, 1000.0, 10.0,
+                                                                 5.0).optimal_age))
+    assert np.isnan(float(economics.rul_threshold_schedule_core(100.0, -1.0, 1.0,
+                                                                10.0).maintain_in))
