@@ -6,11 +6,19 @@ hands them to the library; library code never sees a DictConfig or an environmen
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from sfbench_jax.data.registry import DATASETS
 from sfbench_jax.evaluate.engine import MAX_WINDOWS, RNG_MODES
+from sfbench_jax.models.registry import MODELS, make_config
 from sfbench_jax.models.seasonal_naive import SEASON_GRID
+from sfbench_jax.train.search import expand_space, explain_invalid, search_space
+
+#: Robustness methods this build trains (more arrive with sfbench_jax.methods).
+METHODS = ("baseline",)
 
 
 @dataclass(frozen=True)
@@ -20,13 +28,37 @@ class DatasetConfig:
     Attributes:
         name: registry key (etth1, traffic, beijing_air_tiantan, penmanshiel_wt08, traffic_synthetic,
             penmanshiel_synthetic).
+        input_len: expected window length; None takes the dataset's (96). A different value is an error
+            (the protocol fixes the window), so a config written for another window fails loudly.
+        horizon: expected forecast length; None takes the dataset's (96 or 6); a different value is an
+            error.
     """
 
     name: str = "etth1"
+    input_len: int | None = None
+    horizon: int | None = None
 
     def __post_init__(self) -> None:
         if self.name not in DATASETS:
             raise ValueError(f"Unknown dataset {self.name!r}. Valid datasets: {', '.join(sorted(DATASETS))}.")
+        spec = DATASETS[self.name]
+        for field_name, given, protocol in (("input_len", self.input_len, spec.input_len),
+                                            ("horizon", self.horizon, spec.horizon)):
+            if given is not None and given != protocol:
+                same = sorted(key for key, other in DATASETS.items()
+                              if getattr(other, field_name) == given)
+                hint = f" Datasets with {field_name}={given}: {', '.join(same)}." if same else ""
+                raise ValueError(f"dataset.{field_name}={given} does not match {self.name}'s window "
+                                 f"(input_len={spec.input_len}, horizon={spec.horizon}); the benchmark protocol "
+                                 f"fixes it. Remove the dataset.{field_name} override.{hint}")
+
+
+def _builds(architecture: str, hparams: dict[str, Any]) -> bool:
+    try:
+        make_config(architecture, hparams)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -34,19 +66,128 @@ class ModelConfig:
     """Which architecture to evaluate and its search space.
 
     Attributes:
-        name: architecture registry key.
+        name: architecture registry key (seasonal_naive, dlinear, gru, moderntcn, patchtst, tsmixer).
         season_grid: SeasonalNaive season lengths searched on clean validation.
+        grid: search space of a trainable architecture, `{hyperparameter: [values]}` in the spec's key
+            order (first key slowest), `lr` included; None uses the registry's spec grid.
+        hparams: hyperparameters pinned to one value each (the rest of the grid is still searched); a
+            fully pinned combination trains exactly that candidate.
     """
 
     name: str = "seasonal_naive"
     season_grid: tuple[int, ...] = SEASON_GRID
+    grid: dict[str, Any] | None = None
+    hparams: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        supported = ("seasonal_naive",)
-        if self.name not in supported:
-            raise ValueError(f"Unknown or unsupported model {self.name!r}. Valid models: {', '.join(supported)}.")
+        if self.name not in MODELS:
+            raise ValueError(f"Unknown model {self.name!r}. Valid models: {', '.join(sorted(MODELS))}.")
         if not self.season_grid or any(int(s) < 1 for s in self.season_grid):
             raise ValueError(f"season_grid must be a non-empty list of lengths >= 1, got {self.season_grid}.")
+        if not MODELS[self.name].is_trainable:
+            if self.grid is not None or self.hparams is not None:
+                raise ValueError(f"{self.name} searches model.season_grid; model.grid and model.hparams apply to "
+                                 "trainable architectures only. Remove them.")
+            return
+        for attribute in ("grid", "hparams"):
+            value = getattr(self, attribute)
+            if value is not None and not isinstance(value, dict):
+                raise ValueError(f"model.{attribute} must be a mapping of hyperparameter names, got {value!r}.")
+        if self.grid is not None:
+            for key, values in self.grid.items():
+                if not isinstance(values, (list, tuple)):
+                    raise ValueError(f"model.grid.{key} must be a list of values, got {values!r}.")
+        space = search_space(self.name, self.grid, self.hparams)
+        for value in space.get("lr", ()):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and value > 0):
+                raise ValueError(f"Learning rate lr={value!r} for {self.name!r} must be a finite number > 0.")
+        combinations = list(self._combinations(space))
+        builds = [_builds(self.name, combination) for combination in combinations]
+        for key, values in space.items():
+            for value in values:
+                containing = [c for c, ok in zip(combinations, builds, strict=True)
+                              if type(c[key]) is type(value) and c[key] == value]
+                if not any(ok for c, ok in zip(combinations, builds, strict=True)
+                           if type(c[key]) is type(value) and c[key] == value):
+                    make_config(self.name, containing[0])  # raises the model's message (bad value / combination)
+
+    @staticmethod
+    def _combinations(space: dict[str, tuple[Any, ...]]) -> Any:
+        keys = list(space)
+        return (dict(zip(keys, values)) for values in itertools.product(*space.values()))
+
+    def search_space(self) -> dict[str, tuple[Any, ...]]:
+        """The grid to search, with the pinned hyperparameters applied."""
+        return search_space(self.name, self.grid, self.hparams)
+
+    @property
+    def is_trainable(self) -> bool:
+        """Whether the architecture is trained (not SeasonalNaive)."""
+        return MODELS[self.name].is_trainable
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """Which robustness method the architecture is trained with.
+
+    Attributes:
+        name: method key; this build trains the `baseline` (plain training, spec 5.3).
+    """
+
+    name: str = "baseline"
+
+    def __post_init__(self) -> None:
+        if self.name not in METHODS:
+            raise ValueError(f"Unknown or unsupported method {self.name!r}. Valid methods: {', '.join(METHODS)}.")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training and selection of trainable architectures (spec 5.1-5.4).
+
+    Attributes:
+        max_epochs: epoch limit (200).
+        patience: early-stopping patience in epochs without strict improvement (10).
+        min_delta: improvement margin (0).
+        candidate_budget: random-subgrid candidates per (dataset, architecture, method) (40).
+        steps_per_epoch: optimiser steps per epoch; null = every drop-last batch (625 or 156). Smaller
+            values are for smoke tests; they change the candidate identity.
+        group_size: most candidates (same architecture hyperparameters, different learning rates) trained
+            together under vmap; null = automatic (1 on CPU, where vectorising does not pay, 8 on GPU/TPU).
+        master_seed: master seed of the model and tuning seeds (spec 1.6: 42); other values train independent
+            replicates on the same data windows.
+        store_dir: candidate store (finished candidates are never retrained); null = `candidates/` inside the
+            run directory.
+        progress: print per-epoch progress lines.
+    """
+
+    max_epochs: int = 200
+    patience: int = 10
+    min_delta: float = 0.0
+    candidate_budget: int = 40
+    steps_per_epoch: int | None = None
+    group_size: int | None = None
+    master_seed: int = 42
+    store_dir: str | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_epochs < 1:
+            raise ValueError(f"train.max_epochs must be >= 1, got {self.max_epochs}.")
+        if self.patience < 1:
+            raise ValueError(f"train.patience must be >= 1, got {self.patience}.")
+        if not (math.isfinite(self.min_delta) and self.min_delta >= 0):
+            raise ValueError(f"train.min_delta must be a finite number >= 0, got {self.min_delta}.")
+        if self.candidate_budget < 1:
+            raise ValueError(f"train.candidate_budget must be >= 1, got {self.candidate_budget}.")
+        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
+            raise ValueError(f"train.steps_per_epoch must be >= 1 (or null for full epochs), got "
+                             f"{self.steps_per_epoch}.")
+        if self.group_size is not None and self.group_size < 1:
+            raise ValueError(f"train.group_size must be >= 1 (or null for automatic), got {self.group_size}.")
+        if not 0 <= self.master_seed < 2**31 - 1:
+            raise ValueError(f"train.master_seed must be in [0, 2**31 - 1), got {self.master_seed}.")
 
 
 @dataclass(frozen=True)
@@ -105,6 +246,8 @@ class RunConfig:
     Attributes:
         dataset: the dataset.
         model: the architecture and its search space.
+        method: the robustness method (baseline).
+        train: training and selection settings (trainable architectures).
         eval: evaluation settings.
         data_root: folder laid out like ../shared/data (SFBENCH_DATA_ROOT); not needed for etth1 and the
             synthetic datasets.
@@ -114,7 +257,22 @@ class RunConfig:
 
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    method: MethodConfig = field(default_factory=MethodConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     data_root: str | None = None
     cache_dir: str | None = None
     figures: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.model.is_trainable:
+            return
+        spec = DATASETS[self.dataset.name]
+        space = self.model.search_space()
+        if not expand_space(self.model.name, space, input_len=spec.input_len):
+            first = next(ModelConfig._combinations(space))
+            reason = explain_invalid(self.model.name, first, input_len=spec.input_len, horizon=spec.horizon,
+                                     num_channels=spec.num_channels, target_indices=spec.target_indices)
+            raise ValueError(f"No valid {self.model.name} candidate for {self.dataset.name} (input_len="
+                             f"{spec.input_len}, horizon={spec.horizon}): {reason} Change model.hparams / "
+                             "model.grid.")

@@ -1,18 +1,26 @@
-"""`sfbench`: compose conf/config.yaml, convert it to RunConfig, run the pipeline in the Hydra run dir."""
+"""`sfbench`: compose conf/config.yaml, convert it to RunConfig, run the pipeline in the Hydra run dir.
+
+In a multirun every job records its (dataset, architecture, method) cell first and, if it fails, its
+error (`job_failed.json`) instead of stopping the sweep; the collection callback then names it.
+"""
 
 from __future__ import annotations
 
+import sys
+import traceback
 from pathlib import Path
 
-import hydra
-from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+import hydra  # noqa: E402
+from hydra.core.config_store import ConfigStore  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from sfbench_jax.config import DatasetConfig, EvalConfig, ModelConfig, RunConfig
+from sfbench_jax.config import DatasetConfig, EvalConfig, MethodConfig, ModelConfig, RunConfig, TrainConfig
+from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
+from sfbench_jax.report.io import write_json
 
 CONFIG_PATH = "pkg://sfbench_jax.conf"
-
 
 
 def _schema(config_type: type) -> DictConfig:
@@ -35,6 +43,8 @@ _store = ConfigStore.instance()
 _store.store(name="run_schema", node=_schema(RunConfig))
 _store.store(group="dataset", name="dataset_schema", node=_schema(DatasetConfig))
 _store.store(group="model", name="model_schema", node=_schema(ModelConfig))
+_store.store(group="method", name="method_schema", node=_schema(MethodConfig))
+_store.store(group="train", name="train_schema", node=_schema(TrainConfig))
 _store.store(group="eval", name="eval_schema", node=_schema(EvalConfig))
 
 
@@ -46,12 +56,37 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
     return run_config
 
 
+def cell_of(cfg: DictConfig) -> dict[str, str]:
+    """The (dataset, architecture, method) cell a job config belongs to."""
+    return {"dataset": str(cfg.dataset.name), "architecture": str(cfg.model.name), "method": str(cfg.method.name)}
+
+
+def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
+    """Run one multirun job; record its cell first and any failure instead of raising, so the sweep goes on."""
+    from sfbench_jax.pipeline import run
+
+    cell = cell_of(cfg)
+    write_json({**cell, "overrides": list(HydraConfig.get().overrides.task)}, output_dir / CELL_FILE)
+    try:
+        run(to_run_config(cfg), output_dir)
+    except Exception as error:  # noqa: BLE001 - recorded in job_failed.json and reported by the collection step
+        write_json({**cell, "error": type(error).__name__, "message": str(error),
+                    "traceback": traceback.format_exc()}, output_dir / FAILED_FILE)
+        print(f"[sfbench] job {output_dir.name} FAILED ({cell['dataset']}, {cell['architecture']}, "
+              f"{cell['method']}): {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
 def main(cfg: DictConfig) -> None:
     """Run one benchmark job."""
+    hydra_config = HydraConfig.get()
+    output_dir = Path(hydra_config.runtime.output_dir)
+    if hydra_config.mode == RunMode.MULTIRUN:
+        run_recorded(cfg, output_dir)
+        return
     from sfbench_jax.pipeline import run
 
-    run(to_run_config(cfg), Path(HydraConfig.get().runtime.output_dir))
+    run(to_run_config(cfg), output_dir)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,63 @@
+"""Hydra callback that collects a multirun: it records the expected cells when the sweep starts and
+merges the jobs into one table (with the paper views) when it ends, naming any missing cell.
+
+Registered in conf/config.yaml under `hydra.callbacks.collect`. Hydra turns exceptions raised in
+callbacks into warnings, so a missing cell ends the process with exit status 1 after the report.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra import compose
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from sfbench_jax.report.collect import Cell, MissingCellsError, collect, write_expected_cells
+
+
+def sweep_jobs(config: DictConfig) -> list[list[str]]:
+    """The override list of every job of the sweep (the basic sweeper's Cartesian product)."""
+    params = OmegaConf.select(config, "hydra.sweeper.params") or {}
+    arguments = [f"{key}={value}" for key, value in params.items()]
+    arguments += list(OmegaConf.select(config, "hydra.overrides.task") or [])
+    overrides = OverridesParser.create().parse_overrides(arguments)
+    return [list(job) for batch in BasicSweeper.split_arguments(overrides, None) for job in batch]
+
+
+def job_cell(job: list[str], config_name: str | None, base: Cell) -> Cell:
+    """The cell of one job: compose its config (hydra.* overrides aside) and read the names."""
+    task = [override for override in job if not override.lstrip("+~").startswith("hydra")]
+    if GlobalHydra.instance().is_initialized() and config_name is not None:
+        cfg = compose(config_name=config_name, overrides=task)
+        return Cell(str(cfg.dataset.name), str(cfg.model.name), str(cfg.method.name))
+    values = dict(override.lstrip("+~").split("=", 1) for override in task if "=" in override)
+    return Cell(values.get("dataset", values.get("dataset.name", base.dataset)),
+                values.get("model", values.get("model.name", base.architecture)),
+                values.get("method", values.get("method.name", base.method)))
+
+
+class CollectOnMultirunEnd(Callback):
+    """Write expected_cells.json at multirun start; collect the sweep at multirun end."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        base = Cell(str(config.dataset.name), str(config.model.name), str(config.method.name))
+        jobs = sweep_jobs(config)
+        cells = [job_cell(job, kwargs.get("config_name"), base) for job in jobs]
+        write_expected_cells(Path(config.hydra.sweep.dir), cells, jobs)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        try:
+            collection = collect(sweep_dir, figures=bool(config.figures))
+        except MissingCellsError as error:
+            print(f"[sfbench-collect] {error}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from error
+        print(f"[sfbench-collect] {len(collection.summary)} cells merged -> "
+              f"{', '.join(path.name for path in collection.files.values())} in {sweep_dir}",
+              file=sys.stderr, flush=True)

@@ -1,0 +1,321 @@
+"""Training candidates (the shell around the compiled epoch of `loop.py`).
+
+`train_group` trains candidates that share the model's static structure either together, vectorised
+in one compiled program (`vectorize=True`), or one after another with the single-candidate program;
+both give the same validation curves to float rounding. The host loop only moves the epoch number
+and the active flags in, reads the per-epoch losses out and applies early stopping. Checkpoints and
+the candidate store are `store.py`'s; the random subgrid is `search.py`'s.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.evaluate.kernel import WindowShape
+from sfbench_jax.models.registry import build_model
+from sfbench_jax.train.early_stopping import StoppingState, advance
+from sfbench_jax.train.loop import (EpochGeometry, TrainState, initial_state, make_epoch_fn, split_model,
+                                    stack_candidates)
+from sfbench_jax.train.seeds import dropout_key, shuffle_key
+
+#: Elements of validation input (windows x length x channels) evaluated at once.
+VALIDATION_BLOCK_ELEMENTS = 1 << 20
+
+#: Compiled epoch programs kept for reuse (candidates differing only in learning rate or seed share
+#: one), keyed by architecture, hyperparameters, dataset shape, group size and options.
+_COMPILED: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+_COMPILED_LIMIT = 8
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """How candidates are trained (defaults: the paper's protocol, spec 5.1-5.2).
+
+    Attributes:
+        max_epochs: epoch limit (200).
+        patience: epochs without strict improvement before stopping (10).
+        min_delta: improvement margin (0: any strictly lower loss improves).
+        steps_per_epoch: optimiser steps per epoch; None = all drop-last batches (625 / 156).
+            Smaller values are for smoke tests only.
+        group_size: most candidates trained together under vmap (1 = one after another).
+        progress: print one line per epoch group to stderr.
+    """
+
+    max_epochs: int = 200
+    patience: int = 10
+    min_delta: float = 0.0
+    steps_per_epoch: int | None = None
+    group_size: int = 1
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_epochs < 1:
+            raise ValueError(f"train.max_epochs must be >= 1, got {self.max_epochs}.")
+        if self.patience < 1:
+            raise ValueError(f"train.patience must be >= 1, got {self.patience}.")
+        if not (math.isfinite(self.min_delta) and self.min_delta >= 0):
+            raise ValueError(f"train.min_delta must be a finite number >= 0, got {self.min_delta}.")
+        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
+            raise ValueError(f"train.steps_per_epoch must be >= 1 (or null for full epochs), got "
+                             f"{self.steps_per_epoch}.")
+        if self.group_size < 1:
+            raise ValueError(f"train.group_size must be >= 1, got {self.group_size}.")
+
+    def protocol(self) -> dict[str, Any]:
+        """The settings that change a trained candidate (part of its identity)."""
+        return {"max_epochs": self.max_epochs, "patience": self.patience, "min_delta": self.min_delta,
+                "steps_per_epoch": self.steps_per_epoch}
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One candidate of a training group.
+
+    Attributes:
+        learning_rate: Adam learning rate.
+        seed: model seed (parameter init and dropout keys).
+    """
+
+    learning_rate: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class TrainOutcome:
+    """What training one candidate produced.
+
+    Attributes:
+        stopping: final early-stopping state (best loss and epoch, epochs run, stop reason).
+        val_curve: validation loss per epoch.
+        train_curve: mean training loss per epoch.
+        checkpoint: best-epoch `{"params": flat, "batch_stats": flat}` (None if it failed).
+        compile_seconds: compile time of its program (shared by a vectorised group).
+        train_seconds: wall time of the epochs (shared by a vectorised group).
+        group_size: candidates in its compiled program.
+    """
+
+    stopping: StoppingState
+    val_curve: list[float]
+    train_curve: list[float]
+    checkpoint: dict[str, dict[str, np.ndarray]] | None = field(repr=False)
+    compile_seconds: float
+    train_seconds: float
+    group_size: int
+
+
+def window_shape(data: PreparedData) -> WindowShape:
+    """The dataset's static window geometry."""
+    spec = data.spec
+    return WindowShape(input_len=spec.input_len, horizon=spec.horizon,
+                       target_indices=tuple(int(i) for i in spec.target_indices))
+
+
+def epoch_geometry(data: PreparedData, options: TrainOptions) -> EpochGeometry:
+    """Static epoch sizes for a dataset: drop-last batches, validation blocks."""
+    spec = data.spec
+    batch = spec.batch_size
+    full_steps = len(data.train_starts) // batch
+    steps = full_steps if options.steps_per_epoch is None else options.steps_per_epoch
+    if steps > full_steps:
+        raise ValueError(f"train.steps_per_epoch={steps} exceeds the {full_steps} drop-last batches of "
+                         f"{spec.key} (batch size {batch}); use null for full epochs.")
+    val_batches = len(data.val_starts_drop_last(batch)) // batch
+    per_block = max(1, min(val_batches, VALIDATION_BLOCK_ELEMENTS // (batch * spec.input_len * spec.num_channels)))
+    return EpochGeometry(window=window_shape(data), batch_size=batch, steps_per_epoch=steps,
+                         num_train_windows=len(data.train_starts), val_batches=val_batches,
+                         val_batches_per_block=per_block)
+
+
+def build_for(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int) -> nnx.Module:
+    """The architecture for this dataset's shape (train mode)."""
+    spec = data.spec
+    return build_model(architecture, dict(hparams), input_len=spec.input_len, horizon=spec.horizon,
+                       num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed)
+
+
+def state_to_flat(state: Any) -> dict[str, np.ndarray]:
+    """An NNX state as `{"dotted.path": array}` on the host."""
+    return {".".join(str(part) for part in path): np.asarray(jax.device_get(variable.get_value()))
+            for path, variable in nnx.to_flat_state(state)}
+
+
+def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:
+    pure = nnx.to_pure_dict(state)
+    expected = {".".join(str(part) for part in path): path for path, _ in nnx.to_flat_state(state)}
+    if set(expected) != set(flat):
+        missing, extra = sorted(set(expected) - set(flat)), sorted(set(flat) - set(expected))
+        raise ValueError(f"Checkpoint {what} do not match the model: missing {missing}, unexpected {extra}.")
+    for name, path in expected.items():
+        node = pure
+        for part in path[:-1]:
+            node = node[part]
+        value = np.asarray(flat[name])
+        if value.shape != np.shape(node[path[-1]]):
+            raise ValueError(f"Checkpoint {what} {name!r} has shape {value.shape}, the model expects "
+                             f"{np.shape(node[path[-1]])}.")
+        node[path[-1]] = jnp.asarray(value)
+    nnx.replace_by_pure_dict(state, pure)
+
+
+def restore_model(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
+                  checkpoint: Mapping[str, Mapping[str, np.ndarray]]) -> nnx.Module:
+    """Rebuild a trained candidate from its checkpoint, in eval mode.
+
+    Raises:
+        ValueError: the checkpoint does not fit the architecture (names or shapes).
+    """
+    model = build_for(data, architecture, hparams, seed)
+    graphdef, params, batch_stats, other = nnx.split(model, nnx.Param, nnx.BatchStat, ...)
+    _assign_flat(params, checkpoint["params"], "parameters")
+    _assign_flat(batch_stats, checkpoint.get("batch_stats", {}), "batch statistics")
+    model = nnx.merge(graphdef, params, batch_stats, other)
+    model.eval()
+    return model
+
+
+class _Program:
+    """One compiled epoch program and its fixed device inputs."""
+
+    def __init__(self, data: PreparedData, architecture: str, hparams: Mapping[str, Any],
+                 members: Sequence[GroupMember], options: TrainOptions, vectorize: bool) -> None:
+        geometry = epoch_geometry(data, options)
+        splits = [split_model(build_for(data, architecture, hparams, member.seed)) for member in members]
+        train_graphdef, eval_graphdef = splits[0][0], splits[0][1]
+        states = [initial_state(params, batch_stats) for _, _, params, batch_stats, _ in splits]
+        others = [other for *_, other in splits]
+        size = len(members)
+        self.vectorize = vectorize
+        self.size = size
+        self.fn = make_epoch_fn(train_graphdef, eval_graphdef, geometry, min_delta=options.min_delta,
+                                num_candidates=size if vectorize else None)
+        batch = geometry.batch_size
+        val_starts = data.val_starts_drop_last(batch).reshape(geometry.val_batches, batch)
+        self.shared = tuple(jax.device_put(a) for a in (
+            data.standardised, data.train_starts.astype(np.int32), val_starts.astype(np.int32)))
+        self.shuffle = jax.device_put(shuffle_key(data.spec.seeds.data_seed))
+        keys = [dropout_key(member.seed) for member in members]
+        lrs = [np.float32(member.learning_rate) for member in members]
+        if vectorize:
+            self.states = [jax.device_put(stack_candidates(states))]
+            self.others = [jax.device_put(stack_candidates(others))]
+            self.keys = [jax.device_put(jnp.stack(keys))]
+            self.lrs = [jax.device_put(np.asarray(lrs, np.float32))]
+        else:
+            self.states = [jax.device_put(state) for state in states]
+            self.others = [jax.device_put(other) for other in others]
+            self.keys = [jax.device_put(key) for key in keys]
+            self.lrs = [jax.device_put(lr) for lr in lrs]
+        cache_key = (architecture, json.dumps(dict(hparams), sort_keys=True), data.spec.key,
+                     data.standardised.shape, geometry, options.min_delta, size if vectorize else None)
+        started = time.perf_counter()
+        if cache_key in _COMPILED:
+            _COMPILED.move_to_end(cache_key)
+            self.compiled = _COMPILED[cache_key]
+        else:
+            self.compiled = self.fn.lower(self.states[0], self.others[0], *self.shared, self.shuffle,
+                                          self.keys[0], jax.device_put(np.int32(0)), self.lrs[0],
+                                          self._active([True] * (size if vectorize else 1))).compile()
+            _COMPILED[cache_key] = self.compiled
+            while len(_COMPILED) > _COMPILED_LIMIT:
+                _COMPILED.popitem(last=False)
+        self.compile_seconds = time.perf_counter() - started
+
+    def _active(self, flags: Sequence[bool]) -> jax.Array:
+        values = np.asarray(flags, bool)
+        return jax.device_put(values if self.vectorize else values[0])
+
+    def run_epoch(self, epoch: int, active: Sequence[bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One epoch for every active candidate; returns train losses, val losses and improved flags
+        `(G,)` (NaN / False for candidates that did not run)."""
+        epoch_array = jax.device_put(np.int32(epoch))
+        if self.vectorize:
+            self.states[0], metrics = self.compiled(self.states[0], self.others[0], *self.shared, self.shuffle,
+                                                    self.keys[0], epoch_array, self.lrs[0], self._active(active))
+            metrics = jax.device_get(metrics)
+            return (np.asarray(metrics.train_loss), np.asarray(metrics.val_loss), np.asarray(metrics.improved))
+        train = np.full(self.size, np.nan, np.float32)
+        val = np.full(self.size, np.nan, np.float32)
+        improved = np.zeros(self.size, bool)
+        for index, flag in enumerate(active):
+            if not flag:  # a stopped candidate is not run at all when sequential
+                continue
+            self.states[index], metrics = self.compiled(
+                self.states[index], self.others[index], *self.shared, self.shuffle, self.keys[index],
+                epoch_array, self.lrs[index], self._active([True]))
+            metrics = jax.device_get(metrics)
+            train[index], val[index], improved[index] = metrics.train_loss, metrics.val_loss, metrics.improved
+        return train, val, improved
+
+    def best_checkpoints(self) -> list[dict[str, dict[str, np.ndarray]]]:
+        """Best-epoch parameters and batch statistics per candidate, on the host."""
+        if self.vectorize:
+            state: TrainState = jax.device_get(self.states[0])
+            per_candidate = [jax.tree.map(lambda a, i=i: a[i], (state.best_params, state.best_batch_stats))
+                             for i in range(self.size)]
+        else:
+            per_candidate = [jax.device_get((s.best_params, s.best_batch_stats)) for s in self.states]
+        return [{"params": state_to_flat(params), "batch_stats": state_to_flat(stats)}
+                for params, stats in per_candidate]
+
+
+def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any],
+                members: Sequence[GroupMember], options: TrainOptions, *, vectorize: bool = True,
+                log: Callable[[str], None] | None = None) -> list[TrainOutcome]:
+    """Train candidates that share `architecture` and its (non-lr) hyperparameters.
+
+    Args:
+        data: prepared dataset (fixed training and validation windows).
+        architecture: registry name of a trainable architecture.
+        hparams: architecture hyperparameters shared by the group (`lr` excluded).
+        members: learning rate and seed of each candidate.
+        options: epochs, patience, steps per epoch.
+        vectorize: one vmapped program for the whole group (True) or the single-candidate program
+            run for each candidate in turn (False).
+        log: receives one progress line per epoch.
+
+    Returns:
+        One outcome per member, in order.
+    """
+    if not members:
+        return []
+    program = _Program(data, architecture, hparams, members, options, vectorize)
+    size = len(members)
+    states = [StoppingState() for _ in members]
+    curves: list[tuple[list[float], list[float]]] = [([], []) for _ in members]
+    started = time.perf_counter()
+    for epoch in range(options.max_epochs):
+        active = [not state.stopped for state in states]
+        if not any(active):
+            break
+        epoch_started = time.perf_counter()
+        train, val, improved = program.run_epoch(epoch, active)
+        for index in range(size):
+            if not active[index]:
+                continue
+            curves[index][0].append(float(val[index]))
+            curves[index][1].append(float(train[index]))
+            states[index] = advance(states[index], val_loss=float(val[index]), improved=bool(improved[index]),
+                                    patience=options.patience, max_epochs=options.max_epochs)
+        if log is not None:
+            losses = ", ".join("stopped" if not active[i] else f"{val[i]:.4f}" for i in range(size))
+            log(f"{architecture} epoch {epoch + 1}: val [{losses}] "
+                f"({time.perf_counter() - epoch_started:.2f} s, {sum(active)} active)")
+    elapsed = time.perf_counter() - started
+    checkpoints = program.best_checkpoints()
+    return [TrainOutcome(stopping=state, val_curve=val_curve, train_curve=train_curve,
+                         checkpoint=None if state.failed else checkpoint,
+                         compile_seconds=program.compile_seconds, train_seconds=elapsed,
+                         group_size=size if vectorize else 1)
+            for state, (val_curve, train_curve), checkpoint in zip(states, curves, checkpoints, strict=True)]

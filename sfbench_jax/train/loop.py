@@ -1,0 +1,208 @@
+"""The compiled training epoch (spec 5.1-5.2): one jitted program per (architecture config,
+dataset shape, group size) that runs a whole epoch.
+
+An epoch draws its permutation of the fixed training windows from `fold_in(shuffle_key, epoch)`,
+scans the drop-last batches (windows gathered by start index inside the program), takes one Adam
+step per batch, then runs the clean validation pass (mean of batch means over the drop-last
+validation batches, eval mode) and keeps the best parameters (strict improvement, first
+occurrence). The host only reads the validation losses and decides early stopping.
+
+`make_epoch_fn(..., num_candidates=G)` vmaps the same single-candidate epoch over G candidates that
+share the model's static structure (same architecture hyperparameters; learning rates, seeds and
+parameters differ). Per-candidate `active` flags freeze stopped candidates: their parameters,
+optimiser state and best checkpoint do not change. No IO here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from sfbench_jax.evaluate.kernel import WindowShape, gather_windows
+
+#: Adam of the protocol (spec 5.1): beta (0.9, 0.999), eps 1e-8, no weight decay, no schedule, no
+#: clipping. The learning rate multiplies its direction outside, so it can differ per candidate.
+ADAM_B1, ADAM_B2, ADAM_EPS = 0.9, 0.999, 1e-8
+
+
+def adam_direction() -> optax.GradientTransformation:
+    """Adam's update direction (learning rate 1, sign not yet applied)."""
+    return optax.scale_by_adam(b1=ADAM_B1, b2=ADAM_B2, eps=ADAM_EPS)
+
+
+class TrainState(NamedTuple):
+    """What an epoch carries for one candidate (a leading candidate axis when vectorised).
+
+    Attributes:
+        params: `nnx.Param` state.
+        batch_stats: `nnx.BatchStat` state (empty for models without BatchNorm).
+        opt_state: Adam moments and step count.
+        best_params: parameters of the best epoch so far.
+        best_batch_stats: batch statistics of the best epoch so far.
+        best_loss: float32 best validation loss so far (inf until one is finite).
+    """
+
+    params: Any
+    batch_stats: Any
+    opt_state: Any
+    best_params: Any
+    best_batch_stats: Any
+    best_loss: jax.Array
+
+
+class EpochMetrics(NamedTuple):
+    """Per-epoch outputs (each `(G,)` when vectorised).
+
+    Attributes:
+        train_loss: mean of the epoch's step losses.
+        val_loss: clean validation loss (mean of batch means).
+        improved: whether this epoch set a new best (strictly lower by more than min_delta).
+    """
+
+    train_loss: jax.Array
+    val_loss: jax.Array
+    improved: jax.Array
+
+
+@dataclass(frozen=True)
+class EpochGeometry:
+    """Static sizes of an epoch.
+
+    Attributes:
+        window: input length, horizon and target channels.
+        batch_size: training and validation batch size.
+        steps_per_epoch: optimiser steps per epoch (drop-last: floor(train windows / batch size)).
+        num_train_windows: size of the fixed training window set.
+        val_batches: drop-last validation batches.
+        val_batches_per_block: validation batches evaluated at once (bounds memory).
+    """
+
+    window: WindowShape
+    batch_size: int
+    steps_per_epoch: int
+    num_train_windows: int
+    val_batches: int
+    val_batches_per_block: int
+
+    def __post_init__(self) -> None:
+        if self.steps_per_epoch < 1 or self.steps_per_epoch * self.batch_size > self.num_train_windows:
+            raise ValueError(f"steps_per_epoch must lie in [1, {self.num_train_windows // self.batch_size}] "
+                             f"for {self.num_train_windows} windows in batches of {self.batch_size}, got "
+                             f"{self.steps_per_epoch}.")
+        if self.val_batches < 1 or self.val_batches_per_block < 1:
+            raise ValueError("Need at least one validation batch and one batch per block.")
+
+
+def split_model(model: nnx.Module) -> tuple[nnx.GraphDef, nnx.GraphDef, Any, Any, Any]:
+    """Split a freshly built model into its train-mode and eval-mode graphdefs and its state.
+
+    Returns:
+        `(train_graphdef, eval_graphdef, params, batch_stats, other)`; `other` holds the RNG
+        streams, which the epoch reseeds from explicit keys at every step.
+    """
+    model.train()
+    train_graphdef, params, batch_stats, other = nnx.split(model, nnx.Param, nnx.BatchStat, ...)
+    model.eval()
+    eval_graphdef = nnx.split(model, nnx.Param, nnx.BatchStat, ...)[0]
+    model.train()
+    return train_graphdef, eval_graphdef, params, batch_stats, other
+
+
+def initial_state(params: Any, batch_stats: Any) -> TrainState:
+    """Fresh optimiser state; the best checkpoint starts as the initial parameters with loss inf."""
+    return TrainState(params=params, batch_stats=batch_stats, opt_state=adam_direction().init(params),
+                      best_params=params, best_batch_stats=batch_stats,
+                      best_loss=jnp.asarray(jnp.inf, jnp.float32))
+
+
+def squared_error_loss(prediction: jax.Array, target: jax.Array) -> jax.Array:
+    """Mean over batch, horizon and targets of the squared error (the training loss and the
+    per-batch validation loss)."""
+    error = prediction.astype(jnp.float32) - target
+    return jnp.mean(error * error)
+
+
+def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, *,
+                  min_delta: float = 0.0, num_candidates: int | None = None) -> Callable[..., Any]:
+    """Build the jitted epoch program.
+
+    The returned function is
+    `epoch(state, other, series, train_starts, val_starts, shuffle_key, dropout_key, epoch, lr, active)
+    -> (state, EpochMetrics)` with `series (rows, m)`, `train_starts (N,)`, `val_starts (V, B)`,
+    `shuffle_key` (shared), `epoch` an int32 scalar and, per candidate, `state`, `other`,
+    `dropout_key`, `lr` (float32) and `active` (bool). With `num_candidates=G` every per-candidate
+    argument carries a leading axis of size G.
+    """
+    window, batch = geometry.window, geometry.batch_size
+    direction = adam_direction()
+
+    def loss_fn(params: Any, batch_stats: Any, other: Any, key: jax.Array, x: jax.Array,
+                y: jax.Array) -> tuple[jax.Array, Any]:
+        module = nnx.merge(train_graphdef, params, batch_stats, other, copy=True)
+        nnx.reseed(module, dropout=key)
+        loss = squared_error_loss(module(x), y)
+        return loss, nnx.state(module, nnx.BatchStat)
+
+    def validation_loss(params: Any, batch_stats: Any, other: Any, series: jax.Array,
+                        val_starts: jax.Array) -> jax.Array:
+        module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
+
+        def batch_mean(starts: jax.Array) -> jax.Array:
+            x, y = gather_windows(series, starts, window)
+            return squared_error_loss(module(x), y)
+
+        means = jax.lax.map(batch_mean, val_starts, batch_size=geometry.val_batches_per_block)
+        return jnp.mean(means)
+
+    def epoch_fn(state: TrainState, other: Any, series: jax.Array, train_starts: jax.Array,
+                 val_starts: jax.Array, shuffle_key: jax.Array, dropout_key: jax.Array, epoch: jax.Array,
+                 lr: jax.Array, active: jax.Array) -> tuple[TrainState, EpochMetrics]:
+        order = jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), geometry.num_train_windows)
+        batches = order[: geometry.steps_per_epoch * batch].reshape(geometry.steps_per_epoch, batch)
+        epoch_key = jax.random.fold_in(dropout_key, epoch)
+
+        def step(carry: tuple[Any, Any, Any], inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
+            params, batch_stats, opt_state = carry
+            step_index, batch_ids = inputs
+            x, y = gather_windows(series, train_starts[batch_ids], window)
+            key = jax.random.fold_in(epoch_key, step_index)
+            (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+                params, batch_stats, other, key, x, y)
+            updates, opt_state = direction.update(grads, opt_state, params)
+            params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
+            return (params, batch_stats, opt_state), loss
+
+        steps = jnp.arange(geometry.steps_per_epoch, dtype=jnp.int32)
+        (params, batch_stats, opt_state), losses = jax.lax.scan(
+            step, (state.params, state.batch_stats, state.opt_state), (steps, batches))
+        val_loss = validation_loss(params, batch_stats, other, series, val_starts)
+        improved = active & jnp.isfinite(val_loss) & (val_loss < state.best_loss - min_delta)
+
+        def choose(flag: jax.Array, new: Any, old: Any) -> Any:
+            return jax.tree.map(lambda a, b: jnp.where(flag, a, b), new, old)
+
+        new_state = TrainState(
+            params=choose(active, params, state.params),
+            batch_stats=choose(active, batch_stats, state.batch_stats),
+            opt_state=choose(active, opt_state, state.opt_state),
+            best_params=choose(improved, params, state.best_params),
+            best_batch_stats=choose(improved, batch_stats, state.best_batch_stats),
+            best_loss=jnp.where(improved, val_loss, state.best_loss),
+        )
+        return new_state, EpochMetrics(train_loss=jnp.mean(losses), val_loss=val_loss, improved=improved)
+
+    if num_candidates is None:
+        return jax.jit(epoch_fn)
+    vectorised = jax.vmap(epoch_fn, in_axes=(0, 0, None, None, None, None, 0, None, 0, 0))
+    return jax.jit(vectorised)
+
+
+def stack_candidates(trees: list[Any]) -> Any:
+    """Stack per-candidate pytrees along a new leading axis."""
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)

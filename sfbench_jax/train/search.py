@@ -1,0 +1,114 @@
+"""Random-subgrid candidates (spec 5.3): expand a search space, drop invalid combinations, shuffle
+with Python's `random.Random(tuning_seed)` and keep the first `min(budget, #valid)`.
+
+What lives here: `search_space` (a grid with some keys fixed), `expand_space` (valid combinations in
+key order, first key slowest) and `random_subgrid` (the trial list). Training and selection do not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flax import nnx
+
+from sfbench_jax.models.registry import MODELS, build_model, get_spec, is_valid_combination, make_config
+
+#: The protocol's candidate budget per (dataset, architecture, method).
+DEFAULT_BUDGET = 40
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One sampled hyperparameter combination.
+
+    Attributes:
+        trial_number: 1-based position in the shuffled subgrid (the selection tie-break).
+        grid_index: position in the expanded valid grid.
+        hparams: the combination in grid key order, `lr` included.
+    """
+
+    trial_number: int
+    grid_index: int
+    hparams: dict[str, Any] = field(hash=False)
+
+    @property
+    def learning_rate(self) -> float:
+        """The candidate's Adam learning rate."""
+        return float(self.hparams["lr"])
+
+    @property
+    def architecture_hparams(self) -> dict[str, Any]:
+        """The hyperparameters that shape the model (everything but `lr`)."""
+        return {key: value for key, value in self.hparams.items() if key != "lr"}
+
+
+def search_space(architecture: str, grid: Mapping[str, Sequence[Any]] | None = None,
+                 fixed: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, ...]]:
+    """The grid to search: `grid` (default: the registry's spec grid) with the `fixed` keys pinned.
+
+    Raises:
+        ValueError: unknown architecture, unknown hyperparameter, empty value list.
+    """
+    spec = get_spec(architecture)
+    allowed = set(spec.hyperparameter_names) | {"lr"}
+    space = {key: tuple(values) for key, values in (spec.grid if grid is None else grid).items()}
+    for origin, keys in (("model.grid", list(space)), ("model.hparams", list(fixed or {}))):
+        unknown = [key for key in keys if key not in allowed]
+        if unknown:
+            raise ValueError(f"Unknown hyperparameter(s) {unknown} in {origin} for {architecture!r}; "
+                             f"valid: {list(spec.hyperparameter_names) + ['lr']}.")
+    empty = [key for key, values in space.items() if len(values) == 0]
+    if empty:
+        raise ValueError(f"model.grid for {architecture!r} has empty value lists for {empty}; give at "
+                         "least one value per hyperparameter.")
+    for key, value in (fixed or {}).items():
+        space[key] = (value,)
+    if spec.is_trainable and "lr" not in space:
+        raise ValueError(f"The search space of {architecture!r} has no learning rate; add `lr` to "
+                         "model.grid or model.hparams.")
+    return space
+
+
+def expand_space(architecture: str, space: Mapping[str, Sequence[Any]], *, input_len: int) -> list[dict]:
+    """All combinations of `space` in key order (first key slowest), invalid ones (spec 5.3) removed."""
+    keys = list(space)
+    combos = (dict(zip(keys, values)) for values in itertools.product(*space.values()))
+    return [combo for combo in combos if is_valid_combination(architecture, combo, input_len=input_len)]
+
+
+def explain_invalid(architecture: str, hparams: Mapping[str, Any], *, input_len: int, horizon: int,
+                    num_channels: int, target_indices: Sequence[int]) -> str:
+    """Why `hparams` cannot be built for this window: the model's own error message."""
+    try:
+        make_config(architecture, hparams)
+        nnx.eval_shape(lambda: build_model(architecture, hparams, input_len=input_len, horizon=horizon,
+                                           num_channels=num_channels, target_indices=target_indices,
+                                           seed=0))
+    except ValueError as error:
+        return str(error)
+    return f"{dict(hparams)} is removed by the {architecture} validity rule for input_len={input_len}."
+
+
+def random_subgrid(combinations: Sequence[Mapping[str, Any]], *, tuning_seed: int,
+                   budget: int = DEFAULT_BUDGET) -> list[Candidate]:
+    """Shuffle the combination indices with `random.Random(tuning_seed)` and keep the first
+    `min(budget, len(combinations))`, in that order (trial numbers 1, 2, ...)."""
+    if budget < 1:
+        raise ValueError(f"The candidate budget must be >= 1, got {budget}.")
+    indices = list(range(len(combinations)))
+    random.Random(tuning_seed).shuffle(indices)
+    chosen = indices[: min(budget, len(indices))]
+    return [Candidate(trial_number=trial, grid_index=index, hparams=dict(combinations[index]))
+            for trial, index in enumerate(chosen, start=1)]
+
+
+def is_trainable(architecture: str) -> bool:
+    """Whether `architecture` has parameters to train (not SeasonalNaive)."""
+    return get_spec(architecture).is_trainable
+
+
+TRAINABLE = tuple(name for name, spec in MODELS.items() if spec.is_trainable)

@@ -1,0 +1,216 @@
+"""The candidate store: finished candidates are never retrained.
+
+Layout: `<root>/<dataset>/<architecture>/<candidate_hash>/` holds `checkpoint/` (Orbax, the
+best-epoch parameters and batch statistics) and `result.json` (the training record). The result is
+written atomically and last, so a candidate counts as finished exactly when `result.json` exists; a
+sweep killed mid-way leaves at most unfinished folders, which the next run overwrites.
+
+A candidate's identity is the SHA-256 of its resolved configuration (dataset key, data-config
+signature and content checksum, architecture, method, hyperparameters, model seed, shuffling seed,
+the training protocol) plus the store format and package version. Concurrent sweeps coordinate
+through one POSIX advisory lock per candidate (`<hash>.lock`, released when a process dies).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata
+import json
+import math
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+from sfbench_jax.report.io import write_json
+
+#: Bump when training semantics or the stored layout change (old candidates are then retrained).
+STORE_FORMAT_VERSION = 1
+RESULT_FILE, CHECKPOINT_DIR = "result.json", "checkpoint"
+STATUS_FINISHED, STATUS_FAILED = "finished", "failed"
+
+
+def code_version() -> str:
+    """The installed sfbench-jax version (part of every candidate identity)."""
+    try:
+        return importlib.metadata.version("sfbench-jax")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(key): _canonical(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item) for item in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def candidate_hash(identity: Mapping[str, Any]) -> str:
+    """24 hex digits of the SHA-256 of the identity's compact, key-sorted JSON."""
+    text = json.dumps(_canonical(identity), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    """The training record of one candidate (what `result.json` holds).
+
+    Attributes:
+        candidate_hash: store key (also the selection's variant id).
+        identity: the resolved configuration that was hashed.
+        dataset, architecture, method: the cell the candidate belongs to.
+        trial_number: 1-based position in the random subgrid.
+        grid_index: position in the expanded valid grid.
+        hparams: hyperparameters, `lr` included.
+        model_seed: parameter-initialisation / dropout seed.
+        status: "finished" or "failed" (validation loss never finite).
+        best_val_loss: lowest validation loss (None if failed).
+        best_epoch: 0-based epoch of the best checkpoint (-1 if failed).
+        epochs_run: epochs trained.
+        stop_reason: "patience", "non_finite" or "max_epochs".
+        val_curve: validation loss per epoch (None where not finite).
+        train_curve: mean training loss per epoch (None where not finite).
+        train_seconds: wall time of the candidate's training (shared by a vectorised group).
+        group_size: candidates trained together in its compiled program.
+        code_version: package version that trained it.
+    """
+
+    candidate_hash: str
+    identity: dict[str, Any] = field(hash=False)
+    dataset: str
+    architecture: str
+    method: str
+    trial_number: int
+    grid_index: int
+    hparams: dict[str, Any] = field(hash=False)
+    model_seed: int
+    status: str
+    best_val_loss: float | None
+    best_epoch: int
+    epochs_run: int
+    stop_reason: str
+    val_curve: list[float | None] = field(hash=False)
+    train_curve: list[float | None] = field(hash=False)
+    train_seconds: float
+    group_size: int
+    code_version: str
+
+    @property
+    def is_finished(self) -> bool:
+        """Whether the candidate produced a usable checkpoint."""
+        return self.status == STATUS_FINISHED
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return _canonical(asdict(self))
+
+    @classmethod
+    def from_json(cls, payload: Mapping[str, Any]) -> CandidateResult:
+        """Inverse of `to_json`."""
+        return cls(**payload)
+
+
+class CandidateStore:
+    """Finished candidates on disk, keyed by dataset, architecture and candidate hash."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def ensure_writable(self) -> None:
+        """Create the store folder; raise before any training if it cannot be written.
+
+        Raises:
+            PermissionError: naming the folder and the fix.
+        """
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise PermissionError(f"Cannot create the candidate store {self.root}: {error}. Choose another "
+                                  "folder with train.store_dir=PATH.") from error
+        if not self.root.is_dir() or not os.access(self.root, os.W_OK):
+            raise PermissionError(f"The candidate store {self.root} is not writable. Choose another folder "
+                                  "with train.store_dir=PATH.")
+
+    def candidate_dir(self, dataset: str, architecture: str, key: str) -> Path:
+        """Folder of one candidate."""
+        return self.root / dataset / architecture / key
+
+    def load(self, dataset: str, architecture: str, key: str) -> CandidateResult | None:
+        """The stored result, or None if the candidate has not finished."""
+        path = self.candidate_dir(dataset, architecture, key) / RESULT_FILE
+        if not path.is_file():
+            return None
+        result = CandidateResult.from_json(json.loads(path.read_text()))
+        if result.candidate_hash != key:
+            raise ValueError(f"{path} records candidate {result.candidate_hash}, expected {key}; the store is "
+                             "corrupted. Delete that folder to retrain the candidate.")
+        return result
+
+    def save(self, result: CandidateResult, checkpoint: Mapping[str, Mapping[str, np.ndarray]] | None) -> Path:
+        """Write the checkpoint (if any), then the result JSON atomically (last)."""
+        folder = self.candidate_dir(result.dataset, result.architecture, result.candidate_hash)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / CHECKPOINT_DIR
+        if target.exists():  # left by an interrupted run: never finished, safe to replace
+            shutil.rmtree(target)
+        if checkpoint is not None:
+            with ocp.StandardCheckpointer() as checkpointer:
+                checkpointer.save(target, {group: dict(values) for group, values in checkpoint.items()})
+                checkpointer.wait_until_finished()
+        return write_json(result.to_json(), folder / RESULT_FILE)
+
+    def restore(self, result: CandidateResult) -> dict[str, dict[str, np.ndarray]]:
+        """The stored checkpoint of a finished candidate as `{"params": {...}, "batch_stats": {...}}`.
+
+        Raises:
+            FileNotFoundError: the checkpoint folder is missing.
+        """
+        target = self.candidate_dir(result.dataset, result.architecture, result.candidate_hash) / CHECKPOINT_DIR
+        if not target.is_dir():
+            raise FileNotFoundError(f"Checkpoint of candidate {result.candidate_hash} missing at {target}; "
+                                    "delete its folder so the sweep retrains it.")
+        with ocp.StandardCheckpointer() as checkpointer:
+            restored = checkpointer.restore(target)
+        return {group: {name: np.asarray(jax.device_get(value)) for name, value in values.items()}
+                for group, values in restored.items()}
+
+    @contextlib.contextmanager
+    def locked(self, dataset: str, architecture: str, keys: Sequence[str]) -> Iterator[None]:
+        """Hold the advisory locks of `keys` (taken in sorted order, so sweeps never deadlock)."""
+        folder = self.root / dataset / architecture
+        folder.mkdir(parents=True, exist_ok=True)
+        handles = []
+        try:
+            for key in sorted(set(keys)):
+                handle = open(folder / f"{key}.lock", "a+")  # noqa: SIM115 - held until the block ends
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+                handles.append(handle)
+            yield
+        finally:
+            for handle in reversed(handles):
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                handle.close()
+
+
+def finite_curve(values: Sequence[float]) -> list[float | None]:
+    """A loss curve with non-finite entries as None (JSON has no NaN)."""
+    return [_finite_or_none(float(value)) for value in values]

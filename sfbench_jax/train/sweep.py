@@ -1,0 +1,154 @@
+"""A resumable random-subgrid sweep for one (dataset, architecture, method) cell.
+
+`run_search` samples the candidates (spec 5.3), looks each one up in the candidate store, trains
+only the unfinished ones (grouped by architecture hyperparameters, so learning-rate siblings can
+share one vectorised program), saves each as soon as its group finishes, and returns every
+candidate's record in trial order. A sweep killed mid-way keeps all finished candidates; running
+it again trains only the rest. Selection is `select.py`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.train.early_stopping import STOP_NON_FINITE
+from sfbench_jax.train.fit import GroupMember, TrainOptions, TrainOutcome, train_group
+from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
+from sfbench_jax.train.seeds import model_seed, tuning_seed
+from sfbench_jax.train.store import (STATUS_FAILED, STATUS_FINISHED, STORE_FORMAT_VERSION, CandidateResult,
+                                     CandidateStore, candidate_hash, code_version, finite_curve)
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """The candidates of one cell and their identities.
+
+    Attributes:
+        architecture: registry name.
+        method: robustness method ("baseline").
+        model_seed: shared by all candidates of the cell (spec 1.6).
+        tuning_seed: seeds the subgrid shuffle.
+        num_valid: valid combinations in the search space.
+        candidates: the sampled candidates in trial order.
+        identities: resolved configuration of each candidate (hashed into its store key).
+        keys: candidate hashes.
+    """
+
+    architecture: str
+    method: str
+    model_seed: int
+    tuning_seed: int
+    num_valid: int
+    candidates: list[Candidate] = field(hash=False)
+    identities: list[dict[str, Any]] = field(hash=False)
+    keys: list[str] = field(hash=False)
+
+
+def plan_search(data: PreparedData, architecture: str, *, options: TrainOptions, budget: int,
+                grid: Mapping[str, Sequence[Any]] | None = None, fixed: Mapping[str, Any] | None = None,
+                method: str = "baseline", master_seed: int = 42) -> SearchPlan:
+    """Sample the candidates of a cell and compute their identities.
+
+    Raises:
+        ValueError: unknown hyperparameter, or no valid combination in the search space.
+    """
+    spec = data.spec
+    space = search_space(architecture, grid, fixed)
+    combinations = expand_space(architecture, space, input_len=spec.input_len)
+    if not combinations:
+        raise ValueError(f"No valid {architecture} combination in the search space {space} for input_len="
+                         f"{spec.input_len}; see the invalid-combination rules of spec 5.3.")
+    seed = model_seed(spec, architecture, master_seed=master_seed)
+    tuning = tuning_seed(spec, architecture, master_seed=master_seed)
+    candidates = random_subgrid(combinations, tuning_seed=tuning, budget=budget)
+    identities = [{
+        "format": STORE_FORMAT_VERSION, "code_version": code_version(),
+        "dataset": spec.key, "signature": spec.signature, "data_sha256": data.series.content_sha256,
+        "data_seed": spec.seeds.data_seed, "architecture": architecture, "method": method,
+        "hparams": dict(candidate.hparams), "model_seed": seed, "protocol": options.protocol(),
+    } for candidate in candidates]
+    return SearchPlan(architecture=architecture, method=method, model_seed=seed, tuning_seed=tuning,
+                      num_valid=len(combinations), candidates=candidates, identities=identities,
+                      keys=[candidate_hash(identity) for identity in identities])
+
+
+def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int) -> list[list[int]]:
+    """Pending candidate positions grouped by architecture hyperparameters (trial order kept),
+    each group cut to at most `group_size`."""
+    by_config: dict[str, list[int]] = {}
+    for position in pending:
+        config = json.dumps(plan.candidates[position].architecture_hparams, sort_keys=True)
+        by_config.setdefault(config, []).append(position)
+    groups = []
+    for positions in by_config.values():
+        groups.extend(positions[i:i + group_size] for i in range(0, len(positions), group_size))
+    return sorted(groups, key=lambda group: group[0])
+
+
+def _record(plan: SearchPlan, position: int, outcome: TrainOutcome, data: PreparedData) -> CandidateResult:
+    candidate, stopping = plan.candidates[position], outcome.stopping
+    return CandidateResult(
+        candidate_hash=plan.keys[position], identity=plan.identities[position], dataset=data.spec.key,
+        architecture=plan.architecture, method=plan.method, trial_number=candidate.trial_number,
+        grid_index=candidate.grid_index, hparams=dict(candidate.hparams), model_seed=plan.model_seed,
+        status=STATUS_FAILED if stopping.failed else STATUS_FINISHED,
+        best_val_loss=None if stopping.failed else stopping.best_loss, best_epoch=stopping.best_epoch,
+        epochs_run=stopping.epochs_run, stop_reason=stopping.stop_reason or STOP_NON_FINITE,
+        val_curve=finite_curve(outcome.val_curve), train_curve=finite_curve(outcome.train_curve),
+        train_seconds=outcome.train_seconds, group_size=outcome.group_size, code_version=code_version())
+
+
+def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, options: TrainOptions,
+               log: Callable[[str], None] | None = None) -> list[CandidateResult]:
+    """Train every candidate of `plan` that the store does not hold yet; return all records.
+
+    A candidate whose validation loss never becomes finite is recorded as failed and the sweep goes
+    on. Raises PermissionError (before any training) if the store cannot be written.
+    """
+    store.ensure_writable()
+    spec = data.spec
+    results: dict[int, CandidateResult] = {}
+    for position, key in enumerate(plan.keys):
+        stored = store.load(spec.key, plan.architecture, key)
+        if stored is not None:
+            results[position] = stored
+    pending = [position for position in range(len(plan.keys)) if position not in results]
+    if log is not None:
+        log(f"{plan.architecture}: {len(plan.candidates)} of {plan.num_valid} valid candidates "
+            f"(tuning seed {plan.tuning_seed}, model seed {plan.model_seed}); {len(results)} already in "
+            f"the store, {len(pending)} to train")
+    groups = _groups(plan, pending, options.group_size)
+    for number, group in enumerate(groups, start=1):
+        keys = [plan.keys[position] for position in group]
+        with store.locked(spec.key, plan.architecture, keys):
+            # another sweep may have finished some of them while we waited for the lock
+            done = {p: r for p in group if (r := store.load(spec.key, plan.architecture, plan.keys[p]))}
+            results.update(done)
+            todo = [position for position in group if position not in done]
+            if not todo:
+                continue
+            hparams = plan.candidates[todo[0]].architecture_hparams
+            members = [GroupMember(learning_rate=plan.candidates[p].learning_rate, seed=plan.model_seed)
+                       for p in todo]
+            trials = ", ".join(str(plan.candidates[p].trial_number) for p in todo)
+            if log is not None:
+                log(f"{plan.architecture} group {number}/{len(groups)}: trials [{trials}] {hparams}, "
+                    f"lr {[m.learning_rate for m in members]}")
+            started = time.perf_counter()
+            outcomes = train_group(data, plan.architecture, hparams, members, options,
+                                   vectorize=len(members) > 1, log=log if options.progress else None)
+            for position, outcome in zip(todo, outcomes, strict=True):
+                result = _record(plan, position, outcome, data)
+                store.save(result, outcome.checkpoint)
+                results[position] = result
+                if log is not None:
+                    status = (f"best val {result.best_val_loss:.5f} at epoch {result.best_epoch + 1}"
+                              if result.is_finished else "FAILED (validation loss never finite)")
+                    log(f"{plan.architecture} trial {result.trial_number}: {status}, {result.epochs_run} epochs "
+                        f"({result.stop_reason}); group took {time.perf_counter() - started:.1f} s")
+    return [results[position] for position in range(len(plan.keys))]

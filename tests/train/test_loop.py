@@ -1,0 +1,161 @@
+"""The compiled epoch against a plain step-by-step optax loop, best-checkpoint rules, compile discipline,
+and vectorised training equal to sequential training."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+
+from sfbench_jax.data import load, prepare
+from sfbench_jax.models.registry import build_model
+from sfbench_jax.train.fit import GroupMember, TrainOptions, epoch_geometry, train_group
+from sfbench_jax.train.loop import initial_state, make_epoch_fn, split_model
+
+STEPS = 24
+
+
+@pytest.fixture(scope="module")
+def etth1():
+    return prepare(load("etth1"))
+
+
+def _windows(data, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    spec = data.spec
+    n, h, targets = spec.input_len, spec.horizon, list(spec.target_indices)
+    x = np.stack([data.standardised[s:s + n] for s in starts])
+    y = np.stack([data.standardised[s + n:s + n + h][:, targets] for s in starts])
+    return x, y
+
+
+def _reference_epoch(data, architecture: str, hparams: dict, *, seed: int, lr: float, epoch: int = 0):
+    """One epoch written out step by step: NNX graph mode, optax.adam, a Python loop over batches."""
+    spec = data.spec
+    model = build_model(architecture, hparams, input_len=spec.input_len, horizon=spec.horizon,
+                        num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed)
+    model.train()
+    optimizer = nnx.Optimizer(model, optax.adam(lr, b1=0.9, b2=0.999, eps=1e-8), wrt=nnx.Param)
+    order = np.asarray(jax.random.permutation(
+        jax.random.fold_in(jax.random.key(spec.seeds.data_seed), epoch), len(data.train_starts)))
+    dropout_base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), 1), epoch)
+    batch = spec.batch_size
+    for step in range(STEPS):
+        x, y = _windows(data, data.train_starts[order[step * batch:(step + 1) * batch]])
+        nnx.reseed(model, dropout=jax.random.fold_in(dropout_base, step))
+
+        def loss_fn(module):
+            return jnp.mean((module(jnp.asarray(x)) - jnp.asarray(y)) ** 2)
+
+        grads = nnx.grad(loss_fn)(model)
+        optimizer.update(model, grads)
+    model.eval()
+    val_starts = data.val_starts_drop_last(batch)
+    batch_means = []
+    for i in range(0, len(val_starts), batch):
+        x, y = _windows(data, val_starts[i:i + batch])
+        batch_means.append(float(jnp.mean((model(jnp.asarray(x)) - jnp.asarray(y)) ** 2)))
+    return nnx.state(model, nnx.Param), float(np.mean(batch_means))
+
+
+def _compiled_epoch(data, architecture: str, hparams: dict, *, seed: int, lr: float):
+    spec = data.spec
+    model = build_model(architecture, hparams, input_len=spec.input_len, horizon=spec.horizon,
+                        num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed)
+    train_gd, eval_gd, params, batch_stats, other = split_model(model)
+    geometry = epoch_geometry(data, TrainOptions(steps_per_epoch=STEPS))
+    fn = make_epoch_fn(train_gd, eval_gd, geometry)
+    batch = spec.batch_size
+    shared = (jnp.asarray(data.standardised), jnp.asarray(data.train_starts),
+              jnp.asarray(data.val_starts_drop_last(batch).reshape(-1, batch)))
+    call = lambda state, epoch, active: fn(  # noqa: E731
+        state, other, *shared, jax.random.key(spec.seeds.data_seed),
+        jax.random.fold_in(jax.random.key(seed), 1), jnp.int32(epoch), jnp.float32(lr), jnp.bool_(active))
+    return fn, call, initial_state(params, batch_stats)
+
+
+@pytest.mark.parametrize(("architecture", "hparams"), [
+    ("dlinear", {"moving_avg": 25, "individual": False, "init_weights": False}),
+    ("tsmixer", {"n_block": 2, "ff_dim": 64, "norm_type": "B", "activation": "gelu", "dropout": 0.3}),
+])
+def test_epoch_matches_a_plain_optax_loop(etth1, architecture: str, hparams: dict) -> None:
+    ref_params, ref_val = _reference_epoch(etth1, architecture, hparams, seed=11, lr=1e-3)
+    _, call, state = _compiled_epoch(etth1, architecture, hparams, seed=11, lr=1e-3)
+    new_state, metrics = call(state, 0, True)
+    assert float(metrics.val_loss) == pytest.approx(ref_val, rel=2e-6)
+    for path, ref in nnx.to_flat_state(ref_params):
+        ours = nnx.to_flat_state(new_state.params)
+        value = dict(ours)[path]
+        np.testing.assert_allclose(np.asarray(value.get_value()), np.asarray(ref.get_value()), rtol=2e-5, atol=2e-6,
+                                   err_msg=str(path))
+    assert bool(metrics.improved) and float(new_state.best_loss) == float(metrics.val_loss)
+
+
+def test_best_checkpoint_needs_strict_improvement_and_inactive_freezes(etth1) -> None:
+    hparams = {"moving_avg": 13, "individual": True, "init_weights": False}
+    fn, call, state = _compiled_epoch(etth1, "dlinear", hparams, seed=3, lr=5e-4)
+    first, metrics = call(state, 0, True)
+    # the same epoch again, now against a best loss equal to its own result: not strictly lower
+    tied = state._replace(best_loss=metrics.val_loss)
+    again, metrics_again = call(tied, 0, True)
+    assert float(metrics_again.val_loss) == float(metrics.val_loss)
+    assert not bool(metrics_again.improved)
+    leaves = lambda tree: jax.tree.leaves(tree)  # noqa: E731
+    for a, b in zip(leaves(again.best_params), leaves(state.best_params), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # best kept at the initial parameters
+    for a, b in zip(leaves(again.params), leaves(first.params), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # training itself went on
+    # an inactive (stopped) candidate is frozen entirely
+    frozen, frozen_metrics = call(first, 1, False)
+    assert not bool(frozen_metrics.improved)
+    for a, b in zip(leaves(frozen), leaves(first), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # one compiled program serves every epoch
+    assert fn._cache_size() == 1
+
+
+def _assert_same(vectorised, sequential) -> None:
+    for ours, theirs in zip(vectorised, sequential, strict=True):
+        assert ours.stopping.epochs_run == theirs.stopping.epochs_run
+        assert ours.stopping.best_epoch == theirs.stopping.best_epoch
+        assert ours.stopping.stop_reason == theirs.stopping.stop_reason
+        np.testing.assert_allclose(ours.val_curve, theirs.val_curve, rtol=1e-5)
+        # vmap changes matmul association (float rounding). Adam divides by sqrt(v), so in a coordinate
+        # whose gradient is nearly zero (with init_weights=True DLinear has one at kernel[68, 77]) the
+        # rounding decides the step's sign and the difference grows to ~lr per step there; parameters
+        # are therefore compared by the relative norm of the difference per tensor
+        for group in ("params", "batch_stats"):
+            for name, value in ours.checkpoint[group].items():
+                reference = theirs.checkpoint[group][name]
+                error = np.linalg.norm(value - reference) / max(np.linalg.norm(reference), 1e-12)
+                assert error <= 1e-4, f"{group}.{name}: relative difference {error:.2e}"
+
+
+def test_vectorised_equals_sequential_with_early_stopping(etth1) -> None:
+    hparams = {"moving_avg": 21, "individual": False, "init_weights": True}
+    # lr 0.01 stops by patience after two epochs, 1e30 diverges at once; the others run to the limit
+    members = [GroupMember(1e-3, 5), GroupMember(0.01, 5), GroupMember(1e30, 5), GroupMember(1e-4, 9)]
+    options = TrainOptions(max_epochs=4, patience=1, steps_per_epoch=STEPS)
+    vectorised = train_group(etth1, "dlinear", hparams, members, options, vectorize=True)
+    sequential = train_group(etth1, "dlinear", hparams, members, options, vectorize=False)
+    assert vectorised[0].group_size == 4 and sequential[0].group_size == 1
+    stopped, diverged = vectorised[1].stopping, vectorised[2].stopping
+    assert (stopped.epochs_run, stopped.best_epoch, stopped.stop_reason) == (2, 0, "patience")
+    assert (diverged.epochs_run, diverged.stop_reason, diverged.failed) == (1, "non_finite", True)
+    assert vectorised[2].checkpoint is None and vectorised[0].stopping.epochs_run == 4
+    _assert_same([vectorised[i] for i in (0, 1, 3)], [sequential[i] for i in (0, 1, 3)])
+    assert sequential[2].stopping == diverged
+
+
+def test_vectorised_equals_sequential_with_dropout_and_batchnorm(etth1) -> None:
+    hparams = {"n_block": 2, "ff_dim": 64, "norm_type": "B", "activation": "relu", "dropout": 0.1}
+    members = [GroupMember(1e-3, 1), GroupMember(5e-4, 2)]
+    options = TrainOptions(max_epochs=2, patience=5, steps_per_epoch=STEPS)
+    vectorised = train_group(etth1, "tsmixer", hparams, members, options, vectorize=True)
+    sequential = train_group(etth1, "tsmixer", hparams, members, options, vectorize=False)
+    assert all(math.isfinite(v) for outcome in vectorised for v in outcome.val_curve)
+    _assert_same(vectorised, sequential)
