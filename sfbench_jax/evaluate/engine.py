@@ -33,6 +33,7 @@ RNG_MODES = ("jax", "reference")
 MAX_WINDOWS = 1_000_000  # per-window losses are kept on the host: (1 + 2P) x K numbers
 DEFAULT_FIRST_CHUNK = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 4 * 2**20  # window data per inner block on CPU (fits the cache)
+MIN_BYTES_PER_EXTRA_DEVICE = 512 * 2**20  # window data that makes one more device worth its overhead
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ class EvalOptions:
             chunk size and device count at a given block size.
         fixed_fraction: fixed channel fraction q (sensitivity variant), or None for the severity rule.
         memory_budget_mb: temporary-memory budget per chunk used when `chunk_size` is None.
-        num_devices: devices in the mesh (None: all local devices).
+        num_devices: devices in the mesh (None: all local devices when the evaluation moves enough window
+            data to pay for the per-device overhead, `MIN_BYTES_PER_EXTRA_DEVICE` per extra device,
+            else fewer). Never changes a result.
         progress: print one line per chunk group with throughput and ETA to stderr.
     """
 
@@ -135,6 +138,15 @@ def window_shape(data: PreparedData) -> WindowShape:
     return WindowShape(spec.input_len, spec.horizon, spec.target_indices)
 
 
+def automatic_device_count(data: PreparedData, num_windows: int) -> int:
+    """All local devices for heavy evaluations (Traffic), fewer for light ones (ETTh1), where the fixed
+    cost of another device outweighs its share of the work."""
+    spec = data.spec
+    window_bytes = (spec.input_len + spec.horizon) * spec.num_channels * 4
+    worth = 1 + num_windows * window_bytes // MIN_BYTES_PER_EXTRA_DEVICE
+    return max(1, min(len(jax.local_devices()), worth))
+
+
 def make_mesh(num_devices: int | None = None) -> jax.sharding.Mesh:
     """A one-axis ("data") mesh over the first `num_devices` local devices."""
     devices = jax.local_devices()
@@ -212,7 +224,7 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
     starts = (data.test_starts(options.eval_data_seed, options.num_windows) if test_starts is None
               else np.asarray(test_starts, np.int32))
     num_windows = len(starts)
-    mesh = make_mesh(options.num_devices)
+    mesh = make_mesh(options.num_devices or automatic_device_count(data, num_windows))
     num_devices = mesh.size
     sharded = NamedSharding(mesh, P("data"))
     replicated = NamedSharding(mesh, P())

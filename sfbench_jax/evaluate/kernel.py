@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
 from sfbench_jax.faults.streams import pair_key, stream_words
+from sfbench_jax.models.layers import select_targets
 
 #: `predict(state, x (B, n, m)) -> (B, H, targets)`; `state` is any pytree (e.g. an NNX State).
 PredictFn = Callable[[Any, jax.Array], jax.Array]
@@ -41,7 +42,7 @@ def gather_windows(series: jax.Array, starts: jax.Array, shape: WindowShape) -> 
     """
     span = shape.input_len + shape.horizon
     window = jax.lax.map(lambda start: jax.lax.dynamic_slice_in_dim(series, start, span, axis=0), starts)
-    return window[:, : shape.input_len], window[:, shape.input_len:][:, :, jnp.asarray(shape.target_indices)]
+    return window[:, : shape.input_len], select_targets(window[:, shape.input_len:], shape.target_indices)
 
 
 def window_mse(prediction: jax.Array, target: jax.Array) -> jax.Array:

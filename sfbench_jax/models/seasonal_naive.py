@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from sfbench_jax.models.hparams import require_int
+from sfbench_jax.models.layers import select_targets
 
 SEASON_GRID: tuple[int, ...] = (1, 2, 3, 6, 12, 16, 24, 36, 48, 90)
 
@@ -59,14 +60,20 @@ class SeasonalNaive(nnx.Module):
             raise ValueError(f"season_length must be >= 1, got {season_length}.")
         effective = min(season_length, input_len)
         self.source_steps = tuple(input_len - effective + (h % effective) for h in range(horizon))
+        self.season_steps = effective
+        self.horizon = horizon
         self.target_indices = tuple(int(i) for i in target_indices)
 
     def predict_all_channels(self, x: jax.Array) -> jax.Array:
-        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
-        return x[:, jnp.asarray(self.source_steps)]
+        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`.
+
+        The last season tiled forward: static slices and a concatenation, no gather (gathers fused
+        into the evaluation kernel are slow on CPU).
+        """
+        season = x[:, x.shape[1] - self.season_steps:]
+        repeats = -(-self.horizon // self.season_steps)
+        return jnp.concatenate([season] * repeats, axis=1)[:, : self.horizon]
 
     def __call__(self, x: jax.Array) -> jax.Array:
         """Map `(batch, n, channels)` to `(batch, H, targets)` by copying input values."""
-        steps = jnp.asarray(self.source_steps)
-        targets = jnp.asarray(self.target_indices)
-        return x[:, steps][:, :, targets]
+        return select_targets(self.predict_all_channels(x), self.target_indices)
