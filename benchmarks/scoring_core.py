@@ -25,23 +25,22 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count="
                                f"{len(os.sched_getaffinity(0))}").strip()
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import resource  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+import argparse
+import json
+import resource
+import statistics
+import sys
+import time
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-from sfbench_jax.data import load, prepare  # noqa: E402
-from sfbench_jax.evaluate import EvalOptions, evaluate_predictor, predict_fn, score_windows  # noqa: E402
-from sfbench_jax.evaluate.engine import fault_context  # noqa: E402
-from sfbench_jax.faults import SCENARIOS, perturb  # noqa: E402
-from sfbench_jax.faults.streams import pair_key  # noqa: E402
-from sfbench_jax.models.seasonal_naive import SeasonalNaive  # noqa: E402
+from sfbench_jax.data import load, prepare
+from sfbench_jax.evaluate import EvalOptions, evaluate_predictor, predict_fn, score_windows
+from sfbench_jax.evaluate.engine import fault_context
+from sfbench_jax.faults import SCENARIOS, perturb
+from sfbench_jax.faults.streams import pair_key
+from sfbench_jax.models.seasonal_naive import SeasonalNaive
 
 # Reference (PyTorch, per-window Python loop) fault-pass seconds for 10,000 windows x 8 scenarios on the
 # 2-core CPU machine class (issue: ~9.5 s ETTh1, ~175 s Traffic-shaped).

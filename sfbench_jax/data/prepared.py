@@ -8,8 +8,15 @@ import numpy as np
 
 from sfbench_jax.data.loaders import Series
 from sfbench_jax.data.registry import DatasetSpec
-from sfbench_jax.data.splits import (NUM_TRAIN_WINDOWS, NUM_VAL_WINDOWS, SplitBounds, sample_starts,
-                                     split_bounds, standardisation_stats, standardise)
+from sfbench_jax.data.splits import (
+    NUM_TRAIN_WINDOWS,
+    NUM_VAL_WINDOWS,
+    SplitBounds,
+    sample_starts,
+    split_bounds,
+    standardisation_stats,
+    standardise,
+)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,12 @@ MSE_w, mean-case), bootstrap intervals and validation passes. No training."""
 from sfbench_jax.evaluate.engine import EngineStats, EvalOptions, WindowLosses, score_windows
 from sfbench_jax.evaluate.evaluation import Evaluation, evaluate_predictor
 from sfbench_jax.evaluate.predict import predict_fn
-from sfbench_jax.evaluate.scores import (BootstrapIntervals, RobustnessScores, bootstrap_intervals,
-                                         robustness_scores)
+from sfbench_jax.evaluate.scores import (
+                                         BootstrapIntervals,
+                                         RobustnessScores,
+                                         bootstrap_intervals,
+                                         robustness_scores,
+)
 from sfbench_jax.evaluate.validation import validation_mse
 
 __all__ = [

@@ -23,11 +23,17 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.evaluate.kernel import (
+    PredictFn,
+    WindowShape,
+    draw_block,
+    map_blocks,
+    prepare_block,
+    score_block,
+)
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
 from sfbench_jax.faults.registry import SCENARIOS, Fault
-from sfbench_jax.evaluate.kernel import (PredictFn, WindowShape, draw_block, map_blocks, prepare_block,
-                                        score_block)
 
 RNG_MODES = ("jax", "reference")
 MAX_WINDOWS = 1_000_000  # per-window losses are kept on the host: (1 + 2P) x K numbers

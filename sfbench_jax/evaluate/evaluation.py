@@ -9,8 +9,12 @@ from typing import Any
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluate.engine import EngineStats, EvalOptions, WindowLosses, score_windows
 from sfbench_jax.evaluate.kernel import PredictFn
-from sfbench_jax.evaluate.scores import (BootstrapIntervals, RobustnessScores, bootstrap_intervals,
-                                         robustness_scores)
+from sfbench_jax.evaluate.scores import (
+    BootstrapIntervals,
+    RobustnessScores,
+    bootstrap_intervals,
+    robustness_scores,
+)
 
 
 @dataclass(frozen=True)

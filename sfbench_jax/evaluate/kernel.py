@@ -104,20 +104,6 @@ def score_block(predict: PredictFn, state: Any, series: jax.Array, starts: jax.A
     return clean, jnp.stack(faulted, axis=1), jnp.stack(units, axis=1)
 
 
-def faulted_windows_checksum(series: jax.Array, base_key: jax.Array, starts: jax.Array,
-                             window_ids: jax.Array, *, scenarios: Sequence[Fault], ctx: FaultContext,
-                             shape: WindowShape) -> jax.Array:
-    """The fault pass alone in one stage: draw, prepare and apply every scenario, reduce each faulted
-    window to its sum of squares `(c, P)` (forces every element to be computed)."""
-    x, _ = gather_windows(series, starts, shape)
-    sums = []
-    for fault, prepared in zip(scenarios, draw_block(base_key, window_ids, scenarios=scenarios, ctx=ctx),
-                               strict=True):
-        faulted = apply_scenario(fault, x, prepared, ctx)
-        sums.append(jnp.sum(faulted * faulted, axis=(1, 2)))
-    return jnp.stack(sums, axis=1)
-
-
 def map_blocks(block_fn: Callable[..., Any], batched: Sequence[jax.Array], block_size: int) -> Any:
     """Run `block_fn` over consecutive blocks of `block_size` windows with `lax.map` (inside XLA).
 

@@ -17,11 +17,24 @@ import jax.numpy as jnp
 
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.selection import distinct_keys, pool_to_channels, smallest_k_mask
-from sfbench_jax.faults.severity import (SEVERITY_BITS, SEVERITY_ONE, ceil_duration, channel_count,
-                                         scaled_units, units_to_severity)
-from sfbench_jax.faults.streams import (CHANNEL_KEY_OFFSET, NOISE_OFFSET, POSITION_OFFSET,
-                                        SEVERITY_OFFSET, START_OFFSET, bits_to_int, bits_to_normal,
-                                        stream_bits)
+from sfbench_jax.faults.severity import (
+    SEVERITY_BITS,
+    SEVERITY_ONE,
+    ceil_duration,
+    channel_count,
+    scaled_units,
+    units_to_severity,
+)
+from sfbench_jax.faults.streams import (
+    CHANNEL_KEY_OFFSET,
+    NOISE_OFFSET,
+    POSITION_OFFSET,
+    SEVERITY_OFFSET,
+    START_OFFSET,
+    bits_to_int,
+    bits_to_normal,
+    stream_bits,
+)
 
 DRIFT_MAX = 0.75
 ATTENUATION_MIN = 0.25

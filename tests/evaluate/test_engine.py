@@ -31,7 +31,7 @@ def etth1():
 
 def _run(etth1, **options):
     data, predict, state = etth1
-    settings = dict(eval_data_seed=7, num_windows=K, progress=False, block_size=16) | options
+    settings = {"eval_data_seed": 7, "num_windows": K, "progress": False, "block_size": 16} | options
     return score_windows(predict, state, data, EvalOptions(**settings))
 
 

@@ -10,7 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sfbench_jax.faults import SCENARIOS, TRANSFER_FAMILIES, FaultContext, channel_count, get_fault, perturb
+from sfbench_jax.faults import (
+    SCENARIOS,
+    TRANSFER_FAMILIES,
+    FaultContext,
+    channel_count,
+    get_fault,
+    perturb,
+)
 from sfbench_jax.faults.selection import distinct_keys, smallest_k_mask
 from sfbench_jax.faults.streams import pair_key, stream_words
 

@@ -9,8 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sfbench_jax.faults import FaultContext
-from sfbench_jax.faults import scored
+from sfbench_jax.faults import FaultContext, scored
 from sfbench_jax.faults.severity import SEVERITY_ONE
 
 from . import numpy_faults as ref
@@ -40,7 +39,7 @@ def _apply(fn, x, params):
     return np.asarray(jax.jit(lambda x, p: fn(x, p, CTX))(jnp.asarray(x), params), np.float64)
 
 
-VALUE_TOLERANCE = dict(rtol=0, atol=1e-6)
+VALUE_TOLERANCE = {"rtol": 0, "atol": 1e-6}
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -82,7 +81,7 @@ def test_time_warps(seed: int, kind: str) -> None:
     rate = 1.0 + 4.0 * s if kind == "time_stretch" else 1.0 + s * (0.1 - 1.0)
     params = scored.TimeWarpFault(jnp.int32(units), jnp.asarray(_mask(channels)), jnp.int32(start))
     plan = scored.plan_time_stretch if kind == "time_stretch" else scored.plan_time_compress
-    fn = lambda x, p, ctx: scored.apply_time_warp(x, plan(p, ctx), ctx)  # noqa: E731
+    fn = lambda x, p, ctx: scored.apply_time_warp(x, plan(p, ctx), ctx)
     np.testing.assert_allclose(_apply(fn, x, params), ref.time_warp(x, rate, start, channels), rtol=0,
                                atol=2e-6)
 

@@ -7,8 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sfbench_jax.faults import FaultContext, get_fault
-from sfbench_jax.faults import transfer
+from sfbench_jax.faults import FaultContext, get_fault, transfer
 from sfbench_jax.faults.scored import ChannelFault
 from sfbench_jax.faults.severity import SEVERITY_ONE
 
