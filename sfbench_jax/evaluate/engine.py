@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -26,7 +27,9 @@ from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluate.kernel import (
     PredictFn,
     WindowShape,
+    apply_scenario,
     draw_block,
+    gather_windows,
     map_blocks,
     prepare_block,
     score_block,
@@ -38,7 +41,7 @@ from sfbench_jax.faults.registry import SCENARIOS, Fault
 RNG_MODES = ("jax", "reference")
 MAX_WINDOWS = 1_000_000  # per-window losses are kept on the host: (1 + 2P) x K numbers
 DEFAULT_FIRST_CHUNK = 1024  # windows per device per compiled call
-CPU_BLOCK_BYTES = 4 * 2**20  # window data per inner block on CPU (fits the cache)
+CPU_BLOCK_BYTES = 3 * 2**20  # window data per inner block on CPU (stays in cache; tuned on Traffic)
 MIN_BYTES_PER_EXTRA_DEVICE = 512 * 2**20  # window data that makes one more device worth its overhead
 
 
@@ -197,7 +200,7 @@ class _Progress:
 
 
 def default_block_size(data: PreparedData, platform: str, memory_budget_mb: int) -> int:
-    """Windows per inner block before the memory check: on CPU about 4 MiB of window data (it stays in
+    """Windows per inner block before the memory check: on CPU about 3 MiB of window data (it stays in
     cache), elsewhere a power of two sized from the memory budget (at most 4096)."""
     spec = data.spec
     window_bytes = (spec.input_len + spec.horizon) * spec.num_channels * 4
@@ -207,26 +210,22 @@ def default_block_size(data: PreparedData, platform: str, memory_budget_mb: int)
     return min(4096, 1 << (fitting.bit_length() - 1))
 
 
-def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: EvalOptions, *,
-                  scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
-                  test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
-    """Score K test windows clean and under every scenario with the fused kernel.
+StageTwo = Callable[[Any, jax.Array, jax.Array, tuple], tuple]
 
-    Args:
-        predict: `predict(state, x) -> y_hat` (pure; the model in eval mode).
-        state: the model state pytree (replicated on every device).
-        data: the prepared dataset.
-        options: evaluation options (seed, RNG mode, K, chunking, devices).
-        scenarios: scenarios to score (default: the eight, in canonical order).
-        label: progress label.
-        test_starts: absolute window starts to score instead of the seeded test draw (e.g. validation
-            windows); sample ids are their positions.
+
+def _run_window_program(block_program: Callable[[int], StageTwo], state: Any, data: PreparedData,
+                        options: EvalOptions, *, scenarios: tuple[Fault, ...], label: str,
+                        test_starts: np.ndarray | None) -> tuple[list, np.ndarray, EngineStats]:
+    """Run stage 1 (draw/prepare the scenario parameters) and a stage-2 block program over all windows.
+
+    `block_program(block)` returns `stage_two(state, series, starts, prepared)` mapping one device's
+    chunk to per-window outputs (leading window axis). Handles the seeded test draw, padding, the mesh,
+    the block size (with the memory check), chunked dispatch and progress.
 
     Returns:
-        Per-window losses and engine statistics.
+        `(host outputs per chunk, with their valid window counts), the window starts, statistics)`.
     """
     ctx = fault_context(data, options.fixed_fraction)
-    shape = window_shape(data)
     starts = (data.test_starts(options.eval_data_seed, options.num_windows) if test_starts is None
               else np.asarray(test_starts, np.int32))
     num_windows = len(starts)
@@ -238,29 +237,22 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
     state = jax.device_put(state, replicated)
     # the key is built on the device from an explicitly transferred seed (no implicit transfer)
     base_key = jax.random.key(jax.device_put(np.asarray(options.eval_data_seed, np.uint32), replicated))
-    scenarios = tuple(scenarios)
     platform = mesh.devices.flat[0].platform
 
     def build_kernel(block: int) -> Any:
-        def score(state: Any, series: jax.Array, starts: jax.Array, prepared: tuple) -> tuple:
-            return map_blocks(partial(score_block, predict, state, series, scenarios=scenarios, ctx=ctx,
-                                      shape=shape), (starts, prepared), block)
-
+        stage_two = block_program(block)
         if options.rng == "jax":
             def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array,
-                      ids: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+                      ids: jax.Array) -> tuple:
                 prepared = map_blocks(partial(draw_block, base_key, scenarios=scenarios, ctx=ctx), (ids,), block)
-                return score(state, series, starts, prepared)
+                return stage_two(state, series, starts, prepared)
             specs = (P(), P(), P(), P("data"), P("data"))
         else:
-            def local(state: Any, series: jax.Array, starts: jax.Array,
-                      params: tuple) -> tuple[jax.Array, jax.Array, jax.Array]:
+            def local(state: Any, series: jax.Array, starts: jax.Array, params: tuple) -> tuple:
                 prepared = map_blocks(lambda p: prepare_block(p, scenarios=scenarios, ctx=ctx), (params,), block)
-                return score(state, series, starts, prepared)
+                return stage_two(state, series, starts, prepared)
             specs = (P(), P(), P("data"), P("data"))
-        mapped = jax.shard_map(local, mesh=mesh, in_specs=specs,
-                               out_specs=(P("data"), P("data"), P("data")))
-        return jax.jit(mapped)
+        return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P("data")))
 
     def chunk_arguments(ids: np.ndarray, size: int) -> tuple:
         ids = _padded(ids, size)
@@ -314,14 +306,79 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
     host = jax.device_get([out for _, out in outputs])
     run_seconds = time.perf_counter() - run_started
     progress.update(num_windows, num_chunks, num_chunks)
-
-    clean = np.concatenate([c[:n] for (n, _), (c, _, _) in zip(outputs, host, strict=True)])
-    faulted = np.concatenate([f[:n] for (n, _), (_, f, _) in zip(outputs, host, strict=True)]).T
-    units = np.concatenate([u[:n] for (n, _), (_, _, u) in zip(outputs, host, strict=True)]).T
-    losses = WindowLosses(sample_starts=starts, clean=clean, faulted=np.ascontiguousarray(faulted),
-                          severity_units=np.ascontiguousarray(units, dtype=np.int32),
-                          scenario_keys=tuple(fault.key for fault in scenarios))
     stats = EngineStats(compile_seconds=compile_seconds, run_seconds=run_seconds, chunk_size=chunk_size,
                         num_chunks=num_chunks, num_devices=num_devices, block_size=block,
                         temp_bytes_per_chunk=temp, compiles=compiles, notes=tuple(notes))
+    trimmed = [jax.tree.map(lambda a, count=count: a[:count], out)
+               for (count, _), out in zip(outputs, host, strict=True)]
+    return trimmed, starts, stats
+
+
+def _concatenate(outputs: list, index: int) -> np.ndarray:
+    return np.concatenate([out[index] for out in outputs])
+
+
+def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: EvalOptions, *,
+                  scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
+                  test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
+    """Score K test windows clean and under every scenario with the fused kernel.
+
+    Args:
+        predict: `predict(state, x) -> y_hat` (pure; the model in eval mode).
+        state: the model state pytree (replicated on every device).
+        data: the prepared dataset.
+        options: evaluation options (seed, RNG mode, K, chunking, devices).
+        scenarios: scenarios to score (default: the eight, in canonical order).
+        label: progress label.
+        test_starts: absolute window starts to score instead of the seeded test draw (e.g. validation
+            windows); sample ids are their positions.
+
+    Returns:
+        Per-window losses and engine statistics.
+    """
+    scenarios = tuple(scenarios)
+    ctx, shape = fault_context(data, options.fixed_fraction), window_shape(data)
+
+    def block_program(block: int) -> StageTwo:
+        def stage_two(state: Any, series: jax.Array, starts: jax.Array, prepared: tuple) -> tuple:
+            return map_blocks(partial(score_block, predict, state, series, scenarios=scenarios, ctx=ctx,
+                                      shape=shape), (starts, prepared), block)
+        return stage_two
+
+    outputs, starts, stats = _run_window_program(block_program, state, data, options, scenarios=scenarios,
+                                                 label=label, test_starts=test_starts)
+    losses = WindowLosses(sample_starts=starts, clean=_concatenate(outputs, 0),
+                          faulted=np.ascontiguousarray(_concatenate(outputs, 1).T),
+                          severity_units=np.ascontiguousarray(_concatenate(outputs, 2).T, dtype=np.int32),
+                          scenario_keys=tuple(fault.key for fault in scenarios))
     return losses, stats
+
+
+def faulted_window_checksums(data: PreparedData, options: EvalOptions, *,
+                             scenarios: Sequence[Fault] = SCENARIOS) -> tuple[np.ndarray, EngineStats]:
+    """The fault pass alone: draw and apply every scenario to every test window, no model.
+
+    Each faulted window is reduced to its sum of squares (so every element is computed), through the
+    same stages, blocks, chunks and devices as `score_windows`. Used by the throughput benchmark.
+
+    Returns:
+        float32 `(P, K)` sums of squares and engine statistics.
+    """
+    scenarios = tuple(scenarios)
+    ctx, shape = fault_context(data, options.fixed_fraction), window_shape(data)
+
+    def checksums(series: jax.Array, starts: jax.Array, prepared: tuple) -> jax.Array:
+        x, _ = gather_windows(series, starts, shape)
+        sums = [jnp.sum(jnp.square(apply_scenario(fault, x, p, ctx)), axis=(1, 2))
+                for fault, p in zip(scenarios, prepared, strict=True)]
+        return jnp.stack(sums, axis=1)
+
+    def block_program(block: int) -> StageTwo:
+        def stage_two(state: Any, series: jax.Array, starts: jax.Array, prepared: tuple) -> tuple:
+            del state
+            return (map_blocks(partial(checksums, series), (starts, prepared), block),)
+        return stage_two
+
+    outputs, _, stats = _run_window_program(block_program, {}, data, options, scenarios=scenarios,
+                                            label="fault pass", test_starts=None)
+    return np.ascontiguousarray(_concatenate(outputs, 0).T), stats
