@@ -69,15 +69,15 @@ class ModelConfig:
         name: architecture registry key (seasonal_naive, dlinear, gru, moderntcn, patchtst, tsmixer).
         season_grid: SeasonalNaive season lengths searched on clean validation.
         grid: search space of a trainable architecture, `{hyperparameter: [values]}` in the spec's key
-            order (first key slowest), `lr` included; None uses the registry's spec grid.
+            order (first key slowest), `lr` included; empty uses the registry's spec grid.
         hparams: hyperparameters pinned to one value each (the rest of the grid is still searched); a
-            fully pinned combination trains exactly that candidate.
+            fully pinned combination trains exactly that candidate. Empty pins nothing.
     """
 
     name: str = "seasonal_naive"
     season_grid: tuple[int, ...] = SEASON_GRID
-    grid: dict[str, Any] | None = None
-    hparams: dict[str, Any] | None = None
+    grid: dict[str, Any] = field(default_factory=dict)
+    hparams: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.name not in MODELS:
@@ -85,7 +85,7 @@ class ModelConfig:
         if not self.season_grid or any(int(s) < 1 for s in self.season_grid):
             raise ValueError(f"season_grid must be a non-empty list of lengths >= 1, got {self.season_grid}.")
         if not MODELS[self.name].is_trainable:
-            if self.grid is not None or self.hparams is not None:
+            if self.grid or self.hparams:
                 raise ValueError(f"{self.name} searches model.season_grid; model.grid and model.hparams apply to "
                                  "trainable architectures only. Remove them.")
             return
@@ -118,8 +118,8 @@ class ModelConfig:
         return (dict(zip(keys, values)) for values in itertools.product(*space.values()))
 
     def search_space(self) -> dict[str, tuple[Any, ...]]:
-        """The grid to search, with the pinned hyperparameters applied."""
-        return search_space(self.name, self.grid, self.hparams)
+        """The grid to search (empty grid: the registry's), with the pinned hyperparameters applied."""
+        return search_space(self.name, self.grid or None, self.hparams)
 
     @property
     def is_trainable(self) -> bool:

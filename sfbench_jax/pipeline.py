@@ -123,7 +123,7 @@ def evaluate_trained(data: PreparedData, cfg: RunConfig, store: CandidateStore) 
     """Sweep the random subgrid (resuming from the store), select on clean validation, evaluate."""
     name = cfg.model.name
     options = train_options(cfg)
-    plan = plan_search(data, name, options=options, budget=cfg.train.candidate_budget, grid=cfg.model.grid,
+    plan = plan_search(data, name, options=options, budget=cfg.train.candidate_budget, grid=cfg.model.grid or None,
                        fixed=cfg.model.hparams, method=cfg.method.name, master_seed=cfg.train.master_seed)
     candidates = run_search(data, plan, store=store, options=options,
                             log=lambda message: _log(message, cfg.eval.progress))

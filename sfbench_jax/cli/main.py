@@ -37,6 +37,8 @@ def _make_writable(node: DictConfig) -> None:
         child = node._get_node(key)
         if isinstance(child, DictConfig):
             _make_writable(child)
+            if OmegaConf.get_type(child) is dict:  # free-form mappings (model.grid, model.hparams) take new keys
+                OmegaConf.set_struct(child, False)
 
 
 _store = ConfigStore.instance()

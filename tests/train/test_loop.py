@@ -34,7 +34,8 @@ def _windows(data, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _reference_epoch(data, architecture: str, hparams: dict, *, seed: int, lr: float, epoch: int = 0):
-    """One epoch written out step by step: NNX graph mode, optax.adam, a Python loop over batches."""
+    """One epoch written out step by step: NNX graph mode (nnx.jit per step), optax.adam, a Python loop
+    over host-gathered batches, and a per-batch validation loop."""
     spec = data.spec
     model = build_model(architecture, hparams, input_len=spec.input_len, horizon=spec.horizon,
                         num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed)
@@ -44,21 +45,26 @@ def _reference_epoch(data, architecture: str, hparams: dict, *, seed: int, lr: f
         jax.random.fold_in(jax.random.key(spec.seeds.data_seed), epoch), len(data.train_starts)))
     dropout_base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), 1), epoch)
     batch = spec.batch_size
+
+    @nnx.jit
+    def train_step(model, optimizer, x, y, key):
+        nnx.reseed(model, dropout=key)
+        grads = nnx.grad(lambda module: jnp.mean((module(x) - y) ** 2))(model)
+        optimizer.update(model, grads)
+
+    @nnx.jit
+    def batch_loss(model, x, y):
+        return jnp.mean((model(x) - y) ** 2)
+
     for step in range(STEPS):
         x, y = _windows(data, data.train_starts[order[step * batch:(step + 1) * batch]])
-        nnx.reseed(model, dropout=jax.random.fold_in(dropout_base, step))
-
-        def loss_fn(module):
-            return jnp.mean((module(jnp.asarray(x)) - jnp.asarray(y)) ** 2)
-
-        grads = nnx.grad(loss_fn)(model)
-        optimizer.update(model, grads)
+        train_step(model, optimizer, jnp.asarray(x), jnp.asarray(y), jax.random.fold_in(dropout_base, step))
     model.eval()
     val_starts = data.val_starts_drop_last(batch)
     batch_means = []
     for i in range(0, len(val_starts), batch):
         x, y = _windows(data, val_starts[i:i + batch])
-        batch_means.append(float(jnp.mean((model(jnp.asarray(x)) - jnp.asarray(y)) ** 2)))
+        batch_means.append(float(batch_loss(model, jnp.asarray(x), jnp.asarray(y))))
     return nnx.state(model, nnx.Param), float(np.mean(batch_means))
 
 

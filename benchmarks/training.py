@@ -1,0 +1,124 @@
+"""Training throughput: optimiser steps per second and seconds per epoch for each architecture, and the
+candidate-parallel speed-up (G candidates vectorised with vmap vs the same candidates one after another).
+
+Prints a table; `--json` prints one JSON object. Every number comes from the engine's own compiled epoch
+program (`sfbench_jax.train.loop`): an epoch of S steps plus the clean validation pass. Steps per second
+come from the difference between a 2S-step and an S-step epoch (so the validation pass cancels); the
+validation seconds are what remains; seconds per full epoch = full steps / steps per second + validation.
+Compile time is measured separately; timings are medians of `--repeats` runs after a warm-up, with
+`block_until_ready` semantics (the host reads the epoch's losses).
+
+The speed-up compares one epoch (S steps + validation) of G candidates with the architecture's default
+hyperparameters (learning rates 1e-3 / 5e-4 / 1e-4 and two seeds) in one vmapped program against the
+single-candidate program run G times. Example:
+
+    python benchmarks/training.py                                  # ETTh1 + traffic_synthetic, all five
+    python benchmarks/training.py --datasets etth1 --architectures dlinear gru --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import jax
+
+from sfbench_jax.data import load, prepare
+from sfbench_jax.train.fit import GroupMember, TrainOptions, _Program
+
+ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")
+DEFAULT_STEPS = {"etth1": 50, "traffic_synthetic": 4}
+LEARNING_RATES = (1e-3, 5e-4, 1e-4)
+
+
+def _members(count: int) -> list[GroupMember]:
+    return [GroupMember(LEARNING_RATES[i % 3], 1000 + i // 3) for i in range(count)]
+
+
+def _epoch_seconds(program: _Program, repeats: int) -> float:
+    active = [True] * program.size
+    program.run_epoch(0, active)  # warm-up
+    times = []
+    for epoch in range(1, repeats + 1):
+        started = time.perf_counter()
+        program.run_epoch(epoch, active)  # returns host values: the epoch has finished
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def throughput(data, architecture: str, steps: int, repeats: int) -> dict:
+    """Steps/s, validation seconds and seconds per full epoch of one candidate."""
+    full_steps = len(data.train_starts) // data.spec.batch_size
+    short = _Program(data, architecture, {}, _members(1), TrainOptions(steps_per_epoch=steps), vectorize=False)
+    long = _Program(data, architecture, {}, _members(1), TrainOptions(steps_per_epoch=2 * steps), vectorize=False)
+    t_short, t_long = _epoch_seconds(short, repeats), _epoch_seconds(long, repeats)
+    step_seconds = max(t_long - t_short, 1e-9) / steps
+    validation = max(t_short - steps * step_seconds, 0.0)
+    return {"steps_timed": steps, "compile_seconds": short.compile_seconds, "steps_per_second": 1.0 / step_seconds,
+            "validation_seconds": validation, "epoch_seconds": full_steps * step_seconds + validation,
+            "steps_per_epoch": full_steps}
+
+
+def speedup(data, architecture: str, steps: int, repeats: int, candidates: int) -> dict:
+    """One epoch of `candidates` candidates: vectorised vs one after another."""
+    options = TrainOptions(steps_per_epoch=steps)
+    vectorised = _Program(data, architecture, {}, _members(candidates), options, vectorize=True)
+    sequential = _Program(data, architecture, {}, _members(candidates), options, vectorize=False)
+    t_vec, t_seq = _epoch_seconds(vectorised, repeats), _epoch_seconds(sequential, repeats)
+    return {"candidates": candidates, "steps_timed": steps, "vectorised_seconds": t_vec,
+            "sequential_seconds": t_seq, "speedup": t_seq / t_vec,
+            "vectorised_compile_seconds": vectorised.compile_seconds}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["etth1", "traffic_synthetic"])
+    parser.add_argument("--architectures", nargs="+", default=list(ARCHITECTURES), choices=ARCHITECTURES)
+    parser.add_argument("--steps", type=int, default=None,
+                        help="steps per timed epoch (default: 50 on etth1, 4 on traffic_synthetic)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats after a warm-up (default 3)")
+    parser.add_argument("--candidates", type=int, default=8, help="candidates in the speed-up test (default 8)")
+    parser.add_argument("--speedup-datasets", nargs="+", default=["etth1"],
+                        help="datasets on which the speed-up is measured (default: etth1)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = parser.parse_args(argv)
+    device = jax.devices()[0]
+    result: dict = {"device": f"{device.platform}:{device.device_kind}", "jax": jax.__version__, "rows": []}
+    for dataset in args.datasets:
+        data = prepare(load(dataset))
+        steps = args.steps or DEFAULT_STEPS.get(dataset, 20)
+        for architecture in args.architectures:
+            row = {"dataset": dataset, "architecture": architecture, "batch_size": data.spec.batch_size,
+                   "channels": data.spec.num_channels, **throughput(data, architecture, steps, args.repeats)}
+            if dataset in args.speedup_datasets:
+                row["parallel"] = speedup(data, architecture, steps, args.repeats, args.candidates)
+            result["rows"].append(row)
+            if not args.json:
+                print(f"... {dataset} {architecture} done", file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps(result))
+        return result
+    print(f"device: {result['device']} (jax {result['jax']}); default hyperparameters of each architecture")
+    header = (f"{'dataset':<18} {'arch':<10} {'B':>3} {'m':>4} {'compile s':>9} {'steps/s':>9} {'val s':>7} "
+              f"{'s/epoch':>9} {'G':>3} {'vmap s':>8} {'seq s':>8} {'speed-up':>8}")
+    print(header)
+    print("-" * len(header))
+    for row in result["rows"]:
+        line = (f"{row['dataset']:<18} {row['architecture']:<10} {row['batch_size']:>3} {row['channels']:>4} "
+                f"{row['compile_seconds']:>9.2f} {row['steps_per_second']:>9.1f} {row['validation_seconds']:>7.2f} "
+                f"{row['epoch_seconds']:>9.1f}")
+        if "parallel" in row:
+            p = row["parallel"]
+            line += (f" {p['candidates']:>3} {p['vectorised_seconds']:>8.2f} {p['sequential_seconds']:>8.2f} "
+                     f"{p['speedup']:>7.2f}x")
+        print(line)
+    print("s/epoch: full epoch (625 or 156 steps) + validation; vmap/seq s: one epoch of the timed steps + "
+          "validation for all G candidates.")
+    return result
+
+
+if __name__ == "__main__":
+    main()
