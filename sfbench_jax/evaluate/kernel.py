@@ -88,19 +88,20 @@ def prepare_block(params: Sequence[Any], *, scenarios: Sequence[Fault], ctx: Fau
     return tuple(prepare_scenario_params(fault, p, ctx) for fault, p in zip(scenarios, params, strict=True))
 
 
-def faulted_block(x: jax.Array, prepared: Sequence[Any], *, scenarios: Sequence[Fault],
-                  ctx: FaultContext) -> jax.Array:
-    """Every scenario applied to a block of windows -> `(P, c, n, m)`.
+def model_inputs_block(x: jax.Array, prepared: Sequence[Any], *, scenarios: Sequence[Fault],
+                       ctx: FaultContext) -> jax.Array:
+    """The clean block followed by every scenario applied to it -> `(1 + P, c, n, m)`.
 
-    A loop over scenario ids with a switch inside (one branch runs per iteration; this is not a vmap over
+    A loop over branch ids with a switch inside (one branch runs per iteration; this is not a vmap over
     the switch). The loop output is materialised, so the model reads each faulted element once: fused
     into a model such as SeasonalNaive, which reads an input step several times, XLA would recompute the
     fault (noise included) for every read.
     """
-    branches = [lambda x, prepared, fault=fault, index=index: apply_scenario(fault, x, prepared[index], ctx)
-                for index, fault in enumerate(scenarios)]
-    scenario_ids = jnp.arange(len(scenarios), dtype=jnp.int32)
-    return jax.lax.map(lambda index: jax.lax.switch(index, branches, x, tuple(prepared)), scenario_ids)
+    branches = [lambda x, prepared: x]
+    branches += [lambda x, prepared, fault=fault, index=index: apply_scenario(fault, x, prepared[index], ctx)
+                 for index, fault in enumerate(scenarios)]
+    branch_ids = jnp.arange(len(branches), dtype=jnp.int32)
+    return jax.lax.map(lambda index: jax.lax.switch(index, branches, x, tuple(prepared)), branch_ids)
 
 
 def score_block(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
@@ -109,17 +110,17 @@ def score_block(predict: PredictFn, state: Any, series: jax.Array, starts: jax.A
     """Stage 2: clean MSE `(c,)`, faulted MSE `(c, P)` and severity units `(c, P)` of a block.
 
     The parameters come prepared from stage 1 (a separate loop, so XLA never repeats per-window work
-    inside per-element loops). The faulted windows of all scenarios go through the model as one batch.
+    inside per-element loops). The clean and faulted windows go through the model as one batch, so an
+    unchanged window has bit-for-bit the clean loss.
     """
     x, y = gather_windows(series, starts, shape)
-    clean = window_mse(predict(state, x), y)
-    faulted = faulted_block(x, prepared, scenarios=scenarios, ctx=ctx)
-    num_scenarios, count = faulted.shape[:2]
-    prediction = predict(state, faulted.reshape(num_scenarios * count, *x.shape[1:]))
-    targets = jnp.broadcast_to(y[None], (num_scenarios, *y.shape)).reshape(-1, *y.shape[1:])
-    losses = window_mse(prediction, targets).reshape(num_scenarios, count)
+    inputs = model_inputs_block(x, prepared, scenarios=scenarios, ctx=ctx)
+    branches, count = inputs.shape[:2]
+    prediction = predict(state, inputs.reshape(branches * count, *x.shape[1:]))
+    targets = jnp.broadcast_to(y[None], (branches, *y.shape)).reshape(-1, *y.shape[1:])
+    losses = window_mse(prediction, targets).reshape(branches, count)
     units = jnp.stack([p.severity_units for p in prepared], axis=1)
-    return clean, losses.T, units
+    return losses[0], losses[1:].T, units
 
 
 def map_blocks(block_fn: Callable[..., Any], batched: Sequence[jax.Array], block_size: int) -> Any:
