@@ -88,14 +88,15 @@ class TimeWarpFault(NamedTuple):
 
 
 class TimeWarpPlan(NamedTuple):
-    """A TimeStretch/TimeCompress fault resolved to per-step source positions (see `plan_time_warp`)."""
+    """A TimeStretch/TimeCompress fault resolved to source positions for the `D` replaced steps
+    `a .. a+D-1` (see `plan_time_warp`)."""
 
     severity_units: jax.Array
     selected: jax.Array  # bool (m,)
-    inside: jax.Array  # bool (n,): step is replaced
-    lower: jax.Array  # int32 (n,): source step below tau
-    upper: jax.Array  # int32 (n,): source step above tau
-    fraction: jax.Array  # float32 (n,): tau - lower
+    start: jax.Array  # int32 (): a
+    lower: jax.Array  # int32 (D,): source step below tau_i
+    upper: jax.Array  # int32 (D,): source step above tau_i
+    fraction: jax.Array  # float32 (D,): tau_i - lower
 
 
 class StuckFault(NamedTuple):
@@ -212,38 +213,36 @@ def _floor_divide_product(factor: jax.Array, numerator: int, denominator: jax.Ar
 
 
 def time_warp_positions(units: jax.Array, start: jax.Array, input_len: int, *, stretch: bool
-                        ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Where each step of a TimeStretch/TimeCompress window reads from: `tau_i = (a-1) + (i+1)/rate`.
+                        ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Where the replaced steps `a + i` (i = 0..D-1) read from: `tau_i = (a-1) + (i+1)/rate`.
 
     The rate is the exact rational `1 + 4s = (2**24 + 4j) / 2**24` (stretch) or
     `1 - 0.9s = (5 * 2**25 - 9j) / (5 * 2**25)` (compress), so `tau`'s integer part is exact and its
     fractional part is accurate to float32 rounding, as in the reference's double-precision arithmetic.
 
     Returns:
-        `inside (n,)` (step is in the window), `lower (n,)`, `upper (n,)` source steps and `fraction (n,)`.
+        `lower (D,)` and `upper (D,)` source steps and `fraction (D,)`, with `tau` clipped to `n - 1`.
     """
-    steps = jnp.arange(input_len, dtype=jnp.int32)
-    offset = steps - start  # i = t - a
-    inside = (offset >= 0) & (offset < time_warp_duration(input_len))
+    duration = time_warp_duration(input_len)
     if stretch:
         rate_scale, rate_numerator = 1 << SEVERITY_BITS, (1 << SEVERITY_BITS) + 4 * units
     else:
         rate_scale, rate_numerator = 5 << (SEVERITY_BITS + 1), (5 << (SEVERITY_BITS + 1)) - 9 * units
-    advance = jnp.clip(offset + 1, 1, time_warp_duration(input_len))  # (i+1), clamped outside the window
+    advance = jnp.arange(1, duration + 1, dtype=jnp.int32)  # i + 1
     whole, remainder = _floor_divide_product(advance, rate_scale, rate_numerator)
     fraction = remainder.astype(jnp.float32) / rate_numerator.astype(jnp.float32)
     base = start - 1 + whole  # integer part of tau
     past_end = base >= input_len - 1  # tau clipped to n-1: exactly the last value
     lower = jnp.clip(base, 0, input_len - 1)
     upper = jnp.clip(base + 1, 0, input_len - 1)
-    return inside, lower, upper, jnp.where(past_end, 0.0, fraction)
+    return lower, upper, jnp.where(past_end, 0.0, fraction)
 
 
 def plan_time_warp(params: TimeWarpFault, ctx: FaultContext, *, stretch: bool) -> TimeWarpPlan:
-    """Resolve a time-warp fault to per-step source positions (done once per window, before applying)."""
-    inside, lower, upper, fraction = time_warp_positions(params.severity_units, params.start,
-                                                         ctx.input_len, stretch=stretch)
-    return TimeWarpPlan(params.severity_units, params.selected, inside, lower, upper, fraction)
+    """Resolve a time-warp fault to source positions (done once per window, before applying)."""
+    lower, upper, fraction = time_warp_positions(params.severity_units, params.start, ctx.input_len,
+                                                 stretch=stretch)
+    return TimeWarpPlan(params.severity_units, params.selected, params.start, lower, upper, fraction)
 
 
 def plan_time_stretch(params: TimeWarpFault, ctx: FaultContext) -> TimeWarpPlan:
@@ -257,14 +256,14 @@ def plan_time_compress(params: TimeWarpFault, ctx: FaultContext) -> TimeWarpPlan
 
 
 def apply_time_warp(x: jax.Array, plan: TimeWarpPlan, ctx: FaultContext) -> jax.Array:
-    """Replace the planned steps by the channel linearly interpolated between `lower` and `upper`.
-
-    Works on the (n, m) window: the source rows are row gathers (the same step for every channel).
-    """
-    del ctx
+    """Replace steps `a .. a+D-1` of the selected channels by the channel linearly interpolated between
+    the planned source steps (row gathers: the same source step for every channel)."""
+    duration = time_warp_duration(ctx.input_len)
     x_lower, x_upper = x[plan.lower], x[plan.upper]
     resampled = x_lower + (x_upper - x_lower) * plan.fraction[:, None]
-    return jnp.where(plan.inside[:, None] & plan.selected[None, :], resampled, x)
+    segment = jax.lax.dynamic_slice_in_dim(x, plan.start, duration, axis=0)
+    segment = jnp.where(plan.selected[None, :], resampled, segment)
+    return jax.lax.dynamic_update_slice_in_dim(x, segment, plan.start, axis=0)
 
 
 def apply_stuck_sensor(x: jax.Array, params: StuckFault, ctx: FaultContext) -> jax.Array:
