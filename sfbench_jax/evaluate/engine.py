@@ -2,9 +2,11 @@
 budget, host-side reference draws, progress.
 
 `score_windows` evaluates K test windows clean and under every scored scenario and returns per-window
-losses. Chunks have one fixed size (the last is padded and its padding dropped); windows are sharded
-along a one-axis device mesh ("data"); randomness is keyed by (scenario id, window id), so results do
-not depend on the chunk size or the number of devices.
+losses; `faulted_window_checksums` runs the fault pass alone (for the benchmark). Per device and chunk,
+stage 1 draws and prepares every scenario's parameters block by block and stage 2 applies them and runs
+the model, block by block (`kernel.py`). Chunks have one fixed size (the last is padded and its padding
+dropped); windows are sharded along a one-axis device mesh ("data"); randomness is keyed by (scenario
+id, window id), so results do not depend on the chunk size or the number of devices.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ class EvalOptions:
             until the compiled memory analysis fits `memory_budget_mb`. Results are bit-identical for any
             chunk size and device count at a given block size.
         fixed_fraction: fixed channel fraction q (sensitivity variant), or None for the severity rule.
-        memory_budget_mb: temporary-memory budget per chunk used when `chunk_size` is None.
+        memory_budget_mb: budget for the compiled program's temporaries per device; an automatic block
+            size is halved until they fit.
         num_devices: devices in the mesh (None: all local devices when the evaluation moves enough window
             data to pay for the per-device overhead, `MIN_BYTES_PER_EXTRA_DEVICE` per extra device,
             else fewer). Never changes a result.
