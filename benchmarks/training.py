@@ -8,9 +8,10 @@ validation seconds are what remains; seconds per full epoch = full steps / steps
 Compile time is measured separately; timings are medians of `--repeats` runs after a warm-up, with
 `block_until_ready` semantics (the host reads the epoch's losses).
 
-The speed-up compares one epoch (S steps + validation) of G candidates with the architecture's default
-hyperparameters (learning rates 1e-3 / 5e-4 / 1e-4 and two seeds) in one vmapped program against the
-single-candidate program run G times. Example:
+The speed-up compares G candidates with the architecture's default hyperparameters (learning rates
+1e-3 / 5e-4 / 1e-4, three seeds) in one vmapped program against the single-candidate program run G times,
+per training step, per validation pass and for a full epoch derived from both (S- and 2S-step epochs
+again). Example:
 
     python benchmarks/training.py                                  # ETTh1 + traffic_synthetic, all five
     python benchmarks/training.py --datasets etth1 --architectures dlinear gru --json
@@ -27,7 +28,7 @@ import time
 import jax
 
 from sfbench_jax.data import load, prepare
-from sfbench_jax.train.fit import GroupMember, TrainOptions, _Program
+from sfbench_jax.train.fit import EpochProgram, GroupMember, TrainOptions
 
 ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")
 DEFAULT_STEPS = {"etth1": 50, "traffic_synthetic": 4}
@@ -38,7 +39,7 @@ def _members(count: int) -> list[GroupMember]:
     return [GroupMember(LEARNING_RATES[i % 3], 1000 + i // 3) for i in range(count)]
 
 
-def _epoch_seconds(program: _Program, repeats: int) -> float:
+def _epoch_seconds(program: EpochProgram, repeats: int) -> float:
     active = [True] * program.size
     program.run_epoch(0, active)  # warm-up
     times = []
@@ -52,8 +53,8 @@ def _epoch_seconds(program: _Program, repeats: int) -> float:
 def throughput(data, architecture: str, steps: int, repeats: int) -> dict:
     """Steps/s, validation seconds and seconds per full epoch of one candidate."""
     full_steps = len(data.train_starts) // data.spec.batch_size
-    short = _Program(data, architecture, {}, _members(1), TrainOptions(steps_per_epoch=steps), vectorize=False)
-    long = _Program(data, architecture, {}, _members(1), TrainOptions(steps_per_epoch=2 * steps), vectorize=False)
+    short, long = (EpochProgram(data, architecture, {}, _members(1), TrainOptions(steps_per_epoch=length),
+                                vectorize=False) for length in (steps, 2 * steps))
     t_short, t_long = _epoch_seconds(short, repeats), _epoch_seconds(long, repeats)
     step_seconds = max(t_long - t_short, 1e-9) / steps
     validation = max(t_short - steps * step_seconds, 0.0)
@@ -62,15 +63,28 @@ def throughput(data, architecture: str, steps: int, repeats: int) -> dict:
             "steps_per_epoch": full_steps}
 
 
+def _split(t_short: float, t_long: float, steps: int) -> tuple[float, float]:
+    """(seconds per step, validation seconds) from an S-step and a 2S-step epoch."""
+    step_seconds = max(t_long - t_short, 1e-9) / steps
+    return step_seconds, max(t_short - steps * step_seconds, 0.0)
+
+
 def speedup(data, architecture: str, steps: int, repeats: int, candidates: int) -> dict:
-    """One epoch of `candidates` candidates: vectorised vs one after another."""
-    options = TrainOptions(steps_per_epoch=steps)
-    vectorised = _Program(data, architecture, {}, _members(candidates), options, vectorize=True)
-    sequential = _Program(data, architecture, {}, _members(candidates), options, vectorize=False)
-    t_vec, t_seq = _epoch_seconds(vectorised, repeats), _epoch_seconds(sequential, repeats)
-    return {"candidates": candidates, "steps_timed": steps, "vectorised_seconds": t_vec,
-            "sequential_seconds": t_seq, "speedup": t_seq / t_vec,
-            "vectorised_compile_seconds": vectorised.compile_seconds}
+    """G candidates vectorised vs one after another: per training step, per validation pass, and for a
+    full epoch (full steps x step time + validation) derived from both."""
+    full_steps = len(data.train_starts) // data.spec.batch_size
+    seconds = {}
+    for vectorize in (True, False):
+        for length in (steps, 2 * steps):
+            program = EpochProgram(data, architecture, {}, _members(candidates), TrainOptions(steps_per_epoch=length),
+                               vectorize=vectorize)
+            seconds[vectorize, length] = _epoch_seconds(program, repeats)
+    vec_step, vec_val = _split(seconds[True, steps], seconds[True, 2 * steps], steps)
+    seq_step, seq_val = _split(seconds[False, steps], seconds[False, 2 * steps], steps)
+    vec_epoch, seq_epoch = full_steps * vec_step + vec_val, full_steps * seq_step + seq_val
+    return {"candidates": candidates, "steps_timed": steps, "vectorised_epoch_seconds": vec_epoch,
+            "sequential_epoch_seconds": seq_epoch, "speedup_epoch": seq_epoch / vec_epoch,
+            "speedup_step": seq_step / vec_step, "speedup_validation": seq_val / max(vec_val, 1e-9)}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -103,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
         return result
     print(f"device: {result['device']} (jax {result['jax']}); default hyperparameters of each architecture")
     header = (f"{'dataset':<18} {'arch':<10} {'B':>3} {'m':>4} {'compile s':>9} {'steps/s':>9} {'val s':>7} "
-              f"{'s/epoch':>9} {'G':>3} {'vmap s':>8} {'seq s':>8} {'speed-up':>8}")
+              f"{'s/epoch':>9} {'G':>3} {'vmap s/ep':>9} {'seq s/ep':>9} {'x step':>7} {'x val':>7} {'x epoch':>7}")
     print(header)
     print("-" * len(header))
     for row in result["rows"]:
@@ -112,11 +126,12 @@ def main(argv: list[str] | None = None) -> dict:
                 f"{row['epoch_seconds']:>9.1f}")
         if "parallel" in row:
             p = row["parallel"]
-            line += (f" {p['candidates']:>3} {p['vectorised_seconds']:>8.2f} {p['sequential_seconds']:>8.2f} "
-                     f"{p['speedup']:>7.2f}x")
+            line += (f" {p['candidates']:>3} {p['vectorised_epoch_seconds']:>9.1f} "
+                     f"{p['sequential_epoch_seconds']:>9.1f} {p['speedup_step']:>6.2f}x "
+                     f"{p['speedup_validation']:>6.2f}x {p['speedup_epoch']:>6.2f}x")
         print(line)
-    print("s/epoch: full epoch (625 or 156 steps) + validation; vmap/seq s: one epoch of the timed steps + "
-          "validation for all G candidates.")
+    print("s/epoch: one candidate, full epoch (625 or 156 steps) + validation. vmap/seq s/ep: a full epoch of all "
+          "G candidates, vectorised / one after another; x step, x val, x epoch: sequential / vectorised time.")
     return result
 
 

@@ -23,8 +23,8 @@ from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered, table4_block, table4_markdown
 from sfbench_jax.report.io import write_csv, write_json, write_text
 
-CELL_FILE, FAILED_FILE, SUMMARY_FILE, EXPECTED_FILE = "cell.json", "job_failed.json", "summary.csv", "expected_cells.json"
-REPORT_FILE = "collect_report.json"
+CELL_FILE, FAILED_FILE, SUMMARY_FILE = "cell.json", "job_failed.json", "summary.csv"
+EXPECTED_FILE, REPORT_FILE = "expected_cells.json", "collect_report.json"
 
 
 class Cell(NamedTuple):
