@@ -19,12 +19,9 @@ Steady-state numbers are medians over repeats after the compile. Example:
 
 from __future__ import annotations
 
-import os
+from sfbench_jax.cli.cpu_devices import expose_cpu_cores
 
-# Like the `sfbench` CLI: every CPU core is a JAX device (set before JAX initialises).
-if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count="
-                               f"{len(os.sched_getaffinity(0))}").strip()
+expose_cpu_cores()  # like the `sfbench` CLI, before JAX initialises
 
 import argparse
 import json

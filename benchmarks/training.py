@@ -9,7 +9,9 @@ Compile time is measured separately; timings are medians of `--repeats` runs aft
 `block_until_ready` semantics (the host reads the epoch's losses).
 
 The speed-up compares G candidates with the architecture's default hyperparameters (learning rates
-1e-3 / 5e-4 / 1e-4, three seeds) in one vmapped program against the single-candidate program run G times,
+1e-3 / 5e-4 / 1e-4, three seeds) in one vmapped program, split over every local device (like the
+`sfbench` CLI, every CPU core is a JAX device; `--devices` overrides), against the single-candidate
+program run G times,
 per training step, per validation pass and for a full epoch derived from both (S- and 2S-step epochs
 again). Example:
 
@@ -18,6 +20,10 @@ again). Example:
 """
 
 from __future__ import annotations
+
+from sfbench_jax.cli.cpu_devices import expose_cpu_cores
+
+expose_cpu_cores()  # like the `sfbench` CLI, before JAX initialises
 
 import argparse
 import json
@@ -69,20 +75,22 @@ def _split(t_short: float, t_long: float, steps: int) -> tuple[float, float]:
     return step_seconds, max(t_short - steps * step_seconds, 0.0)
 
 
-def speedup(data, architecture: str, steps: int, repeats: int, candidates: int) -> dict:
+def speedup(data, architecture: str, steps: int, repeats: int, candidates: int, devices: int | None) -> dict:
     """G candidates vectorised vs one after another: per training step, per validation pass, and for a
     full epoch (full steps x step time + validation) derived from both."""
     full_steps = len(data.train_starts) // data.spec.batch_size
     seconds = {}
     for vectorize in (True, False):
         for length in (steps, 2 * steps):
-            program = EpochProgram(data, architecture, {}, _members(candidates), TrainOptions(steps_per_epoch=length),
-                               vectorize=vectorize)
+            options = TrainOptions(steps_per_epoch=length, devices=devices)
+            program = EpochProgram(data, architecture, {}, _members(candidates), options, vectorize=vectorize)
+            if vectorize:
+                used = program.num_devices
             seconds[vectorize, length] = _epoch_seconds(program, repeats)
     vec_step, vec_val = _split(seconds[True, steps], seconds[True, 2 * steps], steps)
     seq_step, seq_val = _split(seconds[False, steps], seconds[False, 2 * steps], steps)
     vec_epoch, seq_epoch = full_steps * vec_step + vec_val, full_steps * seq_step + seq_val
-    return {"candidates": candidates, "steps_timed": steps, "vectorised_epoch_seconds": vec_epoch,
+    return {"candidates": candidates, "devices": used, "steps_timed": steps, "vectorised_epoch_seconds": vec_epoch,
             "sequential_epoch_seconds": seq_epoch, "speedup_epoch": seq_epoch / vec_epoch,
             "speedup_step": seq_step / vec_step, "speedup_validation": seq_val / max(vec_val, 1e-9)}
 
@@ -95,6 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="steps per timed epoch (default: 50 on etth1, 4 on traffic_synthetic)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats after a warm-up (default 3)")
     parser.add_argument("--candidates", type=int, default=8, help="candidates in the speed-up test (default 8)")
+    parser.add_argument("--devices", type=int, default=None,
+                        help="devices the vectorised group is split over (default: all local devices)")
     parser.add_argument("--speedup-datasets", nargs="+", default=["etth1"],
                         help="datasets on which the speed-up is measured (default: etth1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -108,7 +118,8 @@ def main(argv: list[str] | None = None) -> dict:
             row = {"dataset": dataset, "architecture": architecture, "batch_size": data.spec.batch_size,
                    "channels": data.spec.num_channels, **throughput(data, architecture, steps, args.repeats)}
             if dataset in args.speedup_datasets:
-                row["parallel"] = speedup(data, architecture, steps, args.repeats, args.candidates)
+                row["parallel"] = speedup(data, architecture, steps, args.repeats, args.candidates,
+                                          args.devices)
             result["rows"].append(row)
             if not args.json:
                 print(f"... {dataset} {architecture} done", file=sys.stderr, flush=True)
@@ -117,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
         return result
     print(f"device: {result['device']} (jax {result['jax']}); default hyperparameters of each architecture")
     header = (f"{'dataset':<18} {'arch':<10} {'B':>3} {'m':>4} {'compile s':>9} {'steps/s':>9} {'val s':>7} "
-              f"{'s/epoch':>9} {'G':>3} {'vmap s/ep':>9} {'seq s/ep':>9} {'x step':>7} {'x val':>7} {'x epoch':>7}")
+              f"{'s/epoch':>9} {'G':>3} {'D':>2} {'vmap s/ep':>9} {'seq s/ep':>9} {'x step':>7} {'x val':>7} {'x epoch':>7}")
     print(header)
     print("-" * len(header))
     for row in result["rows"]:
@@ -126,12 +137,12 @@ def main(argv: list[str] | None = None) -> dict:
                 f"{row['epoch_seconds']:>9.1f}")
         if "parallel" in row:
             p = row["parallel"]
-            line += (f" {p['candidates']:>3} {p['vectorised_epoch_seconds']:>9.1f} "
+            line += (f" {p['candidates']:>3} {p['devices']:>2} {p['vectorised_epoch_seconds']:>9.1f} "
                      f"{p['sequential_epoch_seconds']:>9.1f} {p['speedup_step']:>6.2f}x "
                      f"{p['speedup_validation']:>6.2f}x {p['speedup_epoch']:>6.2f}x")
         print(line)
     print("s/epoch: one candidate, full epoch (625 or 156 steps) + validation. vmap/seq s/ep: a full epoch of all "
-          "G candidates, vectorised / one after another; x step, x val, x epoch: sequential / vectorised time.")
+          "G candidates, vectorised over D devices / one after another; x step, x val, x epoch: sequential / vectorised time.")
     return result
 
 

@@ -154,7 +154,9 @@ class TrainConfig:
         steps_per_epoch: optimiser steps per epoch; null = every drop-last batch (625 or 156). Smaller
             values are for smoke tests; they change the candidate identity.
         group_size: most candidates (same architecture hyperparameters, different learning rates) trained
-            together under vmap; null = automatic (1 on CPU, where vectorising does not pay, 8 on GPU/TPU).
+            together under vmap; null = automatic (1 on CPU, where vectorising pays little, 8 on GPU/TPU).
+        devices: devices a vectorised group's candidates are split over; null = every local device, at most
+            one per candidate (the `sfbench` CLI exposes every CPU core as a device).
         master_seed: master seed of the model and tuning seeds (spec 1.6: 42); other values train independent
             replicates on the same data windows.
         store_dir: candidate store (finished candidates are never retrained); null = `candidates/` inside the
@@ -168,6 +170,7 @@ class TrainConfig:
     candidate_budget: int = 40
     steps_per_epoch: int | None = None
     group_size: int | None = None
+    devices: int | None = None
     master_seed: int = 42
     store_dir: str | None = None
     progress: bool = True
@@ -186,6 +189,8 @@ class TrainConfig:
                              f"{self.steps_per_epoch}.")
         if self.group_size is not None and self.group_size < 1:
             raise ValueError(f"train.group_size must be >= 1 (or null for automatic), got {self.group_size}.")
+        if self.devices is not None and self.devices < 1:
+            raise ValueError(f"train.devices must be >= 1 (or null for every local device), got {self.devices}.")
         if not 0 <= self.master_seed < 2**31 - 1:
             raise ValueError(f"train.master_seed must be in [0, 2**31 - 1), got {self.master_seed}.")
 

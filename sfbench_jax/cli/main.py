@@ -10,13 +10,24 @@ import sys
 import traceback
 from pathlib import Path
 
-import hydra  # noqa: E402
-from hydra.core.config_store import ConfigStore  # noqa: E402
-from hydra.core.hydra_config import HydraConfig  # noqa: E402
-from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
+from sfbench_jax.cli.cpu_devices import expose_cpu_cores
 
-from sfbench_jax.config import DatasetConfig, EvalConfig, MethodConfig, ModelConfig, RunConfig, TrainConfig
+expose_cpu_cores()  # before JAX initialises (the imports below load it)
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from sfbench_jax.config import (
+    DatasetConfig,
+    EvalConfig,
+    MethodConfig,
+    ModelConfig,
+    RunConfig,
+    TrainConfig,
+)
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
 from sfbench_jax.report.io import write_json
 

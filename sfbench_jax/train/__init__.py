@@ -4,7 +4,13 @@ resumable sweeps (`sweep`) and clean-validation selection (`select`). No evaluat
 """
 
 from sfbench_jax.train.early_stopping import StoppingState, advance
-from sfbench_jax.train.fit import GroupMember, TrainOptions, TrainOutcome, restore_model, train_group
+from sfbench_jax.train.fit import (
+    GroupMember,
+    TrainOptions,
+    TrainOutcome,
+    restore_model,
+    train_group,
+)
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
 from sfbench_jax.train.seeds import model_seed, tuning_seed
 from sfbench_jax.train.select import select_winner, selection_key

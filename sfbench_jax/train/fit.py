@@ -26,8 +26,16 @@ from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluate.kernel import WindowShape
 from sfbench_jax.models.registry import build_model
 from sfbench_jax.train.early_stopping import StoppingState, advance
-from sfbench_jax.train.loop import (EpochGeometry, TrainState, initial_state, make_epoch_fn, split_model,
-                                    stack_candidates)
+from sfbench_jax.train.loop import (
+    EpochGeometry,
+    TrainState,
+    candidate_mesh,
+    candidate_shardings,
+    initial_state,
+    make_epoch_fn,
+    split_model,
+    stack_candidates,
+)
 from sfbench_jax.train.seeds import dropout_key, shuffle_key
 
 #: Elements of validation input (windows x length x channels) evaluated at once (ETTh1: 12 batches of 16
@@ -52,6 +60,8 @@ class TrainOptions:
         steps_per_epoch: optimiser steps per epoch; None = all drop-last batches (625 / 156).
             Smaller values are for smoke tests only.
         group_size: most candidates trained together under vmap (1 = one after another).
+        devices: devices a vectorised group is split over (its candidates padded to a multiple with
+            inactive copies); None = every local device, at most one per candidate.
         progress: print one line per epoch group to stderr.
     """
 
@@ -60,6 +70,7 @@ class TrainOptions:
     min_delta: float = 0.0
     steps_per_epoch: int | None = None
     group_size: int = 1
+    devices: int | None = None
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -74,6 +85,8 @@ class TrainOptions:
                              f"{self.steps_per_epoch}.")
         if self.group_size < 1:
             raise ValueError(f"train.group_size must be >= 1, got {self.group_size}.")
+        if self.devices is not None and self.devices < 1:
+            raise ValueError(f"train.devices must be >= 1 (or null for every local device), got {self.devices}.")
 
     def protocol(self) -> dict[str, Any]:
         """The settings that change a trained candidate (part of its identity)."""
@@ -115,6 +128,18 @@ class TrainOutcome:
     compile_seconds: float
     train_seconds: float
     group_size: int
+
+
+def group_devices(group_size: int, requested: int | None) -> int:
+    """Devices a vectorised group of `group_size` candidates is split over: `requested`, or (None) every
+    local device but at most one per candidate."""
+    available = len(jax.local_devices())
+    if requested is None:
+        return max(1, min(available, group_size))
+    if requested > available:
+        raise ValueError(f"train.devices={requested} but only {available} {jax.default_backend()} device(s) "
+                         f"are available; use train.devices=null to take them all.")
+    return requested
 
 
 def window_shape(data: PreparedData) -> WindowShape:
@@ -198,63 +223,79 @@ class EpochProgram:
     def __init__(self, data: PreparedData, architecture: str, hparams: Mapping[str, Any],
                  members: Sequence[GroupMember], options: TrainOptions, vectorize: bool) -> None:
         geometry = epoch_geometry(data, options)
-        splits = [split_model(build_for(data, architecture, hparams, member.seed)) for member in members]
+        self.vectorize = vectorize
+        self.size = len(members)
+        num_devices = group_devices(self.size, options.devices) if vectorize else 1
+        # A group split over D devices is padded to a multiple of D with inactive copies of its last member.
+        padded = list(members) + [members[-1]] * (-self.size % num_devices) if vectorize else list(members)
+        self.width = len(padded)
+        splits = [split_model(build_for(data, architecture, hparams, member.seed)) for member in padded]
         train_graphdef, eval_graphdef = splits[0][0], splits[0][1]
         states = [initial_state(params, batch_stats) for _, _, params, batch_stats, _ in splits]
         others = [other for *_, other in splits]
-        size = len(members)
-        self.vectorize = vectorize
-        self.size = size
+        mesh = candidate_mesh(num_devices) if num_devices > 1 else None
+        self.num_devices = num_devices
         self.fn = make_epoch_fn(train_graphdef, eval_graphdef, geometry, min_delta=options.min_delta,
-                                num_candidates=size if vectorize else None)
+                                num_candidates=self.width if vectorize else None, mesh=mesh)
+        split, replicated = candidate_shardings(mesh) if mesh is not None else (None, None)
+        self._split = split
         batch = geometry.batch_size
         val_starts = data.val_starts_drop_last(batch).reshape(geometry.val_batches, batch)
-        self.shared = tuple(jax.device_put(a) for a in (
+        self.shared = tuple(jax.device_put(a, replicated) for a in (
             data.standardised, data.train_starts.astype(np.int32), val_starts.astype(np.int32)))
-        self.shuffle = jax.device_put(shuffle_key(data.spec.seeds.data_seed))
-        keys = [dropout_key(member.seed) for member in members]
-        lrs = [np.float32(member.learning_rate) for member in members]
+        self.shuffle = jax.device_put(shuffle_key(data.spec.seeds.data_seed), replicated)
+        keys = [dropout_key(member.seed) for member in padded]
+        lrs = [np.float32(member.learning_rate) for member in padded]
         if vectorize:
-            self.states = [jax.device_put(stack_candidates(states))]
-            self.others = [jax.device_put(stack_candidates(others))]
-            self.keys = [jax.device_put(jnp.stack(keys))]
-            self.lrs = [jax.device_put(np.asarray(lrs, np.float32))]
+            self.states = [jax.device_put(stack_candidates(states), split)]
+            self.others = [jax.device_put(stack_candidates(others), split)]
+            self.keys = [jax.device_put(jnp.stack(keys), split)]
+            self.lrs = [jax.device_put(np.asarray(lrs, np.float32), split)]
         else:
             self.states = [jax.device_put(state) for state in states]
             self.others = [jax.device_put(other) for other in others]
             self.keys = [jax.device_put(key) for key in keys]
             self.lrs = [jax.device_put(lr) for lr in lrs]
+        self._replicated = replicated
         cache_key = (architecture, json.dumps(dict(hparams), sort_keys=True), data.spec.key,
-                     data.standardised.shape, geometry, options.min_delta, size if vectorize else None)
+                     data.standardised.shape, geometry, options.min_delta,
+                     (self.width, num_devices) if vectorize else None)
         started = time.perf_counter()
         if cache_key in _COMPILED:
             _COMPILED.move_to_end(cache_key)
             self.compiled = _COMPILED[cache_key]
         else:
             self.compiled = self.fn.lower(self.states[0], self.others[0], *self.shared, self.shuffle,
-                                          self.keys[0], jax.device_put(np.int32(0)), self.lrs[0],
-                                          self._active([True] * (size if vectorize else 1))).compile()
+                                          self.keys[0], self._epoch(0), self.lrs[0],
+                                          self._active([True] * self.size)).compile()
             _COMPILED[cache_key] = self.compiled
             while len(_COMPILED) > _COMPILED_LIMIT:
                 _COMPILED.popitem(last=False)
         self.compile_seconds = time.perf_counter() - started
 
+    def _epoch(self, epoch: int) -> jax.Array:
+        return jax.device_put(np.int32(epoch), self._replicated)
+
     def _active(self, flags: Sequence[bool]) -> jax.Array:
-        values = np.asarray(flags, bool)
-        return jax.device_put(values if self.vectorize else values[0])
+        """Device flags: per candidate (padding always inactive) when vectorised, a scalar otherwise."""
+        values = np.zeros(self.width, bool)
+        values[: len(flags)] = flags
+        return jax.device_put(values, self._split) if self.vectorize else jax.device_put(values[0])
 
     def run_epoch(self, epoch: int, active: Sequence[bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One epoch for every active candidate; returns train losses, val losses and improved flags
         `(G,)` (NaN / False for candidates that did not run)."""
-        epoch_array = jax.device_put(np.int32(epoch))
         if self.vectorize:
             self.states[0], metrics = self.compiled(self.states[0], self.others[0], *self.shared, self.shuffle,
-                                                    self.keys[0], epoch_array, self.lrs[0], self._active(active))
+                                                    self.keys[0], self._epoch(epoch), self.lrs[0],
+                                                    self._active(active))
             metrics = jax.device_get(metrics)
-            return (np.asarray(metrics.train_loss), np.asarray(metrics.val_loss), np.asarray(metrics.improved))
+            return tuple(np.asarray(values)[: self.size] for values in
+                         (metrics.train_loss, metrics.val_loss, metrics.improved))
         train = np.full(self.size, np.nan, np.float32)
         val = np.full(self.size, np.nan, np.float32)
         improved = np.zeros(self.size, bool)
+        epoch_array = self._epoch(epoch)
         for index, flag in enumerate(active):
             if not flag:  # a stopped candidate is not run at all when sequential
                 continue

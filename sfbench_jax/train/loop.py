@@ -9,8 +9,10 @@ occurrence). The host only reads the validation losses and decides early stoppin
 
 `make_epoch_fn(..., num_candidates=G)` vmaps the same single-candidate epoch over G candidates that
 share the model's static structure (same architecture hyperparameters; learning rates, seeds and
-parameters differ). Per-candidate `active` flags freeze stopped candidates: their parameters,
-optimiser state and best checkpoint do not change. No IO here.
+parameters differ). With a `mesh`, the candidate axis is split over its devices (`shard_map`; each
+device vmaps its G/D candidates, nothing is communicated), so on a CPU every core trains its own
+candidates instead of sharing small kernels. Per-candidate `active` flags freeze stopped candidates:
+their parameters, optimiser state and best checkpoint do not change. No IO here.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
+from jax.sharding import PartitionSpec as P
 
 from sfbench_jax.evaluate.kernel import WindowShape, gather_windows
+
+#: Mesh axis over which a vectorised group's candidates are split.
+CANDIDATE_AXIS = "candidates"
 
 #: Adam of the protocol (spec 5.1): beta (0.9, 0.999), eps 1e-8, no weight decay, no schedule, no
 #: clipping. The learning rate multiplies its direction outside, so it can differ per candidate.
@@ -129,7 +135,8 @@ def squared_error_loss(prediction: jax.Array, target: jax.Array) -> jax.Array:
 
 
 def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, *,
-                  min_delta: float = 0.0, num_candidates: int | None = None) -> Callable[..., Any]:
+                  min_delta: float = 0.0, num_candidates: int | None = None,
+                  mesh: jax.sharding.Mesh | None = None) -> Callable[..., Any]:
     """Build the jitted epoch program.
 
     The returned function is
@@ -137,7 +144,9 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     -> (state, EpochMetrics)` with `series (rows, m)`, `train_starts (N,)`, `val_starts (V, B)`,
     `shuffle_key` (shared), `epoch` an int32 scalar and, per candidate, `state`, `other`,
     `dropout_key`, `lr` (float32) and `active` (bool). With `num_candidates=G` every per-candidate
-    argument carries a leading axis of size G.
+    argument carries a leading axis of size G. `mesh` (one axis, `CANDIDATE_AXIS`, whose size divides G)
+    splits that axis over the mesh's devices; per-candidate arguments are then expected sharded along it
+    and the shared ones replicated (`candidate_shardings`).
     """
     window, batch = geometry.window, geometry.batch_size
     direction = adam_direction()
@@ -199,8 +208,32 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
 
     if num_candidates is None:
         return jax.jit(epoch_fn)
-    vectorised = jax.vmap(epoch_fn, in_axes=(0, 0, None, None, None, None, 0, None, 0, 0))
-    return jax.jit(vectorised)
+    per_candidate = (0, 0, None, None, None, None, 0, None, 0, 0)
+    vectorised = jax.vmap(epoch_fn, in_axes=per_candidate)
+    if mesh is None:
+        return jax.jit(vectorised)
+    if num_candidates % mesh.size:
+        raise ValueError(f"{num_candidates} candidates cannot be split evenly over {mesh.size} devices.")
+    specs = tuple(P() if axis is None else P(CANDIDATE_AXIS) for axis in per_candidate)
+    # check_vma=False: the models build constants (e.g. a recurrent zero state) that are not marked as
+    # varying over the candidate axis; every candidate is independent, so there is nothing to check.
+    return jax.jit(jax.shard_map(vectorised, mesh=mesh, in_specs=specs, out_specs=P(CANDIDATE_AXIS),
+                                 check_vma=False))
+
+
+def candidate_mesh(num_devices: int) -> jax.sharding.Mesh:
+    """A one-axis mesh (`CANDIDATE_AXIS`) over the first `num_devices` local devices."""
+    devices = jax.local_devices()
+    if not 1 <= num_devices <= len(devices):
+        raise ValueError(f"Asked for {num_devices} devices to split candidates over, but "
+                         f"{len(devices)} are available ({devices[0].platform}).")
+    return jax.make_mesh((num_devices,), (CANDIDATE_AXIS,), devices=devices[:num_devices],
+                         axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def candidate_shardings(mesh: jax.sharding.Mesh) -> tuple[jax.sharding.Sharding, jax.sharding.Sharding]:
+    """`(split, replicated)`: where per-candidate and shared arguments of a sharded epoch live."""
+    return (jax.sharding.NamedSharding(mesh, P(CANDIDATE_AXIS)), jax.sharding.NamedSharding(mesh, P()))
 
 
 def stack_candidates(trees: list[Any]) -> Any:

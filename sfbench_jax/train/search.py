@@ -15,7 +15,13 @@ from typing import Any
 
 from flax import nnx
 
-from sfbench_jax.models.registry import MODELS, build_model, get_spec, is_valid_combination, make_config
+from sfbench_jax.models.registry import (
+    MODELS,
+    build_model,
+    get_spec,
+    is_valid_combination,
+    make_config,
+)
 
 #: The protocol's candidate budget per (dataset, architecture, method).
 DEFAULT_BUDGET = 40

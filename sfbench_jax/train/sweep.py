@@ -20,8 +20,16 @@ from sfbench_jax.train.early_stopping import STOP_NON_FINITE
 from sfbench_jax.train.fit import GroupMember, TrainOptions, TrainOutcome, train_group
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
 from sfbench_jax.train.seeds import model_seed, tuning_seed
-from sfbench_jax.train.store import (STATUS_FAILED, STATUS_FINISHED, STORE_FORMAT_VERSION, CandidateResult,
-                                     CandidateStore, candidate_hash, code_version, finite_curve)
+from sfbench_jax.train.store import (
+    STATUS_FAILED,
+    STATUS_FINISHED,
+    STORE_FORMAT_VERSION,
+    CandidateResult,
+    CandidateStore,
+    candidate_hash,
+    code_version,
+    finite_curve,
+)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,11 @@ and vectorised training equal to sequential training."""
 from __future__ import annotations
 
 import math
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -165,3 +170,40 @@ def test_vectorised_equals_sequential_with_dropout_and_batchnorm(etth1) -> None:
     sequential = train_group(etth1, "tsmixer", hparams, members, options, vectorize=False)
     assert all(math.isfinite(v) for outcome in vectorised for v in outcome.val_curve)
     _assert_same(vectorised, sequential)
+
+
+_DEVICE_SCRIPT = """
+import pickle, sys
+from sfbench_jax.data import load, prepare
+from sfbench_jax.train.fit import GroupMember, TrainOptions, train_group
+data = prepare(load("etth1"))
+hparams = {"moving_avg": 21, "individual": False, "init_weights": True}
+members = [GroupMember(1e-3, 5), GroupMember(0.01, 5), GroupMember(1e-4, 9)]
+outcomes = {}
+for devices in (1, 2, 3):  # 3 members on 2 devices: padded with an inactive copy
+    options = TrainOptions(max_epochs=4, patience=1, steps_per_epoch=24, devices=devices)
+    outcomes[devices] = train_group(data, "dlinear", hparams, members, options, vectorize=True)
+outcomes["sequential"] = train_group(data, "dlinear", hparams, members, options, vectorize=False)
+with open(sys.argv[1], "wb") as handle:
+    pickle.dump(outcomes, handle)
+"""
+
+
+def test_group_split_over_devices_equals_sequential(tmp_path: Path) -> None:
+    environment = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    out = tmp_path / "outcomes.pkl"
+    completed = subprocess.run([sys.executable, "-c", _DEVICE_SCRIPT, str(out)], env=environment,
+                               capture_output=True, text=True, timeout=600, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    outcomes = pickle.loads(out.read_bytes())
+    stopped = outcomes[2][1].stopping
+    assert (stopped.epochs_run, stopped.stop_reason) == (2, "patience")
+    for devices in (1, 2, 3):
+        assert len(outcomes[devices]) == 3 and outcomes[devices][0].group_size == 3
+        _assert_same(outcomes[devices], outcomes["sequential"])
+
+
+def test_more_devices_than_available_is_an_error(etth1) -> None:
+    options = TrainOptions(max_epochs=1, steps_per_epoch=2, devices=len(jax.local_devices()) + 1)
+    with pytest.raises(ValueError, match=r"train.devices=\d+ but only \d+ cpu device"):
+        train_group(etth1, "dlinear", {}, [GroupMember(1e-3, 1), GroupMember(1e-4, 1)], options)
