@@ -54,11 +54,11 @@ def _make_writable(node: DictConfig) -> None:
 
 _store = ConfigStore.instance()
 _store.store(name="run_schema", node=_schema(RunConfig))
-_store.store(group="dataset", name="dataset_schema", node=_schema(DatasetConfig))
-_store.store(group="model", name="model_schema", node=_schema(ModelConfig))
-_store.store(group="method", name="method_schema", node=_schema(MethodConfig))
-_store.store(group="train", name="train_schema", node=_schema(TrainConfig))
-_store.store(group="eval", name="eval_schema", node=_schema(EvalConfig))
+_store.store(group="schema", name="dataset", node=_schema(DatasetConfig))
+_store.store(group="schema", name="model", node=_schema(ModelConfig))
+_store.store(group="schema", name="method", node=_schema(MethodConfig))
+_store.store(group="schema", name="train", node=_schema(TrainConfig))
+_store.store(group="schema", name="eval", node=_schema(EvalConfig))
 
 
 def to_run_config(cfg: DictConfig) -> RunConfig:
