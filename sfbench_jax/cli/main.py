@@ -6,6 +6,7 @@ error (`job_failed.json`) instead of stopping the sweep; the collection callback
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -32,6 +33,10 @@ from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
 from sfbench_jax.report.io import write_json
 
 CONFIG_PATH = "pkg://sfbench_jax.conf"
+
+#: Errors that mean bad input (config values, data files, folders): reported as one line, no traceback.
+#: `HYDRA_FULL_ERROR=1` re-raises them with the traceback.
+INPUT_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, PermissionError)
 
 
 def _schema(config_type: type) -> DictConfig:
@@ -99,7 +104,13 @@ def main(cfg: DictConfig) -> None:
         return
     from sfbench_jax.pipeline import run
 
-    run(to_run_config(cfg), output_dir)
+    try:
+        run(to_run_config(cfg), output_dir)
+    except INPUT_ERRORS as error:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"sfbench: error: {error}\n(set HYDRA_FULL_ERROR=1 for the traceback)", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":
