@@ -27,10 +27,22 @@ from sfbench_jax.evaluate import EvalOptions, evaluate_predictor, predict_fn, va
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 from sfbench_jax.report.figures import scenario_heatmap
 from sfbench_jax.report.io import ensure_writable_dir, write_csv, write_json, write_parquet
-from sfbench_jax.report.manifest import code_revision, device_description, package_versions, to_plain
+from sfbench_jax.report.manifest import (
+    code_revision,
+    device_description,
+    package_versions,
+    to_plain,
+)
 from sfbench_jax.report.tables import EvaluatedModel, per_window_table, summary_table
-from sfbench_jax.train import (CandidateResult, CandidateStore, TrainOptions, plan_search, restore_model,
-                               run_search, select_winner)
+from sfbench_jax.train import (
+    CandidateResult,
+    CandidateStore,
+    TrainOptions,
+    plan_search,
+    restore_model,
+    run_search,
+    select_winner,
+)
 from sfbench_jax.train.sweep import SearchPlan
 
 #: Candidates trained together under vmap when `train.group_size` is null, per JAX backend. On CPU the

@@ -30,11 +30,11 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "canonical_json",
-    "round_floats",
     "default_scenario_dir",
     "load_scenario",
     "load_scenarios",
     "resolve_pointer",
+    "round_floats",
 ]
 
 TASK_TYPES = ("rul_prediction", "fault_classification", "health_analysis", "cost_benefit",

@@ -75,7 +75,7 @@ class ValidatorResult:
                 "observed": self.observed, "expected": self.expected, "detail": self.detail}
 
 
-class _Missing(Exception):  # noqa: N818 - a control-flow signal, not an error
+class _Missing(Exception):
     """The answer lacks a value the validator needs (a validation failure, not a crash)."""
 
 

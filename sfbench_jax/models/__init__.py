@@ -6,8 +6,14 @@ each, with its config dataclass and grid), `revin` (the RevIN wrapper), `layers`
 (PyTorch weight import). Training loops live in `sfbench_jax.train`, not here.
 """
 
-from sfbench_jax.models.registry import (MODELS, ModelSpec, build_model, expand_grid,
-                                         is_valid_combination, make_config)
+from sfbench_jax.models.registry import (
+                                         MODELS,
+                                         ModelSpec,
+                                         build_model,
+                                         expand_grid,
+                                         is_valid_combination,
+                                         make_config,
+)
 from sfbench_jax.models.revin import RevIN, RevINConfig
 
 __all__ = ["MODELS", "ModelSpec", "RevIN", "RevINConfig", "build_model", "expand_grid",

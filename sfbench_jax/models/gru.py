@@ -17,8 +17,13 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.models.hparams import require_bool, require_int, require_rate
-from sfbench_jax.models.layers import (check_input, select_targets, torch_linear,
-                                       torch_uniform_init, validate_dataset_shape)
+from sfbench_jax.models.layers import (
+    check_input,
+    select_targets,
+    torch_linear,
+    torch_uniform_init,
+    validate_dataset_shape,
+)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,8 +19,14 @@ import jax.numpy as jnp
 from flax import nnx
 
 from sfbench_jax.models.hparams import require_bool, require_int, require_rate
-from sfbench_jax.models.layers import (TorchBatchNorm, check_input, gelu, select_targets,
-                                       torch_uniform_init, validate_dataset_shape)
+from sfbench_jax.models.layers import (
+    TorchBatchNorm,
+    check_input,
+    gelu,
+    select_targets,
+    torch_uniform_init,
+    validate_dataset_shape,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +58,7 @@ class ModernTCNConfig:
     individual: bool = False
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_ = lambda name, value: object.__setattr__(self, name, value)
         set_("d_model", require_int("d_model", self.d_model))
         set_("num_blocks", require_int("num_blocks", self.num_blocks))
         set_("large_size", require_int("large_size", self.large_size, odd=True))

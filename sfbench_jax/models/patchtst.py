@@ -19,9 +19,16 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
-from sfbench_jax.models.layers import (ACTIVATIONS, TorchBatchNorm, check_input, select_targets,
-                                       torch_linear, torch_uniform_init, uniform_init,
-                                       validate_dataset_shape)
+from sfbench_jax.models.layers import (
+    ACTIVATIONS,
+    TorchBatchNorm,
+    check_input,
+    select_targets,
+    torch_linear,
+    torch_uniform_init,
+    uniform_init,
+    validate_dataset_shape,
+)
 
 INSTANCE_NORM_EPS = 1e-5
 
@@ -53,7 +60,7 @@ class PatchTSTConfig:
     activation: str = "gelu"
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_ = lambda name, value: object.__setattr__(self, name, value)
         for name in ("d_model", "d_ff", "n_layers_enc", "n_heads", "patch_len", "stride",
                      "factor"):
             set_(name, require_int(name, getattr(self, name)))
@@ -116,7 +123,7 @@ class PatchTSTEncoderLayer(nnx.Module):
         """Tokens `(batch, m, Np, d)` -> `(tokens, raw scores (batch, m, heads, Np, Np))`."""
         *lead, tokens, d = x.shape
         heads, d_k = self.n_heads, d // self.n_heads
-        split = lambda t: t.reshape(*lead, tokens, heads, d_k)  # noqa: E731 head h: cols h·d_k…
+        split = lambda t: t.reshape(*lead, tokens, heads, d_k)
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
         scores = jnp.einsum("...lhe,...she->...hls", q, k)
         if previous_scores is not None:

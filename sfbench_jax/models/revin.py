@@ -9,6 +9,7 @@ targets), and de-normalises with the target channels' statistics. The training-m
 from __future__ import annotations
 
 import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -17,9 +17,15 @@ import jax.numpy as jnp
 from flax import nnx
 
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
-from sfbench_jax.models.layers import (ACTIVATIONS, SlabLayerNorm, TorchBatchNorm, check_input,
-                                       glorot_uniform_init, select_targets,
-                                       validate_dataset_shape)
+from sfbench_jax.models.layers import (
+    ACTIVATIONS,
+    SlabLayerNorm,
+    TorchBatchNorm,
+    check_input,
+    glorot_uniform_init,
+    select_targets,
+    validate_dataset_shape,
+)
 
 NORM_EPS = 1e-3
 BATCH_NORM_MOMENTUM = 0.01
@@ -44,7 +50,7 @@ class TSMixerConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_ = lambda name, value: object.__setattr__(self, name, value)
         set_("n_block", require_int("n_block", self.n_block))
         set_("ff_dim", require_int("ff_dim", self.ff_dim))
         set_("norm_type", require_choice("norm_type", self.norm_type, ("L", "B")))

@@ -9,13 +9,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap, Normalize  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LinearSegmentedColormap, Normalize
 
-from sfbench_jax.faults.registry import SCENARIOS  # noqa: E402
-from sfbench_jax.report.io import write_atomically  # noqa: E402
+from sfbench_jax.faults.registry import SCENARIOS
+from sfbench_jax.report.io import write_atomically
 
 WHITE, PALE, RED = "#FFFFFF", "#F3D5C7", "#D92523"
 
@@ -82,8 +82,12 @@ def tradeoff_figure(summary: pd.DataFrame, target: Path) -> Path:
     """Paper Figure 5: per dataset (columns), clean MSE vs D_w (top) and vs MSE_w (bottom), one point per
     architecture coloured by family, dashed Pareto frontier per panel."""
     from sfbench_jax.data.registry import DISPLAY_ORDER
-    from sfbench_jax.report.architectures import (ARCHITECTURE_FAMILIES, ARCHITECTURE_LABELS, dataset_label,
-                                                  ordered)
+    from sfbench_jax.report.architectures import (
+        ARCHITECTURE_FAMILIES,
+        ARCHITECTURE_LABELS,
+        dataset_label,
+        ordered,
+    )
 
     datasets = ordered(list(summary["dataset"].astype(str).unique()), DISPLAY_ORDER)
     fig, axes = plt.subplots(2, len(datasets), figsize=(3.6 * len(datasets) + 1.2, 6.4), squeeze=False)

@@ -7,6 +7,7 @@ Small hyperparameters keep the compiles cheap; parity with the reference lives i
 from __future__ import annotations
 
 import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,7 +83,7 @@ def _jitted(model: nnx.Module, method: str = "__call__"):
     return (lambda x: forward(state, x)), traces
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _eval_forward(case: str, shape: str):
     """An eval-mode model per (case, shape) with its jitted forward, shared across tests."""
     horizon, channels, targets = SHAPES[shape]

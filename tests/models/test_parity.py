@@ -20,8 +20,14 @@ from flax import nnx
 from sfbench_jax.models.dlinear import DLinear
 from sfbench_jax.models.gru import GRU
 from sfbench_jax.models.moderntcn import ModernTCN
-from sfbench_jax.models.parity import (Fixture, load_dlinear, load_state, model_from_fixture,
-                                       parity_error, read_fixture)
+from sfbench_jax.models.parity import (
+    Fixture,
+    load_dlinear,
+    load_state,
+    model_from_fixture,
+    parity_error,
+    read_fixture,
+)
 from sfbench_jax.models.patchtst import PatchTST
 from sfbench_jax.models.registry import build_model
 from sfbench_jax.models.revin import RevIN

@@ -11,8 +11,13 @@ import itertools
 import jax.numpy as jnp
 import pytest
 
-from sfbench_jax.models.registry import (MODELS, build_model, expand_grid,
-                                         is_valid_combination, make_config)
+from sfbench_jax.models.registry import (
+    MODELS,
+    build_model,
+    expand_grid,
+    is_valid_combination,
+    make_config,
+)
 from sfbench_jax.models.revin import RevIN, RevINConfig
 
 SPEC_GRIDS = {

@@ -10,7 +10,14 @@ import pandas as pd
 import pytest
 
 from sfbench_jax.cli.collect import main as collect_main
-from sfbench_jax.report.collect import Cell, MissingCellsError, collect, read_expected_cells, write_expected_cells
+from sfbench_jax.report.collect import (
+    Cell,
+    MissingCellsError,
+    collect,
+    read_expected_cells,
+    write_expected_cells,
+)
+
 from .summaries import summary_rows
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from sfbench_jax.report.architectures import table4_block, table4_markdown
 from sfbench_jax.report.figures import pareto_frontier, scenario_heatmap, tradeoff_figure
+
 from .summaries import summary_rows
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -6,8 +6,13 @@ import math
 
 import pytest
 
-from sfbench_jax.train.early_stopping import (STOP_MAX_EPOCHS, STOP_NON_FINITE, STOP_PATIENCE, StoppingState,
-                                              advance)
+from sfbench_jax.train.early_stopping import (
+    STOP_MAX_EPOCHS,
+    STOP_NON_FINITE,
+    STOP_PATIENCE,
+    StoppingState,
+    advance,
+)
 
 
 def _run(losses: list[float], *, patience: int = 3, max_epochs: int = 200) -> StoppingState:

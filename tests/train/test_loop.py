@@ -83,7 +83,7 @@ def _compiled_epoch(data, architecture: str, hparams: dict, *, seed: int, lr: fl
     batch = spec.batch_size
     shared = (jnp.asarray(data.standardised), jnp.asarray(data.train_starts),
               jnp.asarray(data.val_starts_drop_last(batch).reshape(-1, batch)))
-    call = lambda state, epoch, active: fn(  # noqa: E731
+    call = lambda state, epoch, active: fn(
         state, other, *shared, jax.random.key(spec.seeds.data_seed),
         jax.random.fold_in(jax.random.key(seed), 1), jnp.int32(epoch), jnp.float32(lr), jnp.bool_(active))
     return fn, call, initial_state(params, batch_stats)
@@ -115,7 +115,7 @@ def test_best_checkpoint_needs_strict_improvement_and_inactive_freezes(etth1) ->
     again, metrics_again = call(tied, 0, True)
     assert float(metrics_again.val_loss) == float(metrics.val_loss)
     assert not bool(metrics_again.improved)
-    leaves = lambda tree: jax.tree.leaves(tree)  # noqa: E731
+    leaves = lambda tree: jax.tree.leaves(tree)
     for a, b in zip(leaves(again.best_params), leaves(state.best_params), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # best kept at the initial parameters
     for a, b in zip(leaves(again.params), leaves(first.params), strict=True):

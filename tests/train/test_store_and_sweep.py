@@ -17,8 +17,15 @@ import pytest
 
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, validation_mse
-from sfbench_jax.train import (CandidateResult, CandidateStore, TrainOptions, plan_search, restore_model,
-                               run_search, select_winner)
+from sfbench_jax.train import (
+    CandidateResult,
+    CandidateStore,
+    TrainOptions,
+    plan_search,
+    restore_model,
+    run_search,
+    select_winner,
+)
 from sfbench_jax.train.store import candidate_hash
 
 OPTIONS = TrainOptions(max_epochs=2, patience=2, steps_per_epoch=16, progress=False)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["TOOL_VERSION", "ToolResult", "code_label", "maybe_finite", "scalar", "flag"]
+__all__ = ["TOOL_VERSION", "ToolResult", "code_label", "flag", "maybe_finite", "scalar"]
 
 TOOL_VERSION = "1"
 

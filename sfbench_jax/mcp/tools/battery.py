@@ -191,7 +191,7 @@ def _check_cycle(cell: Cell, cycle: int, argument: str = "cycle") -> int:
     return cycle
 
 
-def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure per tool
+def build(context: ToolContext) -> list[ToolDef]:
     """Declare the battery-server tools.
 
     Args:

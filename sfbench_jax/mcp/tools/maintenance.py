@@ -182,7 +182,7 @@ def _parse_level(standard: str, level: str) -> tuple[int | str, str]:
     return match.group(1).lower(), f"PL {match.group(1).lower()}"
 
 
-def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure per tool
+def build(context: ToolContext) -> list[ToolDef]:
     """Declare the maintenance-server tools.
 
     Args:

@@ -266,7 +266,7 @@ def rul_model_types() -> tuple[str, ...]:
     return RUL_MODEL_TYPES
 
 
-def build(context: ToolContext) -> list[ToolDef]:  # noqa: C901 - one closure per tool
+def build(context: ToolContext) -> list[ToolDef]:
     """Declare the prognostics-server tools.
 
     Args:
