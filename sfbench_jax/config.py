@@ -15,6 +15,7 @@ from sfbench_jax.data.registry import DATASETS
 from sfbench_jax.evaluate.engine import MAX_WINDOWS, RNG_MODES
 from sfbench_jax.models.registry import MODELS, make_config
 from sfbench_jax.models.seasonal_naive import SEASON_GRID
+from sfbench_jax.train.fit import check_training_settings
 from sfbench_jax.train.search import expand_space, explain_invalid, search_space
 
 #: Robustness methods this build trains (more arrive with sfbench_jax.methods).
@@ -176,21 +177,11 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if self.max_epochs < 1:
-            raise ValueError(f"train.max_epochs must be >= 1, got {self.max_epochs}.")
-        if self.patience < 1:
-            raise ValueError(f"train.patience must be >= 1, got {self.patience}.")
-        if not (math.isfinite(self.min_delta) and self.min_delta >= 0):
-            raise ValueError(f"train.min_delta must be a finite number >= 0, got {self.min_delta}.")
+        check_training_settings(max_epochs=self.max_epochs, patience=self.patience, min_delta=self.min_delta,
+                                steps_per_epoch=self.steps_per_epoch, group_size=self.group_size,
+                                devices=self.devices)
         if self.candidate_budget < 1:
             raise ValueError(f"train.candidate_budget must be >= 1, got {self.candidate_budget}.")
-        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
-            raise ValueError(f"train.steps_per_epoch must be >= 1 (or null for full epochs), got "
-                             f"{self.steps_per_epoch}.")
-        if self.group_size is not None and self.group_size < 1:
-            raise ValueError(f"train.group_size must be >= 1 (or null for automatic), got {self.group_size}.")
-        if self.devices is not None and self.devices < 1:
-            raise ValueError(f"train.devices must be >= 1 (or null for every local device), got {self.devices}.")
         if not 0 <= self.master_seed < 2**31 - 1:
             raise ValueError(f"train.master_seed must be in [0, 2**31 - 1), got {self.master_seed}.")
 

@@ -49,6 +49,23 @@ _COMPILED: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
 _COMPILED_LIMIT = 8
 
 
+def check_training_settings(*, max_epochs: int, patience: int, min_delta: float, steps_per_epoch: int | None,
+                            group_size: int | None, devices: int | None) -> None:
+    """Raise a ValueError naming the first bad `train.*` setting (None = automatic where allowed)."""
+    if max_epochs < 1:
+        raise ValueError(f"train.max_epochs must be >= 1, got {max_epochs}.")
+    if patience < 1:
+        raise ValueError(f"train.patience must be >= 1, got {patience}.")
+    if not (math.isfinite(min_delta) and min_delta >= 0):
+        raise ValueError(f"train.min_delta must be a finite number >= 0, got {min_delta}.")
+    if steps_per_epoch is not None and steps_per_epoch < 1:
+        raise ValueError(f"train.steps_per_epoch must be >= 1 (or null for full epochs), got {steps_per_epoch}.")
+    if group_size is not None and group_size < 1:
+        raise ValueError(f"train.group_size must be >= 1 (or null for automatic), got {group_size}.")
+    if devices is not None and devices < 1:
+        raise ValueError(f"train.devices must be >= 1 (or null for every local device), got {devices}.")
+
+
 @dataclass(frozen=True)
 class TrainOptions:
     """How candidates are trained (defaults: the paper's protocol, spec 5.1-5.2).
@@ -74,19 +91,9 @@ class TrainOptions:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if self.max_epochs < 1:
-            raise ValueError(f"train.max_epochs must be >= 1, got {self.max_epochs}.")
-        if self.patience < 1:
-            raise ValueError(f"train.patience must be >= 1, got {self.patience}.")
-        if not (math.isfinite(self.min_delta) and self.min_delta >= 0):
-            raise ValueError(f"train.min_delta must be a finite number >= 0, got {self.min_delta}.")
-        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
-            raise ValueError(f"train.steps_per_epoch must be >= 1 (or null for full epochs), got "
-                             f"{self.steps_per_epoch}.")
-        if self.group_size < 1:
-            raise ValueError(f"train.group_size must be >= 1, got {self.group_size}.")
-        if self.devices is not None and self.devices < 1:
-            raise ValueError(f"train.devices must be >= 1 (or null for every local device), got {self.devices}.")
+        check_training_settings(max_epochs=self.max_epochs, patience=self.patience, min_delta=self.min_delta,
+                                steps_per_epoch=self.steps_per_epoch, group_size=self.group_size,
+                                devices=self.devices)
 
     def protocol(self) -> dict[str, Any]:
         """The settings that change a trained candidate (part of its identity)."""
