@@ -82,6 +82,21 @@ def test_noise_is_standard_normal() -> None:
     assert abs(np.mean(np.abs(noise) > 1.96) - 0.05) < 0.003
 
 
+def test_inverse_cdf_matches_float64_everywhere() -> None:
+    """The normal transform against the float64 inverse normal CDF on every 97th of the 2**24 grid
+    points and on the 64 most extreme ones at each end (the tails, where float32 loses most)."""
+    from statistics import NormalDist
+
+    from sfbench_jax.faults.streams import bits_to_normal
+
+    top = np.concatenate([np.arange(64), np.arange(64, 2**24 - 64, 97), np.arange(2**24 - 64, 2**24)])
+    z = np.asarray(jax.jit(bits_to_normal)(jnp.asarray(top.astype(np.uint32) << 8)), np.float64)
+    inverse = np.vectorize(NormalDist().inv_cdf)
+    exact = inverse((top + 0.5) / 2**24)
+    np.testing.assert_allclose(z, exact, rtol=0, atol=2e-6)
+    assert np.abs(z).max() < 5.5
+
+
 def test_channel_subsets_are_uniform() -> None:
     ctx = FaultContext(input_len=N, num_channels=8, pool=tuple(range(8)))
     count = 40_000
