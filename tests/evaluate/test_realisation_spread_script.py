@@ -3,27 +3,15 @@ and the spread is computed over the requested fault seeds."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import EvalOptions, evaluate_predictor, predict_fn
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "realisation_spread.py"
 
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("realisation_spread_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_spread_of_etth1_realisations() -> None:
-    result = _load_script().main(["--dataset", "etth1", "--count", "2", "--json"])
+def test_spread_of_etth1_realisations(load_script) -> None:
+    result = load_script("realisation_spread").main(["--dataset", "etth1", "--count", "2", "--json"])
     assert result["season"] == 24 and result["interval"] == [1.2722, 1.3050]
     reference, jax_mode = result["modes"]["reference"], result["modes"]["jax"]
     assert reference["canonical"] == pytest.approx(1.287904, abs=2e-6)  # the published realisation
@@ -41,8 +29,8 @@ def test_spread_of_etth1_realisations() -> None:
         assert row["inside_interval"] in (0.0, 0.5, 1.0)
 
 
-def test_bad_count_is_an_error(capsys) -> None:
+def test_bad_count_is_an_error(load_script, capsys) -> None:
     with pytest.raises(SystemExit) as raised:
-        _load_script().main(["--count", "1"])
+        load_script("realisation_spread").main(["--count", "1"])
     assert raised.value.code == 2
     assert "--count must be >= 2" in capsys.readouterr().err

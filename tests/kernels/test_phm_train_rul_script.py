@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 from phm_kernels import loaders, rul_model
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "train_rul.py"
 
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("train_rul_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_train_rul_script_writes_consistent_outputs(data_root, tmp_path):
-    script = _load_script()
+def test_train_rul_script_writes_consistent_outputs(data_root, tmp_path, load_script):
+    script = load_script("train_rul")
     status = script.main(["--data-root", str(data_root), "--out", str(tmp_path), "--subsets",
                           "FD001", "--architectures", "mlp", "--epochs", "2", "--quiet"])
     assert status == 0
