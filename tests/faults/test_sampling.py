@@ -146,3 +146,85 @@ def test_fixed_fraction_variant_selects_ceil_q_m_channels(pool: int, fraction: f
         params = _draw(key, ctx, 500, seed=3)
         counts = params.selected.sum(axis=1)
         np.testing.assert_array_equal(counts, np.where(params.severity_units > 0, expected, 0))
+
+
+# ----------------------------------------------------------------------------------------------
+# The exact joint laws of the drawn parameters (the reference's laws, spec 2.1-2.2), by chi-square
+# goodness of fit on 2**20 windows. Draws are seeded, so a pass is deterministic; a real deviation
+# (a biased start, a duration that leaks into the start, correlated per-channel draws) gives a
+# statistic thousands of standard deviations out.
+
+LAW_DRAWS = 1 << 20
+
+
+def _duration_law(span_numerator: int, shift_bits: int, max_duration: int) -> np.ndarray:
+    """P(L = l), l = 0..max_duration, for L = ceil(j * span / 2**shift) with j uniform on [0, 2**24):
+    exact integer counting on the 24-bit severity grid."""
+    limits = np.arange(max_duration + 1, dtype=np.int64) << shift_bits  # L <= l  <=>  j * span <= l * 2**shift
+    at_most = np.minimum(limits // span_numerator + 1, 1 << 24)
+    return np.diff(np.concatenate([[0], at_most])) / float(1 << 24)
+
+
+def _assert_fits(observed: np.ndarray, expected_probability: np.ndarray) -> None:
+    """Pearson chi-square over the cells with positive probability, within six standard deviations."""
+    cells = expected_probability > 0
+    assert observed[~cells].sum() == 0, "draws landed in cells the law gives probability zero"
+    expected = expected_probability[cells] * observed.sum()
+    statistic = float((((observed[cells] - expected) ** 2) / expected).sum())
+    dof = int(cells.sum()) - 1
+    assert statistic < dof + 6 * math.sqrt(2 * dof), f"chi-square {statistic:.0f} on {dof} degrees of freedom"
+
+
+def _start_given_duration(law: np.ndarray) -> np.ndarray:
+    """P(L = l, a = i): a uniform on [1, n - l] given L (row l, column i; row 0 is s = 0, a unused)."""
+    joint = np.zeros((len(law), N))
+    for duration in range(1, len(law)):
+        joint[duration, 1:N - duration + 1] = law[duration] / (N - duration)
+    return joint
+
+
+def test_missing_data_duration_and_start_follow_the_exact_law() -> None:
+    params = _draw("missing_data", BEIJING, LAW_DRAWS, seed=11)
+    duration = np.ceil(params.severity_units.astype(np.int64) * (N - 1) / 2**25).astype(int)
+    keep = duration > 0  # s = 0 (probability 2**-24) draws no start
+    observed = np.zeros((49, N))
+    np.add.at(observed, (duration[keep], params.start[keep]), 1)
+    _assert_fits(observed, _start_given_duration(_duration_law(N - 1, 25, 48)))
+
+
+def test_stuck_sensor_duration_and_per_channel_starts_follow_the_exact_law() -> None:
+    params = _draw("stuck_sensor", BEIJING, LAW_DRAWS, seed=12)
+    duration = np.ceil(params.severity_units.astype(np.int64) * (N - 1) / 2**24).astype(int)
+    keep = duration > 0
+    law = _start_given_duration(_duration_law(N - 1, 24, N - 1))
+    for channel in (0, 10):
+        observed = np.zeros((N, N))
+        np.add.at(observed, (duration[keep], params.starts[keep, channel]), 1)
+        _assert_fits(observed, law)
+    # two channels' starts are independent given the duration: their difference has the law of the
+    # difference of two independent uniforms on [1, n - L]
+    short = keep & (duration == 1)
+    gap = params.starts[short, 0] - params.starts[short, 10]
+    observed = np.bincount(gap + N - 2, minlength=2 * N - 3)
+    width = N - 1
+    triangle = (width - np.abs(np.arange(-(N - 2), N - 1))) / width**2
+    _assert_fits(observed, triangle)
+
+
+def test_spike_positions_are_uniform_and_independent_across_channels() -> None:
+    params = _draw("spike", BEIJING, LAW_DRAWS, seed=13)
+    observed = np.zeros((N, N))
+    np.add.at(observed, (params.positions[:, 0], params.positions[:, 5]), 1)
+    expected = np.zeros((N, N))
+    expected[1:, 1:] = 1.0 / (N - 1) ** 2
+    _assert_fits(observed, expected)
+
+
+def test_time_warp_start_is_uniform_and_independent_of_the_channel_count() -> None:
+    params = _draw("time_compress", BEIJING, LAW_DRAWS, seed=14)
+    count = params.selected.sum(axis=1)  # Beijing: k = 1 + floor(5 s), each with probability 1/5
+    observed = np.zeros((7, N))
+    np.add.at(observed, (count, params.start), 1)
+    expected = np.zeros((7, N))
+    expected[1:6, 1:49] = 1.0 / (5 * 48)
+    _assert_fits(observed, expected)
