@@ -248,6 +248,10 @@ class RunConfig:
         data_root: folder laid out like ../shared/data (SFBENCH_DATA_ROOT); not needed for etth1 and the
             synthetic datasets.
         cache_dir: where derived Parquet files are cached (SFBENCH_CACHE_DIR); None disables caching.
+        compilation_cache: keep compiled XLA programs in `<cache_dir>/xla` (JAX's persistent compilation
+            cache), so re-runs, resumed sweeps and the jobs of a multirun load the evaluation and training
+            programs instead of compiling them again. A loaded program is the same executable: results do
+            not change.
         figures: write figures (PNG) next to the tables.
     """
 
@@ -258,6 +262,7 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     data_root: str | None = None
     cache_dir: str | None = None
+    compilation_cache: bool = True
     figures: bool = True
 
     def __post_init__(self) -> None:

@@ -5,7 +5,8 @@ season grid; trainable architectures: a resumable random-subgrid sweep through t
 spec 5.3-5.4) -> evaluate the winner under the eight scenarios -> write summary.csv,
 per_window.parquet, manifest.json and the heatmap (plus candidates.csv and training_curves.parquet
 for trained architectures). Every step is a plain library call; nothing is written outside
-`output_dir` except finished candidates in the candidate store (`train.store_dir`).
+`output_dir` except finished candidates in the candidate store (`train.store_dir`) and, under
+`cache_dir`, derived data files and compiled programs (`compilation_cache`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import jax
 import pandas as pd
+from jax.experimental.compilation_cache import compilation_cache
 
 from sfbench_jax.config import RunConfig
 from sfbench_jax.data import load, prepare
@@ -187,6 +189,30 @@ def training_curves_table(selection: TrainedSelection) -> pd.DataFrame:
                          "train_loss": "float64"})
 
 
+#: Programs that compile faster than this are not worth a cache file (JAX's default is 1 s, which would
+#: leave out the season-selection and bootstrap programs of a SeasonalNaive run).
+MIN_CACHED_COMPILE_SECONDS = 0.1
+
+
+def use_compilation_cache(cfg: RunConfig) -> Path | None:
+    """Point JAX's persistent compilation cache at `<cache_dir>/xla`, or switch it off
+    (`compilation_cache=false` or no `cache_dir`). Returns the folder in use.
+
+    Raises:
+        PermissionError: the folder cannot be created or written (before any work).
+    """
+    folder = None
+    if cfg.compilation_cache and cfg.cache_dir is not None:
+        folder = ensure_writable_dir(Path(cfg.cache_dir).expanduser() / "xla", what="compilation cache folder",
+                                     fix="Set cache_dir=PATH to a writable folder, or compilation_cache=false.")
+    wanted = None if folder is None else str(folder)
+    if jax.config.jax_compilation_cache_dir != wanted:  # a run in the same process may have set another
+        compilation_cache.set_cache_dir(wanted)
+        compilation_cache.reset_cache()
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_CACHED_COMPILE_SECONDS)
+    return folder
+
+
 def run(cfg: RunConfig, output_dir: Path) -> RunResult:
     """Run the benchmark for one dataset and model and write the results into `output_dir`.
 
@@ -196,6 +222,7 @@ def run(cfg: RunConfig, output_dir: Path) -> RunResult:
     """
     started = time.perf_counter()
     output_dir = ensure_writable_dir(Path(output_dir))
+    use_compilation_cache(cfg)
     store = candidate_store(cfg, output_dir) if cfg.model.is_trainable else None
     if store is not None:
         store.ensure_writable()

@@ -13,21 +13,20 @@ from typing import Any
 import pandas as pd
 
 
-def ensure_writable_dir(path: Path) -> Path:
+def ensure_writable_dir(path: Path, *, what: str = "run directory",
+                        fix: str = "Choose another folder with hydra.run.dir=PATH.") -> Path:
     """Create `path` if needed and check it is a writable folder.
 
     Raises:
-        PermissionError: naming the folder and the fix.
+        PermissionError: naming the folder (`what`) and the fix.
     """
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise PermissionError(f"Cannot create the run directory {path}: {error}. Choose another folder "
-                              "with hydra.run.dir=PATH.") from error
+        raise PermissionError(f"Cannot create the {what} {path}: {error}. {fix}") from error
     if not path.is_dir() or not os.access(path, os.W_OK):
-        raise PermissionError(f"The run directory {path} is not writable. Choose another folder with "
-                              "hydra.run.dir=PATH.")
+        raise PermissionError(f"The {what} {path} is not writable. {fix}")
     return path
 
 

@@ -104,6 +104,34 @@ def test_library_rejects_unwritable_run_directory(tmp_path: Path) -> None:
         ensure_writable_dir(blocker / "run")
 
 
+def test_compiled_programs_are_cached_and_reused_without_changing_results(tmp_path: Path) -> None:
+    common = ["eval.k=400", "eval.bootstrap_draws=100", "figures=false"]
+    off = _sfbench(*common, "compilation_cache=false", f"cache_dir={tmp_path / 'off'}",
+                   f"hydra.run.dir={tmp_path / 'run_off'}")
+    assert off.returncode == 0, off.stderr[-3000:]
+    assert not (tmp_path / "off" / "xla").exists()
+    runs = []
+    for name in ("first", "again"):  # the second run loads the programs the first one stored
+        completed = _sfbench(*common, f"cache_dir={tmp_path / 'on'}", f"hydra.run.dir={tmp_path / name}")
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        runs.append(tmp_path / name)
+    assert list((tmp_path / "on" / "xla").glob("*-cache")), "no compiled program was stored"
+    reference = (tmp_path / "run_off" / "summary.csv").read_bytes()
+    for run_dir in runs:
+        assert (run_dir / "summary.csv").read_bytes() == reference
+        assert (run_dir / "per_window.parquet").read_bytes() == (tmp_path / "run_off" / "per_window.parquet").read_bytes()
+
+
+def test_unwritable_compilation_cache_is_reported_before_work(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    completed = _sfbench("eval.k=100", f"cache_dir={blocker}", f"hydra.run.dir={tmp_path / 'run'}")
+    assert completed.returncode == 2
+    assert "Cannot create the compilation cache folder" in completed.stderr
+    assert "compilation_cache=false" in completed.stderr
+    assert not (tmp_path / "run" / "summary.csv").exists()
+
+
 @pytest.mark.parametrize("overrides", [
     [], ["dataset=beijing_air_tiantan"], ["dataset=traffic_synthetic", "eval=quick"],
     ["dataset=penmanshiel_synthetic", "eval=reference"], ["dataset=traffic"], ["dataset=penmanshiel_wt08"],
