@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -45,6 +46,7 @@ MAX_WINDOWS = 1_000_000  # per-window losses are kept on the host: (1 + 2P) x K 
 DEFAULT_FIRST_CHUNK = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 3 * 2**20  # window data per inner block on CPU (stays in cache; tuned on Traffic)
 MIN_BYTES_PER_EXTRA_DEVICE = 512 * 2**20  # window data that makes one more device worth its overhead
+KERNEL_CACHE_SIZE = 16  # jitted chunk kernels kept for later calls (each keeps its compiled programs)
 
 
 @dataclass(frozen=True)
@@ -215,15 +217,30 @@ def default_block_size(data: PreparedData, platform: str, memory_budget_mb: int)
 
 StageTwo = Callable[[Any, jax.Array, jax.Array, tuple], tuple]
 
+_KERNELS: OrderedDict[Hashable, Any] = OrderedDict()
 
-def _run_window_program(block_program: Callable[[int], StageTwo], state: Any, data: PreparedData,
-                        options: EvalOptions, *, scenarios: tuple[Fault, ...], label: str,
+
+def _cached_kernel(key: Hashable, build: Callable[[], Any]) -> Any:
+    """The jitted chunk kernel for `key`, built once and reused by later calls (least recently used are
+    dropped beyond `KERNEL_CACHE_SIZE`). JAX keeps a jitted function's compiled programs per argument
+    shape, so an evaluation that repeats an earlier one's program and shapes (another eval seed, the
+    next fault seed) does not compile again."""
+    kernel = _KERNELS.pop(key) if key in _KERNELS else build()
+    _KERNELS[key] = kernel
+    while len(_KERNELS) > KERNEL_CACHE_SIZE:
+        _KERNELS.popitem(last=False)
+    return kernel
+
+
+def _run_window_program(block_program: Callable[[int], StageTwo], program_key: Hashable, state: Any,
+                        data: PreparedData, options: EvalOptions, *, scenarios: tuple[Fault, ...], label: str,
                         test_starts: np.ndarray | None) -> tuple[list, np.ndarray, EngineStats]:
     """Run stage 1 (draw/prepare the scenario parameters) and a stage-2 block program over all windows.
 
     `block_program(block)` returns `stage_two(state, series, starts, prepared)` mapping one device's
-    chunk to per-window outputs (leading window axis). Handles the seeded test draw, padding, the mesh,
-    the block size (with the memory check), chunked dispatch and progress.
+    chunk to per-window outputs (leading window axis); `program_key` identifies everything that program
+    closes over (its kernel is reused by later calls with the same key). Handles the seeded test draw,
+    padding, the mesh, the block size (with the memory check), chunked dispatch and progress.
 
     Returns:
         `(host outputs per chunk, with their valid window counts), the window starts, statistics)`.
@@ -243,6 +260,9 @@ def _run_window_program(block_program: Callable[[int], StageTwo], state: Any, da
     platform = mesh.devices.flat[0].platform
 
     def build_kernel(block: int) -> Any:
+        return _cached_kernel((program_key, options.rng, block, mesh), partial(new_kernel, block))
+
+    def new_kernel(block: int) -> Any:
         stage_two = block_program(block)
         if options.rng == "jax":
             def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array,
@@ -351,8 +371,9 @@ def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: E
                                       shape=shape), (starts, prepared), block)
         return stage_two
 
-    outputs, starts, stats = _run_window_program(block_program, state, data, options, scenarios=scenarios,
-                                                 label=label, test_starts=test_starts)
+    outputs, starts, stats = _run_window_program(block_program, ("score", predict, scenarios, ctx, shape), state,
+                                                 data, options, scenarios=scenarios, label=label,
+                                                 test_starts=test_starts)
     losses = WindowLosses(sample_starts=starts, clean=_concatenate(outputs, 0),
                           faulted=np.ascontiguousarray(_concatenate(outputs, 1).T),
                           severity_units=np.ascontiguousarray(_concatenate(outputs, 2).T, dtype=np.int32),
@@ -385,6 +406,6 @@ def faulted_window_checksums(data: PreparedData, options: EvalOptions, *,
             return (map_blocks(partial(checksums, series), (starts, prepared), block),)
         return stage_two
 
-    outputs, _, stats = _run_window_program(block_program, {}, data, options, scenarios=scenarios,
-                                            label="fault pass", test_starts=None)
+    outputs, _, stats = _run_window_program(block_program, ("checksums", scenarios, ctx, shape), {}, data,
+                                            options, scenarios=scenarios, label="fault pass", test_starts=None)
     return np.ascontiguousarray(_concatenate(outputs, 0).T), stats
