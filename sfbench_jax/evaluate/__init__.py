@@ -5,10 +5,10 @@ from sfbench_jax.evaluate.engine import EngineStats, EvalOptions, WindowLosses, 
 from sfbench_jax.evaluate.evaluation import Evaluation, evaluate_predictor
 from sfbench_jax.evaluate.predict import predict_fn
 from sfbench_jax.evaluate.scores import (
-                                         BootstrapIntervals,
-                                         RobustnessScores,
-                                         bootstrap_intervals,
-                                         robustness_scores,
+    BootstrapIntervals,
+    RobustnessScores,
+    bootstrap_intervals,
+    robustness_scores,
 )
 from sfbench_jax.evaluate.validation import validation_mse
 

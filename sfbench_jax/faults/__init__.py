@@ -4,14 +4,14 @@ No batching and no models live here."""
 
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import (
-                                         SCENARIO_KEYS,
-                                         SCENARIOS,
-                                         TRANSFER_FAMILIES,
-                                         TRANSFER_KEYS,
-                                         TRANSFER_PROFILES,
-                                         Fault,
-                                         get_fault,
-                                         perturb,
+    SCENARIO_KEYS,
+    SCENARIOS,
+    TRANSFER_FAMILIES,
+    TRANSFER_KEYS,
+    TRANSFER_PROFILES,
+    Fault,
+    get_fault,
+    perturb,
 )
 from sfbench_jax.faults.severity import channel_count, severity_to_units
 
