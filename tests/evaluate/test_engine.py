@@ -64,6 +64,26 @@ def test_one_compile_per_shape_across_chunks(etth1) -> None:
     assert losses.clean.shape == (K,)
 
 
+def test_a_repeated_evaluation_reuses_the_compiled_kernel(etth1) -> None:
+    data, predict, state = etth1
+    traces = []
+
+    def counting_predict(state, x):
+        traces.append(x.shape)
+        return predict(state, x)
+
+    def evaluate(predict_fn, seed):
+        return score_windows(predict_fn, state, data, EvalOptions(eval_data_seed=seed, num_windows=K,
+                                                                  block_size=16, progress=False))
+
+    evaluate(counting_predict, 7)
+    second, _ = evaluate(counting_predict, 8)  # another eval seed: same program and shapes
+    assert traces == [(9 * 16, 96, 7)], "the second evaluation traced (and compiled) the kernel again"
+    fresh, _ = evaluate(lambda state, x: predict(state, x), 8)  # a new function compiles its own kernel
+    np.testing.assert_array_equal(second.clean, fresh.clean)
+    np.testing.assert_array_equal(second.faulted, fresh.faulted)
+
+
 def test_engine_makes_no_implicit_transfers(etth1) -> None:
     with jax.transfer_guard("disallow"):
         losses, _ = _run(etth1, rng="jax", chunk_size=100)
