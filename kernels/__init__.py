@@ -11,8 +11,8 @@ whose message names the argument and the fix) and then calls a jitted ``*_core``
 works on one item and vmaps over a leading batch axis. Results are NamedTuples of arrays;
 categorical results are int codes into module-level label tuples (e.g. ``ISO_ZONES``).
 
-The registry (:data:`KERNEL_FAMILIES`, :func:`get_kernel`) maps names to functions for the MCP
-adapter. The library never changes ``jax_enable_x64``; enable it yourself for float64.
+The registry (:data:`KERNEL_FAMILIES`, :func:`get_kernel`, :func:`qualified_name`) maps names to
+functions and back; the MCP adapter labels its results with it. The library never changes ``jax_enable_x64``; enable it yourself for float64.
 """
 
 from phm_kernels.battery import (
@@ -33,8 +33,6 @@ from phm_kernels.battery import (
     health_report_triage,
     impedance_trend_analyzer,
     linear_fade_rul,
-    rolling_zscore_anomaly,
-    rolling_zscore_anomaly_multi,
     thermal_anomaly_checker,
 )
 from phm_kernels.bearing import (
@@ -93,7 +91,14 @@ from phm_kernels.metrics import (
     regression_metrics,
     verify_rul_predictions,
 )
-from phm_kernels.registry import KERNEL_FAMILIES, KERNELS, KernelFamily, get_family, get_kernel
+from phm_kernels.registry import (
+    KERNEL_FAMILIES,
+    KERNELS,
+    KernelFamily,
+    get_family,
+    get_kernel,
+    qualified_name,
+)
 from phm_kernels.safety import (
     PL_LEVELS,
     RISK_LEVELS,
@@ -113,7 +118,14 @@ from phm_kernels.safety import (
     sil_from_pfh,
     vibration_exposure_a8,
 )
-from phm_kernels.trends import TREND_LABELS, TREND_MODELS, mann_kendall, trend_fit
+from phm_kernels.trends import (
+    TREND_LABELS,
+    TREND_MODELS,
+    mann_kendall,
+    rolling_zscore_anomaly,
+    rolling_zscore_anomaly_multi,
+    trend_fit,
+)
 from phm_kernels.turbofan import (
     COMPONENTS,
     HEALTH_BANDS,
@@ -226,6 +238,7 @@ __all__ = [
     "phm08_score",
     "pl_from_pfh",
     "predict_linear_health_index_baseline",
+    "qualified_name",
     "regression_metrics",
     "rolling_zscore_anomaly",
     "rolling_zscore_anomaly_multi",

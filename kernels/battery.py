@@ -2,19 +2,21 @@
 
 What lives here: state of health against the first cycle and the rated capacity with the
 1.4 Ah end-of-life rule (5.2), the four-stage degradation classifier with optional rate
-escalation (5.3), the debounced rolling z-score anomaly detector with trailing / gated /
-reference baselines (5.4, PHMForge's ``anomaly_detector``), linear capacity-fade RUL (5.5),
-the log-linear exponential fade fit with an Arrhenius temperature factor (5.6), the robust
-fleet-baseline comparison (5.7) and the composite battery tools (5.8): thermal anomaly
-checker, impedance trend analyser and health-report triage.
+escalation (5.3), linear capacity-fade RUL (5.5), the log-linear exponential fade fit with an
+Arrhenius temperature factor (5.6), the robust fleet-baseline comparison (5.7) and the composite
+battery tools (5.8): thermal anomaly checker, impedance trend analyser and health-report triage.
+Line fits and their R^2 come from ``trends.weighted_line_fit`` / ``trends.weighted_r2``.
 
 Conventions: a cycle is a discharge cycle; capacities in Ah (rated 2.0 Ah, EOL 1.4 Ah, i.e.
 30 % fade); temperatures in kelvin inside kernels (only differences matter for the thermal
 checker, so kelvin and Celsius give the same answer there). Every threshold is a keyword with
 the spec's default, and results echo codes that index the module-level label tuples.
 
-What does not live here: reading the parquet files and per-cycle feature extraction
-(``loaders.py``), the double-exponential (He et al. 2011) fade model (needs an iterative fit).
+What does not live here: the debounced rolling z-score anomaly detector (5.4, PHMForge's
+``anomaly_detector``), which serves battery features and turbofan sensors alike and so lives in
+``trends.py`` (``rolling_zscore_anomaly_core`` stays importable from here for existing callers);
+reading the parquet files and per-cycle feature extraction (``loaders.py``); the
+double-exponential (He et al. 2011) fade model (needs an iterative fit).
 """
 
 # jaxtyping shape strings (e.g. "n", "batch time") are not forward references:
@@ -40,10 +42,16 @@ from phm_kernels._checks import (
 )
 from phm_kernels._ops import guard, masked_median
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
-from phm_kernels.trends import MannKendall, mann_kendall_core
+from phm_kernels.trends import (
+    MannKendall,
+    debounce_exceedances,
+    mann_kendall_core,
+    rolling_zscore_anomaly_core,
+    weighted_line_fit,
+    weighted_r2,
+)
 
 __all__ = [
-    "ANOMALY_BASELINES",
     "BATTERY_STAGES",
     "DEFAULT_ACTIVATION_ENERGY_J_MOL",
     "EOL_CAPACITY_AH",
@@ -55,14 +63,12 @@ __all__ = [
     "THERMAL_LABELS",
     "TRIAGE_LEVELS",
     "T_REF_K",
-    "AnomalyResult",
     "BaselineComparison",
     "BatterySoh",
     "ExpFadeFit",
     "ExpFadeRul",
     "ImpedanceTrend",
     "LinearFadeRul",
-    "MultiAnomalyResult",
     "StageEscalation",
     "ThermalCheck",
     "arrhenius_factor",
@@ -86,14 +92,11 @@ __all__ = [
     "impedance_trend_analyzer_core",
     "linear_fade_rul",
     "linear_fade_rul_core",
-    "rolling_zscore_anomaly",
+    # Re-exported: the detector moved to trends; existing callers (benchmarks) import it here.
     "rolling_zscore_anomaly_core",
-    "rolling_zscore_anomaly_multi",
-    "rolling_zscore_anomaly_multi_core",
     "thermal_anomaly_checker",
     "thermal_anomaly_checker_core",
     "validate_capacity",
-    "validate_rolling_zscore_anomaly",
 ]
 
 #: NASA PCoE 18650 cells: rated capacity (Ah).
@@ -110,8 +113,6 @@ DEFAULT_ACTIVATION_ENERGY_J_MOL = 31_700.0
 SOH_REFERENCES = ("first", "rated")
 #: Degradation stages (codes 0..3), cut-points 0.90 / 0.80 / 0.70 on SOH_rated.
 BATTERY_STAGES = ("HEALTHY", "EARLY_DEGRADATION", "ACCELERATED_DEGRADATION", "EOL")
-#: Baseline buffers of :func:`rolling_zscore_anomaly`.
-ANOMALY_BASELINES = ("gated", "trailing", "reference")
 #: Status codes of the fade RUL kernels.
 FADE_STATUS = ("ok", "no_fade", "eol_reached")
 #: Labels of :func:`thermal_anomaly_checker` (first match wins, in this order of checks:
@@ -281,13 +282,6 @@ def battery_stage(soh_rated: Real[ArrayLike, "*batch"], *,
     return battery_stage_core(soh_rated, cut_points)
 
 
-def _masked_slope(x, y, w):
-    n = jnp.sum(w)
-    x_mean = jnp.sum(w * x) / n
-    y_mean = jnp.sum(w * y) / n
-    return jnp.sum(w * (x - x_mean) * (y - y_mean)) / jnp.sum(w * (x - x_mean) ** 2)
-
-
 class StageEscalation(NamedTuple):
     """Result of :func:`battery_stage_escalated`.
 
@@ -315,8 +309,8 @@ def battery_stage_escalated_core(capacity, rated_ah=RATED_CAPACITY_AH, k_acc=2.0
     size = cap.shape[-1]
     k = jnp.arange(size, dtype=cap.dtype)
     base = battery_stage_core(cap[-1] / as_float(rated_ah), cut_points)
-    local = _masked_slope(k, cap, (k >= size - window).astype(cap.dtype))
-    initial = _masked_slope(k, cap, (k < baseline_cycles).astype(cap.dtype))
+    local = weighted_line_fit(k, cap, (k >= size - window).astype(cap.dtype)).slope
+    initial = weighted_line_fit(k, cap, (k < baseline_cycles).astype(cap.dtype)).slope
     steeper = (local < 0) & (local < as_float(k_acc) * initial)
     escalate = steeper & (base < 2)
     return StageEscalation(jnp.where(escalate, 2, base).astype(jnp.int32), base, escalate, local,
@@ -361,199 +355,6 @@ def battery_stage_escalated(capacity: Real[ArrayLike, "cycles"], *,
 
 
 # ---------------------------------------------------------------------------------------------
-# 5.4 Rolling z-score anomaly detection
-# ---------------------------------------------------------------------------------------------
-
-
-class AnomalyResult(NamedTuple):
-    """Result of :func:`rolling_zscore_anomaly` for one feature (T samples).
-
-    Attributes:
-        z: z-score per sample (0 before ``window``).
-        exceedance: ``|z| > threshold`` (strict).
-        run_length: Consecutive exceedances ending at each sample.
-        flags: ``run_length >= min_persistence`` (causal: first set on the m-th exceedance).
-        event_onset: True at the first index of each flagged run.
-        n_events: Number of flagged runs.
-    """
-
-    z: Float[Array, "*batch time"]
-    exceedance: Bool[Array, "*batch time"]
-    run_length: Int[Array, "*batch time"]
-    flags: Bool[Array, "*batch time"]
-    event_onset: Bool[Array, "*batch time"]
-    n_events: Int[Array, "*batch"]
-
-
-def validate_rolling_zscore_anomaly(x, *, window=10, threshold=3.0, min_persistence=3,
-                                    baseline="gated") -> np.ndarray:
-    """Checks T > window >= 2, threshold > 0, min_persistence >= 1, finite x, known baseline."""
-    option_index("baseline", baseline, ANOMALY_BASELINES)
-    arr = to_numpy("x", x, min_ndim=1)
-    require_finite("x", arr)
-    if not isinstance(window, (int, np.integer)) or window < 2:
-        raise DomainError(f"window must be an int >= 2; got {window!r}.")
-    if not isinstance(min_persistence, (int, np.integer)) or min_persistence < 1:
-        raise DomainError(f"min_persistence must be an int >= 1; got {min_persistence!r}.")
-    if not threshold > 0:
-        raise DomainError(f"threshold must be > 0; got {threshold!r}.")
-    axis = 0 if arr.ndim > 1 else -1
-    if arr.shape[axis] <= window:
-        raise InsufficientDataError(f"x has {arr.shape[axis]} samples along time; it needs more "
-                                    f"than window={window}. Use a shorter window.")
-    return arr
-
-
-def _debounce(raw, min_persistence):
-    def step(count, exceed):
-        count = (count + 1) * exceed
-        return count, count
-
-    _, run = jax.lax.scan(step, jnp.zeros((), jnp.int32), raw.astype(jnp.int32))
-    flags = run >= min_persistence
-    size = raw.shape[-1]
-    starts = run == min_persistence
-    onset_idx = jnp.where(starts, jnp.arange(size) - min_persistence + 1, size)
-    onset = jnp.zeros((size,), bool).at[onset_idx].set(True, mode="drop")
-    return run, flags, onset, jnp.sum(starts).astype(jnp.int32)
-
-
-@functools.partial(jax.jit, static_argnames=("window", "min_persistence", "baseline"))
-def rolling_zscore_anomaly_core(x, threshold=3.0, reference_mean=jnp.nan,
-                                reference_std=jnp.nan, eps=1e-8, *, window: int = 10,
-                                min_persistence: int = 3, baseline: str = "gated"
-                                ) -> AnomalyResult:
-    """Jitted core of :func:`rolling_zscore_anomaly` for one 1-D feature (vmap over features)."""
-    x = as_float(x)
-    threshold, eps = as_float(threshold), as_float(eps)
-    ref_mean, ref_std = as_float(reference_mean), as_float(reference_std)
-    seed = x[:window]
-
-    def step(carry, value):
-        buffer, position = carry
-        mean = jnp.mean(buffer)
-        std = jnp.std(buffer)  # population (ddof = 0)
-        if baseline == "reference":
-            mean = jnp.where(jnp.isnan(ref_mean), mean, ref_mean)
-            std = jnp.where(jnp.isnan(ref_std), std, ref_std)
-        z = (value - mean) / jnp.maximum(std, eps)
-        exceed = jnp.abs(z) > threshold
-        if baseline == "trailing":
-            admit = jnp.ones((), bool)
-        elif baseline == "gated":
-            admit = ~exceed
-        else:
-            admit = jnp.zeros((), bool)
-        buffer = jnp.where(admit, buffer.at[position].set(value), buffer)
-        position = jnp.where(admit, (position + 1) % window, position)
-        return (buffer, position), (z, exceed)
-
-    _, (z_tail, raw_tail) = jax.lax.scan(step, (seed, jnp.zeros((), jnp.int32)), x[window:])
-    z = jnp.concatenate([jnp.zeros((window,), x.dtype), z_tail])
-    raw = jnp.concatenate([jnp.zeros((window,), bool), raw_tail])
-    run, flags, onset, n_events = _debounce(raw, min_persistence)
-    return AnomalyResult(z, raw, run, flags, onset, n_events)
-
-
-def rolling_zscore_anomaly(x: Real[ArrayLike, "time"], *, window: int = 10,
-                           threshold: float = 3.0, min_persistence: int = 3,
-                           baseline: str = "gated", reference_mean: float | None = None,
-                           reference_std: float | None = None,
-                           eps: float = 1e-8) -> AnomalyResult:
-    """Debounced rolling z-score anomaly detector (PHMForge's anomaly_detector).
-
-    For t >= window, ``z_t = (x_t - mean) / max(std, eps)`` over the baseline buffer
-    (population std); an exceedance is ``|z_t| > threshold`` and a flag is raised once
-    ``min_persistence`` exceedances in a row have occurred. Baselines: "gated" (default; seeded
-    with the first ``window`` samples, later samples enter only if they did not exceed, so a
-    sustained fault stays flagged while slow sub-threshold drift is tracked), "trailing" (the
-    previous ``window`` samples; absorbs level shifts) and "reference" (the first ``window``
-    samples frozen, or a fleet mean/std passed in).
-
-    Args:
-        x: Feature series, shape (T,), T > window; drop NaN rows first.
-        window: Baseline length (static, >= 2).
-        threshold: z threshold (> 0).
-        min_persistence: Consecutive exceedances needed for a flag (static, >= 1).
-        baseline: "gated", "trailing" or "reference".
-        reference_mean: Fleet baseline mean for "reference" (None: first window).
-        reference_std: Fleet baseline std for "reference" (None: first window).
-        eps: Floor on the standard deviation.
-
-    Returns:
-        AnomalyResult (z, exceedance, run_length, flags, event_onset, n_events).
-
-    Example:
-        >>> x = [10, 10.2, 9.8, 10.1, 9.9, 10.0, 13.0, 13.5, 14.0, 14.2, 10.0, 10.1]
-        >>> r = rolling_zscore_anomaly(x, window=5)
-        >>> [i for i, f in enumerate(r.flags.tolist()) if f]
-        [8, 9]
-    """
-    baseline = ANOMALY_BASELINES[option_index("baseline", baseline, ANOMALY_BASELINES)]
-    arr = validate_rolling_zscore_anomaly(x, window=window, threshold=threshold,
-                                          min_persistence=min_persistence, baseline=baseline)
-    if arr.ndim != 1:
-        raise ShapeMismatchError(f"x must be 1-D; got shape {arr.shape}. Use "
-                                 "rolling_zscore_anomaly_multi for (time, feature) arrays.")
-    if reference_std is not None and not reference_std > 0:
-        raise DomainError(f"reference_std must be > 0; got {reference_std!r}.")
-    return rolling_zscore_anomaly_core(
-        x, threshold, jnp.nan if reference_mean is None else reference_mean,
-        jnp.nan if reference_std is None else reference_std, eps, window=window,
-        min_persistence=min_persistence, baseline=baseline)
-
-
-class MultiAnomalyResult(NamedTuple):
-    """Per-feature anomaly results for a (time, feature) array, plus ``any_flag`` over features."""
-
-    z: Float[Array, "time features"]
-    flags: Bool[Array, "time features"]
-    event_onset: Bool[Array, "time features"]
-    n_events: Int[Array, "features"]
-    any_flag: Bool[Array, "time"]
-
-
-@functools.partial(jax.jit, static_argnames=("window", "min_persistence", "baseline"))
-def rolling_zscore_anomaly_multi_core(x, threshold=3.0, eps=1e-8, *, window: int = 10,
-                                      min_persistence: int = 3, baseline: str = "gated"
-                                      ) -> MultiAnomalyResult:
-    """Jitted core of :func:`rolling_zscore_anomaly_multi` (vmap over the feature axis 1)."""
-    per_feature = jax.vmap(
-        lambda column: rolling_zscore_anomaly_core(column, threshold, jnp.nan, jnp.nan, eps,
-                                                   window=window, min_persistence=min_persistence,
-                                                   baseline=baseline),
-        in_axes=1, out_axes=-1)(as_float(x))
-    return MultiAnomalyResult(per_feature.z, per_feature.flags, per_feature.event_onset,
-                              per_feature.n_events, jnp.any(per_feature.flags, axis=-1))
-
-
-def rolling_zscore_anomaly_multi(x: Real[ArrayLike, "time features"], *, window: int = 10,
-                                 threshold: float = 3.0, min_persistence: int = 3,
-                                 baseline: str = "gated", eps: float = 1e-8
-                                 ) -> MultiAnomalyResult:
-    """:func:`rolling_zscore_anomaly` on every column of a (time, feature) array.
-
-    Args:
-        x: Features per cycle, e.g. PHMForge's 5 standard features, shape (T, F).
-        window: Baseline length.
-        threshold: z threshold.
-        min_persistence: Consecutive exceedances for a flag.
-        baseline: "gated", "trailing" or "reference" (first window).
-        eps: Floor on the standard deviation.
-
-    Returns:
-        MultiAnomalyResult (z, flags, event_onset per feature; n_events; any_flag).
-    """
-    baseline = ANOMALY_BASELINES[option_index("baseline", baseline, ANOMALY_BASELINES)]
-    arr = validate_rolling_zscore_anomaly(x, window=window, threshold=threshold,
-                                          min_persistence=min_persistence, baseline=baseline)
-    if arr.ndim != 2:
-        raise ShapeMismatchError(f"x must be 2-D (time, feature); got shape {arr.shape}.")
-    return rolling_zscore_anomaly_multi_core(x, threshold, eps, window=window,
-                                             min_persistence=min_persistence, baseline=baseline)
-
-
-# ---------------------------------------------------------------------------------------------
 # 5.5 Linear fade RUL
 # ---------------------------------------------------------------------------------------------
 
@@ -594,13 +395,8 @@ def linear_fade_rul_core(cycles, capacity, eol_ah=EOL_CAPACITY_AH, n_observed=No
     size = cap.shape[-1]
     n_obs = size if n_observed is None else n_observed
     w = _observed_weights(size, n_obs, cap.dtype)
-    n = jnp.sum(w)
-    k_mean, c_mean = jnp.sum(w * k) / n, jnp.sum(w * cap) / n
-    slope = jnp.sum(w * (k - k_mean) * (cap - c_mean)) / jnp.sum(w * (k - k_mean) ** 2)
-    intercept = c_mean - slope * k_mean
-    sse = jnp.sum(w * (cap - intercept - slope * k) ** 2)
-    sst = jnp.sum(w * (cap - c_mean) ** 2)
-    r2 = jnp.where(sst > 0, 1.0 - sse / jnp.where(sst > 0, sst, 1.0), 1.0)
+    intercept, slope, *_ = weighted_line_fit(k, cap, w)
+    r2 = weighted_r2(jnp.sum(w * (cap - intercept - slope * k) ** 2), cap, w)
     k_last, c_last = _last_observed(k, n_obs), _last_observed(cap, n_obs)
     eol = as_float(eol_ah)
     no_fade = slope >= 0
@@ -723,17 +519,10 @@ def exp_fade_fit_core(cycles, capacity, n_observed=None) -> ExpFadeFit:
     k, cap = as_float(cycles), as_float(capacity)
     size = cap.shape[-1]
     w = _observed_weights(size, size if n_observed is None else n_observed, cap.dtype)
-    log_c = jnp.log(cap)
-    n = jnp.sum(w)
-    k_mean, l_mean = jnp.sum(w * k) / n, jnp.sum(w * log_c) / n
-    slope = jnp.sum(w * (k - k_mean) * (log_c - l_mean)) / jnp.sum(w * (k - k_mean) ** 2)
-    c0 = jnp.exp(l_mean - slope * k_mean)
-    fitted = c0 * jnp.exp(slope * k)
-    c_mean = jnp.sum(w * cap) / n
-    sse = jnp.sum(w * (cap - fitted) ** 2)
-    sst = jnp.sum(w * (cap - c_mean) ** 2)
-    return ExpFadeFit(c0, -slope, jnp.where(sst > 0, 1.0 - sse / jnp.where(sst > 0, sst, 1.0),
-                                            1.0))
+    log_intercept, slope, *_ = weighted_line_fit(k, jnp.log(cap), w)
+    c0 = jnp.exp(log_intercept)
+    return ExpFadeFit(c0, -slope, weighted_r2(jnp.sum(w * (cap - c0 * jnp.exp(slope * k)) ** 2),
+                                              cap, w))
 
 
 def exp_fade_fit(cycles: Real[ArrayLike, "cycles"], capacity: Real[ArrayLike, "cycles"], *,
@@ -883,7 +672,7 @@ def compare_to_baseline_core(target, fleet, threshold=3.0, eps=1e-8, *, min_pers
     mad = jnp.median(jnp.abs(fleet - median[None, :]), axis=0)
     z = (target - median) / jnp.maximum(1.4826 * mad, as_float(eps))
     raw = jnp.abs(z) > as_float(threshold)
-    _, flags, _, n_events = _debounce(raw, min_persistence)
+    _, flags, _, n_events = debounce_exceedances(raw, min_persistence)
     return BaselineComparison(z, raw, flags, jnp.any(flags), n_events)
 
 
@@ -893,8 +682,8 @@ def compare_to_baseline(target: Real[ArrayLike, "time"], fleet: Real[ArrayLike, 
     """Robust per-cycle comparison of one cell's feature against a fleet (spec 5.7).
 
     ``z = (x - median_fleet) / (1.4826 MAD_fleet)`` per cycle; an outlier is at least
-    ``min_persistence`` consecutive cycles with ``|z| > threshold`` (the 5.4 debounce). vmap the
-    core over features (axis -1 of target and fleet).
+    ``min_persistence`` consecutive cycles with ``|z| > threshold`` (the 5.4 debounce,
+    ``trends.debounce_exceedances``). vmap the core over features (axis -1 of target and fleet).
 
     Args:
         target: The cell's feature per cycle, shape (T,).

@@ -4,7 +4,8 @@ What lives here (spec sections 1.2-1.4 and 1.7): piecewise-linear RUL targets fo
 units, the data-driven informative-sensor selection plus the standard 14-sensor set, operating
 regime identification (nearest of the training centroids), per-regime z-score normalisation
 fitted on training data only, unit padding helpers for vmap, and the deterministic linear
-health-index RUL baseline (OLS health index, EWMA smoothing, line fit over the last cycles).
+health-index RUL baseline (OLS health index, EWMA smoothing, ``trends.weighted_line_fit`` over
+the last cycles).
 
 What does not live here: file parsing (``loaders.py``), RUL metrics (``metrics.py``) and the
 learned RUL models (``rul_model.py``).
@@ -32,6 +33,7 @@ from phm_kernels._checks import (
 )
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
 from phm_kernels.loaders import CMAPSS_SENSOR_NAMES, CmapssData, CmapssSplit
+from phm_kernels.trends import weighted_line_fit
 
 __all__ = [
     "CONSTANT_FD001_SENSORS",
@@ -498,12 +500,9 @@ def linear_health_index_rul_core(x, weights, mask=None, alpha=0.1, cap=DEFAULT_R
     _, smoothed = jax.lax.scan(ewma, hi[0], hi)
     length = jnp.sum(valid)
     t = jnp.arange(size, dtype=x.dtype)
-    w = (valid & (t >= length - window)).astype(x.dtype)
-    n = jnp.sum(w)
-    t_mean = jnp.sum(w * t) / n
-    h_mean = jnp.sum(w * smoothed) / n
-    slope = jnp.sum(w * (t - t_mean) * (smoothed - h_mean)) / jnp.sum(w * (t - t_mean) ** 2)
-    level = h_mean + slope * ((length - 1.0) - t_mean)  # fitted HI at the last valid cycle
+    line = weighted_line_fit(t, smoothed, (valid & (t >= length - window)).astype(x.dtype))
+    slope = line.slope
+    level = line.y_mean + slope * ((length - 1.0) - line.x_mean)  # fitted HI at the last cycle
     falling = slope < 0
     rul = jnp.where(falling, level / -jnp.where(falling, slope, -1.0), as_float(cap))
     return HealthIndexRul(jnp.clip(rul, 0.0, as_float(cap)), hi, smoothed, slope)

@@ -1,6 +1,7 @@
 """Small validated loaders for the three PHM datasets (the shell beside the kernels).
 
-What lives here: reading NASA C-MAPSS text files (train / test / RUL, ``.txt`` or ``.txt.gz``),
+What lives here: reading NASA C-MAPSS text files (train / test / RUL, ``.txt``, ``.txt.gz`` or
+``.txt.xz``),
 the NASA PCoE battery parquet exports (per-discharge-cycle features and EIS resistances) and the
 CWRU bearing ``.mat`` subset, each from an explicit data root passed by the caller (the library
 never reads environment variables). Every loader checks the file contract and raises a
@@ -13,7 +14,7 @@ are in their families) and any download logic.
 
 Layout expected under the data root (``shared/data``)::
 
-    phm/cmapss/{train,test,rul}_fd00{1..4}.txt.gz   (or the original train_FD001.txt names)
+    phm/cmapss/{train,test,rul}_fd00{1..4}.txt.gz   (or .txt.xz, or the original train_FD001.txt)
     phm/nasa_battery/b00{05,06,07,18}_{discharge,impedance}.parquet
     phm/cwru_bearing/cwru_*.mat
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import lzma
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +102,11 @@ def _read_text(path: Path) -> str:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as exc:
             raise DomainError(f"{path}: not a valid gzip file ({exc}); re-fetch the data.") from None
+    elif path.suffix == ".xz":
+        try:
+            raw = lzma.decompress(raw)
+        except lzma.LZMAError as exc:
+            raise DomainError(f"{path}: not a valid xz file ({exc}); re-fetch the data.") from None
     try:
         return raw.decode("ascii")
     except UnicodeDecodeError as exc:
@@ -158,7 +165,8 @@ class CmapssData:
 
 def _cmapss_path(root: Path, kind: str, subset: str) -> Path:
     folder = root / "phm" / "cmapss"
-    candidates = [folder / f"{kind}_{subset.lower()}.txt.gz", folder / f"{kind}_{subset.lower()}.txt",
+    stem = f"{kind}_{subset.lower()}"
+    candidates = [folder / f"{stem}.txt.gz", folder / f"{stem}.txt.xz", folder / f"{stem}.txt",
                   folder / f"{kind.upper() if kind == 'rul' else kind}_{subset}.txt"]
     for path in candidates:
         if path.is_file():

@@ -1,7 +1,8 @@
 """Registry of kernel families: family name -> public functions, jitted cores and label tuples.
 
-The MCP adapter (``sfbench_jax/mcp``) and the benchmarks look kernels up here by name instead
-of importing modules by string. Each family lists its *public* (validated) functions, their
+The MCP adapter (``sfbench_jax/mcp``) names the kernels behind each tool result through
+:func:`qualified_name`, and anyone may look kernels up here by name instead of importing modules
+by string. Each family lists its *public* (validated) functions, their
 ``*_core`` counterparts where they exist, and the module-level label tuples that map int codes
 to strings. The registry is read-only.
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from phm_kernels import (
     battery,
@@ -28,7 +30,11 @@ from phm_kernels import (
 )
 from phm_kernels.errors import UnknownOptionError
 
-__all__ = ["KERNELS", "KERNEL_FAMILIES", "KernelFamily", "get_family", "get_kernel"]
+__all__ = ["KERNELS", "KERNEL_FAMILIES", "KernelFamily", "get_family", "get_kernel",
+           "qualified_name"]
+
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -81,13 +87,13 @@ _FAMILIES = (
     _family("bearing", bearing, "Bearing defect frequencies, envelope spectrum, diagnosis",
             ("bearing_fault_frequencies", "envelope_spectrum", "averaged_envelope_spectrum",
              "match_fault_peaks", "diagnose_bearing")),
-    _family("battery", battery, "Battery SOH, stage, anomaly, fade RUL, fleet, composites",
-            ("battery_soh", "battery_stage", "battery_stage_escalated", "rolling_zscore_anomaly",
-             "rolling_zscore_anomaly_multi", "linear_fade_rul", "exp_fade_fit", "exp_fade_rul",
-             "arrhenius_factor", "compare_to_baseline", "thermal_anomaly_checker",
-             "impedance_trend_analyzer", "health_report_triage")),
-    _family("trends", trends, "Linear/exponential trend fit and Mann-Kendall test",
-            ("trend_fit", "mann_kendall")),
+    _family("battery", battery, "Battery SOH, stage, fade RUL, fleet baseline, composites",
+            ("battery_soh", "battery_stage", "battery_stage_escalated", "linear_fade_rul",
+             "exp_fade_fit", "exp_fade_rul", "arrhenius_factor", "compare_to_baseline",
+             "thermal_anomaly_checker", "impedance_trend_analyzer", "health_report_triage")),
+    _family("trends", trends, "Trend fit, Mann-Kendall test, rolling z-score anomaly detector",
+            ("trend_fit", "mann_kendall", "rolling_zscore_anomaly",
+             "rolling_zscore_anomaly_multi")),
     _family("turbofan", turbofan, "Turbofan component health and efficiency/flow signature",
             ("component_health", "efficiency_flow_signature")),
     _family("cmapss", cmapss, "C-MAPSS RUL targets, sensor selection, regimes, HI baseline",
@@ -107,17 +113,19 @@ KERNELS: Mapping[str, Callable] = types.MappingProxyType(
     {name: fn for family in _FAMILIES for name, fn in family.kernels.items()})
 
 
+def _look_up(table: Mapping[str, _T], name: str, what: str) -> _T:
+    if name in table:
+        return table[name]
+    raise UnknownOptionError(f"unknown {what} {name!r}; choose one of {sorted(table)}.")
+
+
 def get_family(name: str) -> KernelFamily:
     """Returns a family by name.
 
     Raises:
         UnknownOptionError: Unknown family, listing the valid names.
     """
-    try:
-        return KERNEL_FAMILIES[name]
-    except KeyError:
-        raise UnknownOptionError(f"unknown kernel family {name!r}; choose one of "
-                                 f"{sorted(KERNEL_FAMILIES)}.") from None
+    return _look_up(KERNEL_FAMILIES, name, "kernel family")
 
 
 def get_kernel(name: str) -> Callable:
@@ -126,8 +134,22 @@ def get_kernel(name: str) -> Callable:
     Raises:
         UnknownOptionError: Unknown kernel, listing the valid names.
     """
-    try:
-        return KERNELS[name]
-    except KeyError:
-        raise UnknownOptionError(f"unknown kernel {name!r}; choose one of {sorted(KERNELS)}."
-                                 ) from None
+    return _look_up(KERNELS, name, "kernel")
+
+
+def qualified_name(kernel: Callable) -> str:
+    """Returns ``"family.name"`` of a public kernel, e.g. ``"safety.fmea_rpn"``.
+
+    The MCP adapter labels every result with the kernels that produced it through this, so a
+    label always names a registered kernel where it lives.
+
+    Raises:
+        UnknownOptionError: The function is not a registered public kernel.
+    """
+    for family in _FAMILIES:
+        for name, fn in family.kernels.items():
+            if fn is kernel:
+                return f"{family.name}.{name}"
+    shown = getattr(kernel, "__qualname__", repr(kernel))
+    raise UnknownOptionError(f"{shown} is not a registered public kernel; add it to its family in "
+                             "phm_kernels.registry.")

@@ -117,6 +117,17 @@ Code = Int[Array, "*batch"]
 Flag = Bool[Array, "*batch"]
 
 
+def _band_of(value, lower_edges):
+    """Index of the band holding ``value`` (int32): 0 below the first edge, k from edge k-1 on.
+
+    A value on an edge belongs to the band above it, as in every table of this module ("from x"
+    or ">= lower bound"). Edges must increase; they are cast to the value's dtype.
+    """
+    value = jnp.asarray(value)
+    return jnp.searchsorted(jnp.asarray(lower_edges, value.dtype), value,
+                            side="right").astype(jnp.int32)
+
+
 # ---------------------------------------------------------------------------------------------
 # 7.1 FMEA
 # ---------------------------------------------------------------------------------------------
@@ -173,8 +184,7 @@ def fmea_rpn_core(severity, occurrence, detection, band_edges=(50, 100, 200),
     d = jnp.asarray(detection).astype(jnp.int32)
     in_scale = ((s >= 1) & (s <= 10) & (o >= 1) & (o <= 10) & (d >= 1) & (d <= 10))
     rpn = guard(in_scale, s * o * d)
-    band = jnp.searchsorted(jnp.asarray(band_edges, jnp.int32), rpn, side="right").astype(
-        jnp.int32)
+    band = _band_of(rpn, band_edges)
     override = (s >= override_severity) & (band < 2)
     level = jnp.where(s >= override_severity, jnp.maximum(band, 2), band).astype(jnp.int32)
     band, level = guard(in_scale, band), guard(in_scale, level)
@@ -244,8 +254,7 @@ class SilResult(NamedTuple):
 def _sil_from_bands(value, lowest_bound):
     # Band edges lowest_bound * 10^k, k = 0..4; a value on an edge belongs to the band above it
     # (">= lower bound" in IEC 61508-1 Tables 2-3).
-    edges = lowest_bound * jnp.asarray([1.0, 10.0, 100.0, 1000.0, 10000.0])
-    idx = jnp.searchsorted(edges.astype(value.dtype), value, side="right")
+    idx = _band_of(value, lowest_bound * jnp.asarray([1.0, 10.0, 100.0, 1000.0, 10000.0]))
     sil = jnp.clip(5 - idx, 0, 4).astype(jnp.int32)
     valid = (value > 0) & (value < 1)
     return SilResult(guard(valid, sil), guard(valid, idx == 0), guard(valid, 1.0 / value))
@@ -469,7 +478,7 @@ _PL_EDGES = (1e-8, 1e-7, 1e-6, 3e-6, 1e-5, 1e-4)
 def pl_from_pfh_core(pfh_d) -> PlResult:
     """Jitted core of :func:`pl_from_pfh` (elementwise)."""
     pfh_d = as_float(pfh_d)
-    idx = jnp.searchsorted(jnp.asarray(_PL_EDGES, pfh_d.dtype), pfh_d, side="right")
+    idx = _band_of(pfh_d, _PL_EDGES)
     code = jnp.clip(6 - idx, 0, 5).astype(jnp.int32)
     valid = (pfh_d > 0) & (pfh_d < 1)
     return PlResult(guard(valid, code), guard(valid, jnp.asarray(_PL_TO_SIL, jnp.int32)[code]),
@@ -537,9 +546,7 @@ def check_pl_compliance(pfh_d: Real[ArrayLike, "*batch"], *, required_pl: str | 
 @jax.jit
 def mttfd_band_core(mttfd_years) -> Code:
     """Jitted core of :func:`mttfd_band` (elementwise)."""
-    edges = jnp.asarray([3.0, 10.0, 30.0])
-    return jnp.searchsorted(edges.astype(as_float(mttfd_years).dtype), as_float(mttfd_years),
-                            side="right").astype(jnp.int32)
+    return _band_of(as_float(mttfd_years), (3.0, 10.0, 30.0))
 
 
 def mttfd_band(mttfd_years: Real[ArrayLike, "*batch"]) -> Code:
@@ -560,9 +567,7 @@ def mttfd_band(mttfd_years: Real[ArrayLike, "*batch"]) -> Code:
 @jax.jit
 def dc_band_core(dc_fraction) -> Code:
     """Jitted core of :func:`dc_band` (elementwise)."""
-    dc = as_float(dc_fraction)
-    return jnp.searchsorted(jnp.asarray([0.60, 0.90, 0.99], dc.dtype), dc,
-                            side="right").astype(jnp.int32)
+    return _band_of(as_float(dc_fraction), (0.60, 0.90, 0.99))
 
 
 def dc_band(dc_fraction: Real[ArrayLike, "*batch"]) -> Code:

@@ -1,10 +1,14 @@
-"""Degradation-trend kernels: linear vs exponential trend fit and the Mann-Kendall test.
+"""Trend kernels: line fits, the Mann-Kendall test and the rolling z-score anomaly detector.
 
-What lives here (spec sections 2.4-2.5): :func:`trend_fit` (OLS line and log-linear
-exponential, model choice by AIC, optional time to a threshold) and :func:`mann_kendall`
-(tie-corrected variance, continuity-corrected Z, two-sided p, Kendall's tau, Sen's slope).
-Both accept an optional boolean ``mask`` so padded series (units of different lengths) can be
-vmapped; masked-out points are ignored exactly.
+What lives here (spec sections 2.4-2.5 and 5.4): the weighted least-squares line and its R^2
+(:func:`weighted_line_fit`, :func:`weighted_r2`, the one derivation every family's fits use),
+:func:`trend_fit` (OLS line and log-linear exponential, model choice by AIC, optional time to a
+threshold), :func:`mann_kendall` (tie-corrected variance, continuity-corrected Z, two-sided p,
+Kendall's tau, Sen's slope) and the debounced rolling z-score detector
+(:func:`rolling_zscore_anomaly`, :func:`rolling_zscore_anomaly_multi`, PHMForge's
+``anomaly_detector``, used on battery features and C-MAPSS sensors alike) with its debounce
+(:func:`debounce_exceedances`). The fits and the test accept an optional boolean ``mask`` so
+padded series (units of different lengths) can be vmapped; masked-out points are ignored exactly.
 
 What does not live here: component health bands (``turbofan.py``), battery-specific trend
 compositions (``battery.py``). Mann-Kendall assumes serially independent data (no Hamed-Rao
@@ -17,6 +21,7 @@ emitting a Python warning.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -26,6 +31,7 @@ from jax.scipy.special import erfc
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 from phm_kernels._checks import (
     as_float,
+    option_index,
     require_finite,
     require_increasing,
     require_min_length,
@@ -33,25 +39,39 @@ from phm_kernels._checks import (
     to_numpy,
 )
 from phm_kernels._ops import masked_median
-from phm_kernels.errors import InsufficientDataError, ShapeMismatchError
+from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
 
 __all__ = [
+    "ANOMALY_BASELINES",
     "TREND_LABELS",
     "TREND_MODELS",
+    "AnomalyResult",
     "MannKendall",
+    "MultiAnomalyResult",
     "TrendFit",
+    "WeightedLine",
+    "debounce_exceedances",
     "mann_kendall",
     "mann_kendall_core",
+    "rolling_zscore_anomaly",
+    "rolling_zscore_anomaly_core",
+    "rolling_zscore_anomaly_multi",
+    "rolling_zscore_anomaly_multi_core",
     "trend_fit",
     "trend_fit_core",
     "validate_mann_kendall",
+    "validate_rolling_zscore_anomaly",
     "validate_trend_fit",
+    "weighted_line_fit",
+    "weighted_r2",
 ]
 
 #: Mann-Kendall trend labels (``trend`` codes 0..2).
 TREND_LABELS = ("NO_TREND", "INCREASING", "DECREASING")
 #: Trend-fit model labels (``model`` codes 0, 1).
 TREND_MODELS = ("linear", "exponential")
+#: Baseline buffers of :func:`rolling_zscore_anomaly`.
+ANOMALY_BASELINES = ("gated", "trailing", "reference")
 
 Scalar = Float[Array, "*batch"]
 
@@ -60,19 +80,62 @@ def _mask_or_ones(y, mask):
     return jnp.ones(y.shape, bool) if mask is None else jnp.asarray(mask, bool)
 
 
-def _weighted_ols(t, y, w):
-    n = jnp.sum(w)
-    t_mean = jnp.sum(w * t) / n
-    y_mean = jnp.sum(w * y) / n
-    s_tt = jnp.sum(w * (t - t_mean) ** 2)
-    slope = jnp.sum(w * (t - t_mean) * (y - y_mean)) / s_tt
-    return y_mean - slope * t_mean, slope, s_tt
+class WeightedLine(NamedTuple):
+    """Weighted least-squares line ``y = intercept + slope x`` (result of :func:`weighted_line_fit`).
+
+    Attributes:
+        intercept: b0.
+        slope: b1.
+        x_mean: Weighted mean of x.
+        y_mean: Weighted mean of y.
+        s_xx: ``sum w (x - x_mean)^2`` (for the slope's standard error).
+    """
+
+    intercept: Scalar
+    slope: Scalar
+    x_mean: Scalar
+    y_mean: Scalar
+    s_xx: Scalar
 
 
-def _r2(sse, y, w):
-    n = jnp.sum(w)
-    y_mean = jnp.sum(w * y) / n
-    sst = jnp.sum(w * (y - y_mean) ** 2)
+def weighted_line_fit(x, y, weights) -> WeightedLine:
+    """Weighted least-squares line through ``(x, y)``; zero weights drop points exactly.
+
+    A building block for the jitted cores (trend fit, fade fits, health-index slope): it does not
+    validate, so at least two distinct x with positive weight are the caller's contract.
+
+    Args:
+        x: Abscissae, shape (n,).
+        y: Ordinates, shape (n,).
+        weights: Non-negative weights (a 0/1 mask as floats), shape (n,).
+
+    Returns:
+        WeightedLine.
+    """
+    n = jnp.sum(weights)
+    x_mean = jnp.sum(weights * x) / n
+    y_mean = jnp.sum(weights * y) / n
+    s_xx = jnp.sum(weights * (x - x_mean) ** 2)
+    slope = jnp.sum(weights * (x - x_mean) * (y - y_mean)) / s_xx
+    return WeightedLine(y_mean - slope * x_mean, slope, x_mean, y_mean, s_xx)
+
+
+def weighted_r2(sse, y, weights) -> jax.Array:
+    """Coefficient of determination ``1 - SSE / SST`` of a fit with residual sum ``sse``.
+
+    For a constant series (SST = 0) an exact fit (SSE = 0) scores 1 and any other 0.
+
+    Args:
+        sse: Weighted residual sum of squares of the fit.
+        y: The observations, shape (n,).
+        weights: The weights the fit used, shape (n,).
+
+    Returns:
+        R^2.
+    """
+    n = jnp.sum(weights)
+    y_mean = jnp.sum(weights * y) / n
+    sst = jnp.sum(weights * (y - y_mean) ** 2)
     return jnp.where(sst > 0, 1.0 - sse / jnp.where(sst > 0, sst, 1.0),
                      jnp.where(sse == 0, 1.0, 0.0))
 
@@ -148,13 +211,15 @@ def trend_fit_core(t, y, y_threshold=jnp.nan, mask=None) -> TrendFit:
     t_last = jnp.max(jnp.where(valid, t, -jnp.inf))
     y_th = as_float(y_threshold)
 
-    b0, b1, s_tt = _weighted_ols(t, y, w)
+    line = weighted_line_fit(t, y, w)
+    b0, b1 = line.intercept, line.slope
     sse_lin = jnp.sum(w * (y - (b0 + b1 * t)) ** 2)
-    slope_se = jnp.sqrt(sse_lin / jnp.maximum(n - 2.0, 1.0) / s_tt)
+    slope_se = jnp.sqrt(sse_lin / jnp.maximum(n - 2.0, 1.0) / line.s_xx)
 
     exp_ok = jnp.all(jnp.where(valid, y > 0, True))
     log_y = jnp.log(jnp.where(valid & (y > 0), y, 1.0))
-    a0, a1, _ = _weighted_ols(t, log_y, w)
+    log_line = weighted_line_fit(t, log_y, w)
+    a0, a1 = log_line.intercept, log_line.slope
     sse_exp = jnp.where(exp_ok, jnp.sum(w * (y - jnp.exp(a0 + a1 * t)) ** 2), jnp.inf)
 
     def aic(sse):
@@ -168,10 +233,10 @@ def trend_fit_core(t, y, y_threshold=jnp.nan, mask=None) -> TrendFit:
     ttt_exp = jnp.where(y_th > 0, _time_to((jnp.log(safe_th) - a0) / jnp.where(a1 == 0, 1.0, a1),
                                            a1, t_last), jnp.inf)
     ttt = jnp.where(jnp.isnan(y_th), jnp.nan, jnp.where(model == 1, ttt_exp, ttt_lin))
-    return TrendFit(model, b1, b0, slope_se, _r2(sse_lin, y, w), sse_lin,
+    return TrendFit(model, b1, b0, slope_se, weighted_r2(sse_lin, y, w), sse_lin,
                     jnp.where(exp_ok, a1, jnp.nan), jnp.where(exp_ok, jnp.exp(a0), jnp.nan),
-                    jnp.where(exp_ok, _r2(sse_exp, y, w), jnp.nan), sse_exp, aic_lin, aic_exp,
-                    ttt)
+                    jnp.where(exp_ok, weighted_r2(sse_exp, y, w), jnp.nan), sse_exp, aic_lin,
+                    aic_exp, ttt)
 
 
 def trend_fit(t: Real[ArrayLike, "n"], y: Real[ArrayLike, "n"], *,
@@ -304,3 +369,209 @@ def mann_kendall(y: Real[ArrayLike, "n"], *, alpha: float = 0.05,
     """
     validate_mann_kendall(y, alpha=alpha, mask=mask)
     return mann_kendall_core(y, alpha, mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Debounced rolling z-score anomaly detection (spec 5.4)
+# ---------------------------------------------------------------------------------------------
+
+
+class AnomalyResult(NamedTuple):
+    """Result of :func:`rolling_zscore_anomaly` for one feature (T samples).
+
+    Attributes:
+        z: z-score per sample (0 before ``window``).
+        exceedance: ``|z| > threshold`` (strict).
+        run_length: Consecutive exceedances ending at each sample.
+        flags: ``run_length >= min_persistence`` (causal: first set on the m-th exceedance).
+        event_onset: True at the first index of each flagged run.
+        n_events: Number of flagged runs.
+    """
+
+    z: Float[Array, "*batch time"]
+    exceedance: Bool[Array, "*batch time"]
+    run_length: Int[Array, "*batch time"]
+    flags: Bool[Array, "*batch time"]
+    event_onset: Bool[Array, "*batch time"]
+    n_events: Int[Array, "*batch"]
+
+
+def validate_rolling_zscore_anomaly(x, *, window=10, threshold=3.0, min_persistence=3,
+                                    baseline="gated") -> np.ndarray:
+    """Checks T > window >= 2, threshold > 0, min_persistence >= 1, finite x, known baseline."""
+    option_index("baseline", baseline, ANOMALY_BASELINES)
+    arr = to_numpy("x", x, min_ndim=1)
+    require_finite("x", arr)
+    if not isinstance(window, (int, np.integer)) or window < 2:
+        raise DomainError(f"window must be an int >= 2; got {window!r}.")
+    if not isinstance(min_persistence, (int, np.integer)) or min_persistence < 1:
+        raise DomainError(f"min_persistence must be an int >= 1; got {min_persistence!r}.")
+    if not threshold > 0:
+        raise DomainError(f"threshold must be > 0; got {threshold!r}.")
+    axis = 0 if arr.ndim > 1 else -1
+    if arr.shape[axis] <= window:
+        raise InsufficientDataError(f"x has {arr.shape[axis]} samples along time; it needs more "
+                                    f"than window={window}. Use a shorter window.")
+    return arr
+
+
+def debounce_exceedances(raw, min_persistence):
+    """Debounces a 1-D exceedance series: a flag needs ``min_persistence`` exceedances in a row.
+
+    Jittable (``min_persistence`` static); shared by the rolling z-score detector and the battery
+    fleet comparison.
+
+    Args:
+        raw: Boolean exceedances, shape (T,).
+        min_persistence: Consecutive exceedances needed for a flag.
+
+    Returns:
+        ``(run_length, flags, event_onset, n_events)``.
+    """
+
+    def step(count, exceed):
+        count = (count + 1) * exceed
+        return count, count
+
+    _, run = jax.lax.scan(step, jnp.zeros((), jnp.int32), raw.astype(jnp.int32))
+    flags = run >= min_persistence
+    size = raw.shape[-1]
+    starts = run == min_persistence
+    onset_idx = jnp.where(starts, jnp.arange(size) - min_persistence + 1, size)
+    onset = jnp.zeros((size,), bool).at[onset_idx].set(True, mode="drop")
+    return run, flags, onset, jnp.sum(starts).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnames=("window", "min_persistence", "baseline"))
+def rolling_zscore_anomaly_core(x, threshold=3.0, reference_mean=jnp.nan,
+                                reference_std=jnp.nan, eps=1e-8, *, window: int = 10,
+                                min_persistence: int = 3, baseline: str = "gated"
+                                ) -> AnomalyResult:
+    """Jitted core of :func:`rolling_zscore_anomaly` for one 1-D feature (vmap over features)."""
+    x = as_float(x)
+    threshold, eps = as_float(threshold), as_float(eps)
+    ref_mean, ref_std = as_float(reference_mean), as_float(reference_std)
+    seed = x[:window]
+
+    def step(carry, value):
+        buffer, position = carry
+        mean = jnp.mean(buffer)
+        std = jnp.std(buffer)  # population (ddof = 0)
+        if baseline == "reference":
+            mean = jnp.where(jnp.isnan(ref_mean), mean, ref_mean)
+            std = jnp.where(jnp.isnan(ref_std), std, ref_std)
+        z = (value - mean) / jnp.maximum(std, eps)
+        exceed = jnp.abs(z) > threshold
+        if baseline == "trailing":
+            admit = jnp.ones((), bool)
+        elif baseline == "gated":
+            admit = ~exceed
+        else:
+            admit = jnp.zeros((), bool)
+        buffer = jnp.where(admit, buffer.at[position].set(value), buffer)
+        position = jnp.where(admit, (position + 1) % window, position)
+        return (buffer, position), (z, exceed)
+
+    _, (z_tail, raw_tail) = jax.lax.scan(step, (seed, jnp.zeros((), jnp.int32)), x[window:])
+    z = jnp.concatenate([jnp.zeros((window,), x.dtype), z_tail])
+    raw = jnp.concatenate([jnp.zeros((window,), bool), raw_tail])
+    run, flags, onset, n_events = debounce_exceedances(raw, min_persistence)
+    return AnomalyResult(z, raw, run, flags, onset, n_events)
+
+
+def rolling_zscore_anomaly(x: Real[ArrayLike, "time"], *, window: int = 10,
+                           threshold: float = 3.0, min_persistence: int = 3,
+                           baseline: str = "gated", reference_mean: float | None = None,
+                           reference_std: float | None = None,
+                           eps: float = 1e-8) -> AnomalyResult:
+    """Debounced rolling z-score anomaly detector (PHMForge's anomaly_detector).
+
+    For t >= window, ``z_t = (x_t - mean) / max(std, eps)`` over the baseline buffer
+    (population std); an exceedance is ``|z_t| > threshold`` and a flag is raised once
+    ``min_persistence`` exceedances in a row have occurred. Baselines: "gated" (default; seeded
+    with the first ``window`` samples, later samples enter only if they did not exceed, so a
+    sustained fault stays flagged while slow sub-threshold drift is tracked), "trailing" (the
+    previous ``window`` samples; absorbs level shifts) and "reference" (the first ``window``
+    samples frozen, or a fleet mean/std passed in).
+
+    Args:
+        x: Feature series, shape (T,), T > window; drop NaN rows first.
+        window: Baseline length (static, >= 2).
+        threshold: z threshold (> 0).
+        min_persistence: Consecutive exceedances needed for a flag (static, >= 1).
+        baseline: "gated", "trailing" or "reference".
+        reference_mean: Fleet baseline mean for "reference" (None: first window).
+        reference_std: Fleet baseline std for "reference" (None: first window).
+        eps: Floor on the standard deviation.
+
+    Returns:
+        AnomalyResult (z, exceedance, run_length, flags, event_onset, n_events).
+
+    Example:
+        >>> x = [10, 10.2, 9.8, 10.1, 9.9, 10.0, 13.0, 13.5, 14.0, 14.2, 10.0, 10.1]
+        >>> r = rolling_zscore_anomaly(x, window=5)
+        >>> [i for i, f in enumerate(r.flags.tolist()) if f]
+        [8, 9]
+    """
+    baseline = ANOMALY_BASELINES[option_index("baseline", baseline, ANOMALY_BASELINES)]
+    arr = validate_rolling_zscore_anomaly(x, window=window, threshold=threshold,
+                                          min_persistence=min_persistence, baseline=baseline)
+    if arr.ndim != 1:
+        raise ShapeMismatchError(f"x must be 1-D; got shape {arr.shape}. Use "
+                                 "rolling_zscore_anomaly_multi for (time, feature) arrays.")
+    if reference_std is not None and not reference_std > 0:
+        raise DomainError(f"reference_std must be > 0; got {reference_std!r}.")
+    return rolling_zscore_anomaly_core(
+        x, threshold, jnp.nan if reference_mean is None else reference_mean,
+        jnp.nan if reference_std is None else reference_std, eps, window=window,
+        min_persistence=min_persistence, baseline=baseline)
+
+
+class MultiAnomalyResult(NamedTuple):
+    """Per-feature anomaly results for a (time, feature) array, plus ``any_flag`` over features."""
+
+    z: Float[Array, "time features"]
+    flags: Bool[Array, "time features"]
+    event_onset: Bool[Array, "time features"]
+    n_events: Int[Array, "features"]
+    any_flag: Bool[Array, "time"]
+
+
+@functools.partial(jax.jit, static_argnames=("window", "min_persistence", "baseline"))
+def rolling_zscore_anomaly_multi_core(x, threshold=3.0, eps=1e-8, *, window: int = 10,
+                                      min_persistence: int = 3, baseline: str = "gated"
+                                      ) -> MultiAnomalyResult:
+    """Jitted core of :func:`rolling_zscore_anomaly_multi` (vmap over the feature axis 1)."""
+    per_feature = jax.vmap(
+        lambda column: rolling_zscore_anomaly_core(column, threshold, jnp.nan, jnp.nan, eps,
+                                                   window=window, min_persistence=min_persistence,
+                                                   baseline=baseline),
+        in_axes=1, out_axes=-1)(as_float(x))
+    return MultiAnomalyResult(per_feature.z, per_feature.flags, per_feature.event_onset,
+                              per_feature.n_events, jnp.any(per_feature.flags, axis=-1))
+
+
+def rolling_zscore_anomaly_multi(x: Real[ArrayLike, "time features"], *, window: int = 10,
+                                 threshold: float = 3.0, min_persistence: int = 3,
+                                 baseline: str = "gated", eps: float = 1e-8
+                                 ) -> MultiAnomalyResult:
+    """:func:`rolling_zscore_anomaly` on every column of a (time, feature) array.
+
+    Args:
+        x: Features per cycle, e.g. PHMForge's 5 standard features, shape (T, F).
+        window: Baseline length.
+        threshold: z threshold.
+        min_persistence: Consecutive exceedances for a flag.
+        baseline: "gated", "trailing" or "reference" (first window).
+        eps: Floor on the standard deviation.
+
+    Returns:
+        MultiAnomalyResult (z, flags, event_onset per feature; n_events; any_flag).
+    """
+    baseline = ANOMALY_BASELINES[option_index("baseline", baseline, ANOMALY_BASELINES)]
+    arr = validate_rolling_zscore_anomaly(x, window=window, threshold=threshold,
+                                          min_persistence=min_persistence, baseline=baseline)
+    if arr.ndim != 2:
+        raise ShapeMismatchError(f"x must be 2-D (time, feature); got shape {arr.shape}.")
+    return rolling_zscore_anomaly_multi_core(x, threshold, eps, window=window,
+                                             min_persistence=min_persistence, baseline=baseline)

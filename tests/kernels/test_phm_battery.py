@@ -1,4 +1,7 @@
-"""Tests for phm_kernels.battery: spec 5 worked examples, composites, validation, jit/vmap."""
+"""Tests for phm_kernels.battery: spec 5 worked examples, composites, validation, jit/vmap.
+
+The rolling z-score detector (spec 5.4) lives in trends; its tests are in test_phm_trends.py.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,6 @@ import numpy as np
 import pytest
 from phm_kernels import battery
 from phm_kernels.errors import DomainError, InsufficientDataError, ShapeMismatchError
-
-STEP_SERIES = [10, 10.2, 9.8, 10.1, 9.9, 10.0, 13.0, 13.5, 14.0, 14.2, 10.0, 10.1]
 
 
 def test_battery_soh_example():
@@ -40,40 +41,6 @@ def test_battery_stage_escalation():
     assert battery.BATTERY_STAGES[int(r.stage)] == "ACCELERATED_DEGRADATION"
     steady = battery.battery_stage_escalated(1.95 - 0.001 * k)
     assert not bool(steady.escalated) and int(steady.stage) == 0
-
-
-def test_rolling_zscore_gated_worked_example():
-    r = battery.rolling_zscore_anomaly(STEP_SERIES, window=5, threshold=3.0, min_persistence=3)
-    np.testing.assert_allclose(r.z[5:], [0, 21.213, 24.749, 28.284, 29.698, 0, 1.373], atol=1e-3)
-    assert np.flatnonzero(r.exceedance).tolist() == [6, 7, 8, 9]
-    assert np.flatnonzero(r.flags).tolist() == [8, 9]
-    assert np.flatnonzero(r.event_onset).tolist() == [6]
-    assert int(r.n_events) == 1
-
-
-def test_rolling_zscore_trailing_absorbs_level_shift():
-    r = battery.rolling_zscore_anomaly(STEP_SERIES, window=5, baseline="trailing")
-    np.testing.assert_allclose(r.z[6:9], [21.213, 2.40, 1.69], atol=5e-3)
-    assert not np.any(r.flags)
-
-
-def test_rolling_zscore_reference_and_drift():
-    drift = 1.0 + 0.01 * np.arange(200)
-    assert int(battery.rolling_zscore_anomaly(drift).n_events) == 0
-    ref = battery.rolling_zscore_anomaly(STEP_SERIES, window=5, baseline="reference",
-                                         reference_mean=10.0, reference_std=1.0)
-    np.testing.assert_allclose(ref.z[6:10], [3.0, 3.5, 4.0, 4.2])
-    # |z| > threshold is strict: z = 3.0 at index 6 is not an exceedance.
-    assert np.flatnonzero(ref.exceedance).tolist() == [7, 8, 9]
-    assert np.flatnonzero(ref.flags).tolist() == [9]
-
-
-def test_rolling_zscore_multi_feature():
-    x = np.stack([STEP_SERIES, np.linspace(10, 10.11, 12)], axis=1)
-    r = battery.rolling_zscore_anomaly_multi(x, window=5)
-    assert r.flags.shape == (12, 2)
-    assert np.flatnonzero(r.any_flag).tolist() == [8, 9]
-    assert r.n_events.tolist() == [1, 0]
 
 
 def test_linear_fade_rul_example():
@@ -189,9 +156,6 @@ def test_health_report_triage_first_match():
     (lambda: battery.battery_soh([1.8, -0.1]), DomainError),
     (lambda: battery.battery_soh([1.8, 1.7], reference="nominal"), ValueError),
     (lambda: battery.battery_stage(81.0), DomainError),
-    (lambda: battery.rolling_zscore_anomaly([1.0] * 5, window=5), InsufficientDataError),
-    (lambda: battery.rolling_zscore_anomaly([1.0] * 8, window=1), DomainError),
-    (lambda: battery.rolling_zscore_anomaly([1.0] * 8, window=3, baseline="median"), ValueError),
     (lambda: battery.linear_fade_rul([1.0, 2.0], [1.9, 1.8]), InsufficientDataError),
     (lambda: battery.linear_fade_rul([1.0, 3.0, 2.0], [1.9, 1.8, 1.7]), DomainError),
     (lambda: battery.exp_fade_rul([1.0, 2.0, 3.0], [1.9, 1.8, 1.7], temperature_k=-5.0),
@@ -217,8 +181,6 @@ def test_jit_vmap_agreement(vmap_check):
                reference="first")
     vmap_check(battery.linear_fade_rul_core, (k, cap, 1.4, 30), in_axes=(0, 0, None, None))
     vmap_check(battery.exp_fade_rul_core, (k, cap, 1.4, 40), in_axes=(0, 0, None, None))
-    vmap_check(battery.rolling_zscore_anomaly_core, (rng.normal(0, 1, (4, 30)), 3.0),
-               in_axes=(0, None), window=5, min_persistence=2, baseline="gated")
     vmap_check(battery.battery_stage_core, (rng.uniform(0.6, 1.0, 9),))
     vmap_check(battery.compare_to_baseline_core,
                (rng.normal(0, 1, (3, 20)), rng.normal(0, 1, (3, 4, 20))), min_persistence=3)

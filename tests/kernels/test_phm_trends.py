@@ -1,4 +1,5 @@
-"""Tests for phm_kernels.trends: Mann-Kendall and trend-fit worked examples, masks, jit/vmap."""
+"""Tests for phm_kernels.trends: Mann-Kendall, trend-fit and rolling z-score worked examples,
+masks, validation, jit/vmap."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import jax
 import numpy as np
 import pytest
 from phm_kernels import trends
-from phm_kernels.errors import InsufficientDataError, NonFiniteInputError
+from phm_kernels.errors import DomainError, InsufficientDataError, NonFiniteInputError
 from scipy import stats
+
+STEP_SERIES = [10, 10.2, 9.8, 10.1, 9.9, 10.0, 13.0, 13.5, 14.0, 14.2, 10.0, 10.1]
 
 
 def test_mann_kendall_monotone():
@@ -93,6 +96,40 @@ def test_trend_fit_matches_scipy_linregress_and_edge_cases():
     assert float(passed.time_to_threshold) == 0.0
 
 
+def test_rolling_zscore_gated_worked_example():
+    r = trends.rolling_zscore_anomaly(STEP_SERIES, window=5, threshold=3.0, min_persistence=3)
+    np.testing.assert_allclose(r.z[5:], [0, 21.213, 24.749, 28.284, 29.698, 0, 1.373], atol=1e-3)
+    assert np.flatnonzero(r.exceedance).tolist() == [6, 7, 8, 9]
+    assert np.flatnonzero(r.flags).tolist() == [8, 9]
+    assert np.flatnonzero(r.event_onset).tolist() == [6]
+    assert int(r.n_events) == 1
+
+
+def test_rolling_zscore_trailing_absorbs_level_shift():
+    r = trends.rolling_zscore_anomaly(STEP_SERIES, window=5, baseline="trailing")
+    np.testing.assert_allclose(r.z[6:9], [21.213, 2.40, 1.69], atol=5e-3)
+    assert not np.any(r.flags)
+
+
+def test_rolling_zscore_reference_and_drift():
+    drift = 1.0 + 0.01 * np.arange(200)
+    assert int(trends.rolling_zscore_anomaly(drift).n_events) == 0
+    ref = trends.rolling_zscore_anomaly(STEP_SERIES, window=5, baseline="reference",
+                                         reference_mean=10.0, reference_std=1.0)
+    np.testing.assert_allclose(ref.z[6:10], [3.0, 3.5, 4.0, 4.2])
+    # |z| > threshold is strict: z = 3.0 at index 6 is not an exceedance.
+    assert np.flatnonzero(ref.exceedance).tolist() == [7, 8, 9]
+    assert np.flatnonzero(ref.flags).tolist() == [9]
+
+
+def test_rolling_zscore_multi_feature():
+    x = np.stack([STEP_SERIES, np.linspace(10, 10.11, 12)], axis=1)
+    r = trends.rolling_zscore_anomaly_multi(x, window=5)
+    assert r.flags.shape == (12, 2)
+    assert np.flatnonzero(r.any_flag).tolist() == [8, 9]
+    assert r.n_events.tolist() == [1, 0]
+
+
 @pytest.mark.parametrize("call, error", [
     (lambda: trends.mann_kendall([1.0, 2.0]), InsufficientDataError),
     (lambda: trends.mann_kendall([1.0, np.nan, 2.0, 3.0]), NonFiniteInputError),
@@ -101,6 +138,9 @@ def test_trend_fit_matches_scipy_linregress_and_edge_cases():
     (lambda: trends.trend_fit([1.0, 3.0, 2.0], [1.0, 2.0, 3.0]), ValueError),
     (lambda: trends.mann_kendall([1.0, 2.0, 3.0, 4.0], mask=[True, True, False, False]),
      InsufficientDataError),
+    (lambda: trends.rolling_zscore_anomaly([1.0] * 5, window=5), InsufficientDataError),
+    (lambda: trends.rolling_zscore_anomaly([1.0] * 8, window=1), DomainError),
+    (lambda: trends.rolling_zscore_anomaly([1.0] * 8, window=3, baseline="median"), ValueError),
 ])
 def test_bad_input_raises(call, error):
     with pytest.raises(error):
@@ -114,6 +154,12 @@ def test_jit_vmap_agreement_with_padding(vmap_check):
     mask = np.arange(25)[None, :] < np.array([[25], [20], [12], [7]])
     vmap_check(trends.mann_kendall_core, (y, np.full(4, 0.05), mask), rtol=1e-12)
     vmap_check(trends.trend_fit_core, (t, y, np.full(4, 60.0), mask), rtol=1e-9)
+
+
+def test_rolling_zscore_jit_vmap_agreement(vmap_check):
+    rng = np.random.default_rng(8)
+    vmap_check(trends.rolling_zscore_anomaly_core, (rng.normal(0, 1, (4, 30)), 3.0),
+               in_axes=(0, None), window=5, min_persistence=2, baseline="gated")
 
 
 def test_float32():
