@@ -32,8 +32,9 @@ import time
 
 import jax
 
+from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import EvalOptions, evaluate_predictor, predict_fn
+from sfbench_jax.evaluate import evaluate_predictor, predict_fn
 from sfbench_jax.evaluate.engine import fault_context, faulted_window_checksums
 from sfbench_jax.faults import SCENARIOS, perturb
 from sfbench_jax.faults.streams import pair_key
@@ -78,8 +79,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     data = prepare(load(args.dataset))
     spec = data.spec
-    seed = spec.seeds.canonical_eval_data_seed
-    options = EvalOptions(eval_data_seed=seed, num_windows=args.k, block_size=args.block_size, progress=False)
+    seed = spec.seeds.canonical_eval_seed
+    options = EvalConfig(seed=seed, k=args.k, block_size=args.block_size, progress=False)
 
     fault_runs, fault_cpu = [], []
     for _ in range(args.repeats + 1):

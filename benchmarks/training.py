@@ -33,8 +33,9 @@ import time
 
 import jax
 
+from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.train.fit import EpochProgram, GroupMember, TrainOptions
+from sfbench_jax.train.fit import EpochProgram, GroupMember
 
 ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")
 DEFAULT_STEPS = {"etth1": 50, "traffic_synthetic": 4}
@@ -59,7 +60,7 @@ def _epoch_seconds(program: EpochProgram, repeats: int) -> float:
 def throughput(data, architecture: str, steps: int, repeats: int) -> dict:
     """Steps/s, validation seconds and seconds per full epoch of one candidate."""
     full_steps = len(data.train_starts) // data.spec.batch_size
-    short, long = (EpochProgram(data, architecture, {}, _members(1), TrainOptions(steps_per_epoch=length),
+    short, long = (EpochProgram(data, architecture, {}, _members(1), TrainConfig(steps_per_epoch=length),
                                 vectorize=False) for length in (steps, 2 * steps))
     t_short, t_long = _epoch_seconds(short, repeats), _epoch_seconds(long, repeats)
     step_seconds = max(t_long - t_short, 1e-9) / steps
@@ -82,7 +83,7 @@ def speedup(data, architecture: str, steps: int, repeats: int, candidates: int, 
     seconds = {}
     for vectorize in (True, False):
         for length in (steps, 2 * steps):
-            options = TrainOptions(steps_per_epoch=length, devices=devices)
+            options = TrainConfig(steps_per_epoch=length, devices=devices)
             program = EpochProgram(data, architecture, {}, _members(candidates), options, vectorize=vectorize)
             if vectorize:
                 used = program.num_devices

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from sfbench_jax.config import RNG_MODES, DatasetConfig, EvalConfig, RunConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import EvalOptions, predict_fn
-from sfbench_jax.evaluate.engine import RNG_MODES, score_windows
+from sfbench_jax.evaluate import predict_fn
+from sfbench_jax.evaluate.engine import score_windows
 from sfbench_jax.evaluate.scores import robustness_scores
-from sfbench_jax.models.seasonal_naive import SEASON_GRID, SeasonalNaive
-from sfbench_jax.pipeline import select_seasonal_naive
+from sfbench_jax.models.seasonal_naive import SeasonalNaive
+from sfbench_jax.selection import select_model
 
 #: Published 95% bootstrap intervals of SeasonalNaive's D_w (spec, Table 4 / 16 style).
 PUBLISHED_INTERVALS = {"etth1": (1.2722, 1.3050), "beijing_air_tiantan": (1.3131, 1.3928)}
@@ -37,15 +38,15 @@ PUBLISHED_INTERVALS = {"etth1": (1.2722, 1.3050), "beijing_air_tiantan": (1.3131
 def realisations(data, season: int, mode: str, fault_seeds: list[int]) -> list[float]:
     """D_w on the canonical test windows for each fault seed."""
     spec = data.spec
-    starts = data.test_starts(spec.seeds.canonical_eval_data_seed, 10_000)
+    starts = data.test_starts(spec.seeds.canonical_eval_seed, 10_000)
     model = SeasonalNaive(season_length=season, input_len=spec.input_len, horizon=spec.horizon,
                           target_indices=spec.target_indices)
     predict, state = predict_fn(model)
     values = []
     for seed in fault_seeds:
-        options = EvalOptions(eval_data_seed=seed, rng=mode, progress=False)
+        options = EvalConfig(seed=seed, rng=mode, progress=False)
         losses, _ = score_windows(predict, state, data, options, test_starts=starts)
-        values.append(robustness_scores(losses.clean, losses.faulted).d_worst)
+        values.append(robustness_scores(losses.clean, losses.faulted).d_w)
         print(f"... {mode} fault seed {seed}: D_w {values[-1]:.5f}", file=sys.stderr, flush=True)
     return values
 
@@ -68,8 +69,9 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"no published interval is known for {args.dataset!r}; pass --interval LO HI")
 
     data = prepare(load(args.dataset, data_root=args.data_root))
-    season, _ = select_seasonal_naive(data, SEASON_GRID)
-    canonical = data.spec.seeds.canonical_eval_data_seed
+    cfg = RunConfig(dataset=DatasetConfig(name=args.dataset))
+    season = select_model(data, cfg, None, log=lambda message: None).winner.hparams["season_length"]
+    canonical = data.spec.seeds.canonical_eval_seed
     result = {"dataset": args.dataset, "season": season, "count": args.count, "interval": list(interval),
               "modes": {}}
     for mode in args.modes:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sfbench_jax.config import EvalConfig, RunConfig
+from sfbench_jax.config import DatasetConfig, EvalConfig, RunConfig
 from sfbench_jax.data import DATASETS, get_dataset, load, prepare
 from sfbench_jax.faults import SCENARIOS
-from sfbench_jax.pipeline import evaluate_seasonal_naive
+from sfbench_jax.selection import select_and_evaluate
 
 
 def list_datasets() -> list[dict[str, Any]]:
@@ -44,18 +44,18 @@ def seasonal_naive_robustness(dataset: str, *, data_root: Path | None, k: int = 
         mPC and the per-scenario degradation.
     """
     spec = get_dataset(dataset)
-    cfg = RunConfig(eval=EvalConfig(rng=rng, seed=eval_seed, k=k, progress=False))
+    cfg = RunConfig(dataset=DatasetConfig(name=spec.key), eval=EvalConfig(rng=rng, seed=eval_seed, k=k, progress=False))
     data = prepare(load(spec.key, data_root=data_root))
-    model = evaluate_seasonal_naive(data, cfg)
+    _, model = select_and_evaluate(data, cfg, store=None, log=lambda message: None)
     scores, ci = model.evaluation.scores, model.evaluation.intervals
     keys = model.evaluation.losses.scenario_keys
     return {
         "dataset": spec.key, "model": "seasonal_naive", "season_length": model.hyperparameters["season_length"],
-        "rng": rng, "eval_seed": model.evaluation.options.eval_data_seed, "k": k,
+        "rng": rng, "eval_seed": model.evaluation.options.seed, "k": k,
         "mse_val": round(model.mse_val, 6),
-        "mse_c": round(scores.mse_clean, 6), "mse_w": round(scores.mse_worst, 6),
-        "d_w": round(scores.d_worst, 6), "d_w_ci": [round(ci.d_worst.low, 6), round(ci.d_worst.high, 6)],
+        "mse_c": round(scores.mse_c, 6), "mse_w": round(scores.mse_w, 6),
+        "d_w": round(scores.d_w, 6), "d_w_ci": [round(ci.d_w.low, 6), round(ci.d_w.high, 6)],
         "worst_scenario": keys[scores.worst_index], "d_mean": round(scores.d_mean, 6),
-        "mpc": round(scores.mse_mean, 6),
-        "degradation": {key: round(float(value), 6) for key, value in zip(keys, scores.degradation, strict=True)},
+        "mpc": round(scores.mpc, 6),
+        "degradation": {key: round(float(value), 6) for key, value in zip(keys, scores.d_p, strict=True)},
     }

@@ -1,25 +1,30 @@
-"""Typed run configuration: frozen dataclasses that Hydra's YAML presets validate against.
+"""Typed run configuration: the frozen dataclasses that Hydra's YAML presets validate against and that
+the library takes as its options (one set of names from the command line to the summary columns).
 
-The CLI composes `conf/config.yaml`, converts it once to these dataclasses (`OmegaConf.to_object`) and
-hands them to the library; library code never sees a DictConfig or an environment variable.
+The CLI composes `conf/config.yaml` and converts it once to `RunConfig` (`OmegaConf.to_object`); library
+functions take the parts they need (`evaluate_predictor(..., cfg.eval)`, `plan_search(..., cfg.train)`).
+Each dataclass checks its own values in `__post_init__`. Checks that need a registry (model names,
+hyperparameter grids, method applicability) belong to the registries' owners and run in
+`pipeline.check_run_config` before any work. This module imports nothing from the engine, the models or
+training.
 """
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sfbench_jax.data.registry import DATASETS
-from sfbench_jax.evaluate.engine import MAX_WINDOWS, RNG_MODES
-from sfbench_jax.models.registry import MODELS, make_config
-from sfbench_jax.models.seasonal_naive import SEASON_GRID
-from sfbench_jax.train.fit import check_training_settings
-from sfbench_jax.train.search import expand_space, explain_invalid, search_space
+from sfbench_jax.data.registry import DATASETS, DatasetSpec
+from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION
 
-#: Robustness methods this build trains (more arrive with sfbench_jax.methods).
-METHODS = ("baseline",)
+#: Evaluation RNG modes: on-device folded keys, or the reference's MT19937 streams (spec 2.5).
+RNG_MODES = ("jax", "reference")
+#: Most test windows per evaluation (per-window losses are kept on the host: (1 + 2P) x K numbers).
+MAX_WINDOWS = 1_000_000
+#: Largest fixed channel fraction q: the severity rule's gamma (spec 2.1).
+MAX_CHANNEL_FRACTION = DEFAULT_CHANNEL_FRACTION
 
 
 @dataclass(frozen=True)
@@ -46,20 +51,16 @@ class DatasetConfig:
         for field_name, given, protocol in (("input_len", self.input_len, spec.input_len),
                                             ("horizon", self.horizon, spec.horizon)):
             if given is not None and given != protocol:
-                same = sorted(key for key, other in DATASETS.items()
-                              if getattr(other, field_name) == given)
+                same = sorted(key for key, other in DATASETS.items() if getattr(other, field_name) == given)
                 hint = f" Datasets with {field_name}={given}: {', '.join(same)}." if same else ""
                 raise ValueError(f"dataset.{field_name}={given} does not match {self.name}'s window "
                                  f"(input_len={spec.input_len}, horizon={spec.horizon}); the benchmark protocol "
                                  f"fixes it. Remove the dataset.{field_name} override.{hint}")
 
-
-def _builds(architecture: str, hparams: dict[str, Any]) -> bool:
-    try:
-        make_config(architecture, hparams)
-    except ValueError:
-        return False
-    return True
+    @property
+    def spec(self) -> DatasetSpec:
+        """The dataset's registry entry."""
+        return DATASETS[self.name]
 
 
 @dataclass(frozen=True)
@@ -68,79 +69,43 @@ class ModelConfig:
 
     Attributes:
         name: architecture registry key (seasonal_naive, dlinear, gru, moderntcn, patchtst, tsmixer).
-        season_grid: SeasonalNaive season lengths searched on clean validation.
-        grid: search space of a trainable architecture, `{hyperparameter: [values]}` in the spec's key
-            order (first key slowest), `lr` included; empty uses the registry's spec grid.
+        grid: search space `{hyperparameter: [values]}` in the spec's key order (first key slowest), `lr`
+            included for trainable architectures. The presets in `conf/model/` hold the spec grids.
         hparams: hyperparameters pinned to one value each (the rest of the grid is still searched); a
-            fully pinned combination trains exactly that candidate. Empty pins nothing.
+            fully pinned combination selects exactly that candidate. Empty pins nothing.
     """
 
     name: str = "seasonal_naive"
-    season_grid: tuple[int, ...] = SEASON_GRID
     grid: dict[str, Any] = field(default_factory=dict)
     hparams: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.name not in MODELS:
-            raise ValueError(f"Unknown model {self.name!r}. Valid models: {', '.join(sorted(MODELS))}.")
-        if not self.season_grid or any(int(s) < 1 for s in self.season_grid):
-            raise ValueError(f"season_grid must be a non-empty list of lengths >= 1, got {self.season_grid}.")
-        if not MODELS[self.name].is_trainable:
-            if self.grid or self.hparams:
-                raise ValueError(f"{self.name} searches model.season_grid; model.grid and model.hparams apply to "
-                                 "trainable architectures only. Remove them.")
-            return
         for attribute in ("grid", "hparams"):
-            value = getattr(self, attribute)
-            if value is not None and not isinstance(value, dict):
-                raise ValueError(f"model.{attribute} must be a mapping of hyperparameter names, got {value!r}.")
-        if self.grid is not None:
-            for key, values in self.grid.items():
-                if not isinstance(values, (list, tuple)):
-                    raise ValueError(f"model.grid.{key} must be a list of values, got {values!r}.")
-        space = search_space(self.name, self.grid, self.hparams)
-        for value in space.get("lr", ()):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and value > 0):
+            if not isinstance(getattr(self, attribute), dict):
+                raise ValueError(f"model.{attribute} must be a mapping of hyperparameter names, got "
+                                 f"{getattr(self, attribute)!r}.")
+        for key, values in self.grid.items():
+            if not isinstance(values, (list, tuple)):
+                raise ValueError(f"model.grid.{key} must be a list of values, got {values!r}.")
+        learning_rates = [*self.grid.get("lr", ()), *([self.hparams["lr"]] if "lr" in self.hparams else [])]
+        for value in learning_rates:
+            if not _is_positive_number(value):
                 raise ValueError(f"Learning rate lr={value!r} for {self.name!r} must be a finite number > 0.")
-        combinations = list(self._combinations(space))
-        builds = [_builds(self.name, combination) for combination in combinations]
-        for key, values in space.items():
-            for value in values:
-                containing = [c for c, ok in zip(combinations, builds, strict=True)
-                              if type(c[key]) is type(value) and c[key] == value]
-                if not any(ok for c, ok in zip(combinations, builds, strict=True)
-                           if type(c[key]) is type(value) and c[key] == value):
-                    make_config(self.name, containing[0])  # raises the model's message (bad value / combination)
 
-    @staticmethod
-    def _combinations(space: dict[str, tuple[Any, ...]]) -> Any:
-        keys = list(space)
-        return (dict(zip(keys, values)) for values in itertools.product(*space.values()))
 
-    def search_space(self) -> dict[str, tuple[Any, ...]]:
-        """The grid to search (empty grid: the registry's), with the pinned hyperparameters applied."""
-        return search_space(self.name, self.grid or None, self.hparams)
-
-    @property
-    def is_trainable(self) -> bool:
-        """Whether the architecture is trained (not SeasonalNaive)."""
-        return MODELS[self.name].is_trainable
+def _is_positive_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
 @dataclass(frozen=True)
 class MethodConfig:
-    """Which robustness method the architecture is trained with.
+    """Which robustness method the architecture is trained or wrapped with.
 
     Attributes:
-        name: method key; this build trains the `baseline` (plain training, spec 5.3).
+        name: method registry key (`baseline`: plain training, spec 5.3).
     """
 
     name: str = "baseline"
-
-    def __post_init__(self) -> None:
-        if self.name not in METHODS:
-            raise ValueError(f"Unknown or unsupported method {self.name!r}. Valid methods: {', '.join(METHODS)}.")
 
 
 @dataclass(frozen=True)
@@ -177,30 +142,43 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        check_training_settings(max_epochs=self.max_epochs, patience=self.patience, min_delta=self.min_delta,
-                                steps_per_epoch=self.steps_per_epoch, group_size=self.group_size,
-                                devices=self.devices)
-        if self.candidate_budget < 1:
-            raise ValueError(f"train.candidate_budget must be >= 1, got {self.candidate_budget}.")
+        _require_at_least("train.max_epochs", self.max_epochs, 1)
+        _require_at_least("train.patience", self.patience, 1)
+        if not (math.isfinite(self.min_delta) and self.min_delta >= 0):
+            raise ValueError(f"train.min_delta must be a finite number >= 0, got {self.min_delta}.")
+        _require_at_least("train.candidate_budget", self.candidate_budget, 1)
+        _require_at_least("train.steps_per_epoch", self.steps_per_epoch, 1, "(or null for full epochs)")
+        _require_at_least("train.group_size", self.group_size, 1, "(or null for automatic)")
+        _require_at_least("train.devices", self.devices, 1, "(or null for every local device)")
         if not 0 <= self.master_seed < 2**31 - 1:
             raise ValueError(f"train.master_seed must be in [0, 2**31 - 1), got {self.master_seed}.")
+
+    def protocol(self) -> dict[str, Any]:
+        """The settings that change a trained candidate (part of its identity)."""
+        return {"max_epochs": self.max_epochs, "patience": self.patience, "min_delta": self.min_delta,
+                "steps_per_epoch": self.steps_per_epoch}
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Monte Carlo evaluation settings.
+    """Monte Carlo evaluation settings (spec 6).
 
     Attributes:
         rng: "jax" (folded on-device keys; fast) or "reference" (the reference's MT19937 streams; exact).
-        seed: evaluation-data seed; None uses the dataset's canonical seed (the data seed).
+        seed: evaluation-data seed (summary column `eval_seed`): it draws the test windows, keys the faults
+            and seeds the bootstrap; None uses the dataset's canonical seed.
         k: number of test windows K.
-        chunk_size: windows per compiled call (rounded up to whole blocks); None: about 1024 per device.
-        block_size: windows the compiled program computes at once; None: per platform, halved until the
-            compiled memory analysis fits `memory_budget_mb`. Chunk size and device count never change a
-            result; the block size fixes the float rounding of the per-window reductions.
-        channel_fraction: fixed channel fraction q of the sensitivity variant; None uses the severity rule.
+        chunk_size: windows per compiled call (rounded up to whole blocks on every device); None: about 1024
+            per device. Never changes a result.
+        block_size: windows the compiled program computes at once; None: per platform (cache-sized on CPU,
+            memory-budgeted on accelerators), halved until the compiled memory analysis fits
+            `memory_budget_mb`. Chunk size and device count never change a result; the block size fixes the
+            float rounding of the per-window reductions.
+        channel_fraction: fixed channel fraction q of the sensitivity variant (k = ceil(q M) channels for
+            s > 0); None uses the severity rule.
         memory_budget_mb: temporary memory per device when choosing the block size.
-        num_devices: devices to shard windows over; None uses all local devices.
+        num_devices: devices to shard windows over; None: all local devices when the evaluation moves enough
+            window data to pay for the per-device overhead, else fewer. Never changes a result.
         bootstrap_draws: bootstrap resamples for the 95% intervals.
         progress: print progress lines to stderr.
     """
@@ -219,20 +197,33 @@ class EvalConfig:
     def __post_init__(self) -> None:
         if self.rng not in RNG_MODES:
             raise ValueError(f"Unknown eval.rng {self.rng!r}; use one of {list(RNG_MODES)}.")
-        if not 1 <= self.k <= MAX_WINDOWS:
-            raise ValueError(f"eval.k must be in [1, {MAX_WINDOWS:,}], got {self.k}; the protocol uses 10,000.")
-        if self.chunk_size is not None and self.chunk_size < 1:
-            raise ValueError(f"eval.chunk_size must be >= 1 (or null for automatic), got {self.chunk_size}.")
-        if self.block_size is not None and self.block_size < 1:
-            raise ValueError(f"eval.block_size must be >= 1 (or null for automatic), got {self.block_size}.")
-        if self.channel_fraction is not None and not 0.0 < self.channel_fraction <= 0.5:
-            raise ValueError(f"eval.channel_fraction must lie in (0, 0.5] (or null), got {self.channel_fraction}.")
         if self.seed is not None and not 0 <= self.seed < 2**32:
             raise ValueError(f"eval.seed must be in [0, 2**32) (or null for the canonical seed), got {self.seed}.")
-        if self.bootstrap_draws < 1:
-            raise ValueError(f"eval.bootstrap_draws must be >= 1, got {self.bootstrap_draws}.")
-        if self.memory_budget_mb < 1:
-            raise ValueError(f"eval.memory_budget_mb must be >= 1, got {self.memory_budget_mb}.")
+        if not 1 <= self.k <= MAX_WINDOWS:
+            raise ValueError(f"eval.k must be in [1, {MAX_WINDOWS:,}], got {self.k}; the protocol uses 10,000.")
+        _require_at_least("eval.chunk_size", self.chunk_size, 1, "(or null for automatic)")
+        _require_at_least("eval.block_size", self.block_size, 1, "(or null for automatic)")
+        if self.channel_fraction is not None and not 0.0 < self.channel_fraction <= MAX_CHANNEL_FRACTION:
+            raise ValueError(f"eval.channel_fraction must lie in (0, {MAX_CHANNEL_FRACTION}] (the fixed channel "
+                             f"fraction q, or null for the severity rule), got {self.channel_fraction}.")
+        _require_at_least("eval.memory_budget_mb", self.memory_budget_mb, 1)
+        _require_at_least("eval.num_devices", self.num_devices, 1, "(or null for automatic)")
+        _require_at_least("eval.bootstrap_draws", self.bootstrap_draws, 1)
+
+    def for_dataset(self, spec: DatasetSpec) -> EvalConfig:
+        """These settings with the seed resolved (None -> the dataset's canonical evaluation seed)."""
+        if self.seed is not None:
+            return self
+        return dataclasses.replace(self, seed=spec.seeds.canonical_eval_seed)
+
+
+def _require_at_least(name: str, value: int | None, minimum: int, null_hint: str = "") -> None:
+    """Raise a ValueError naming `name` when `value` (None allowed where `null_hint` says so) < minimum."""
+    if value is None and null_hint:
+        return
+    if value is None or value < minimum:
+        suffix = f" {null_hint}" if null_hint else ""
+        raise ValueError(f"{name} must be >= {minimum}{suffix}, got {value}.")
 
 
 @dataclass(frozen=True)
@@ -242,16 +233,16 @@ class RunConfig:
     Attributes:
         dataset: the dataset.
         model: the architecture and its search space.
-        method: the robustness method (baseline).
+        method: the robustness method.
         train: training and selection settings (trainable architectures).
         eval: evaluation settings.
         data_root: folder laid out like ../shared/data (SFBENCH_DATA_ROOT); not needed for etth1 and the
             synthetic datasets.
         cache_dir: where derived Parquet files are cached (SFBENCH_CACHE_DIR); None disables caching.
         compilation_cache: keep compiled XLA programs in `<cache_dir>/xla` (JAX's persistent compilation
-            cache), so re-runs, resumed sweeps and the jobs of a multirun load the evaluation and training
-            programs instead of compiling them again. A loaded program is the same executable: results do
-            not change.
+            cache; switched on by the `sfbench` command, a process-wide setting), so re-runs, resumed sweeps
+            and the jobs of a multirun load the evaluation and training programs instead of compiling them
+            again. A loaded program is the same executable: results do not change.
         figures: write figures (PNG) next to the tables.
     """
 
@@ -264,16 +255,3 @@ class RunConfig:
     cache_dir: str | None = None
     compilation_cache: bool = True
     figures: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.model.is_trainable:
-            return
-        spec = DATASETS[self.dataset.name]
-        space = self.model.search_space()
-        if not expand_space(self.model.name, space, input_len=spec.input_len):
-            first = next(ModelConfig._combinations(space))
-            reason = explain_invalid(self.model.name, first, input_len=spec.input_len, horizon=spec.horizon,
-                                     num_channels=spec.num_channels, target_indices=spec.target_indices)
-            raise ValueError(f"No valid {self.model.name} candidate for {self.dataset.name} (input_len="
-                             f"{spec.input_len}, horizon={spec.horizon}): {reason} Change model.hparams / "
-                             "model.grid.")

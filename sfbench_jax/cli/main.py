@@ -29,8 +29,8 @@ from sfbench_jax.config import (
     RunConfig,
     TrainConfig,
 )
+from sfbench_jax.files import write_json
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
-from sfbench_jax.report.io import write_json
 
 CONFIG_PATH = "pkg://sfbench_jax.conf"
 
@@ -67,11 +67,24 @@ _store.store(group="schema", name="eval", node=_schema(EvalConfig))
 
 
 def to_run_config(cfg: DictConfig) -> RunConfig:
-    """Hydra config -> validated RunConfig (raises a ValueError naming the bad field)."""
+    """Hydra config -> validated RunConfig (raises a ValueError naming the bad field, registries included)."""
+    from sfbench_jax.pipeline import check_run_config
+
     run_config = OmegaConf.to_object(cfg)
     if not isinstance(run_config, RunConfig):
         raise TypeError("The composed config is not a RunConfig; conf/config.yaml must list run_schema.")
+    check_run_config(run_config)
     return run_config
+
+
+def run_job(cfg: DictConfig, output_dir: Path) -> None:
+    """Validate the config, switch on the compilation cache, run the pipeline."""
+    from sfbench_jax.cli.compilation_cache import use_compilation_cache
+    from sfbench_jax.pipeline import run
+
+    run_config = to_run_config(cfg)
+    use_compilation_cache(run_config)
+    run(run_config, output_dir)
 
 
 def cell_of(cfg: DictConfig) -> dict[str, str]:
@@ -81,12 +94,10 @@ def cell_of(cfg: DictConfig) -> dict[str, str]:
 
 def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
     """Run one multirun job; record its cell first and any failure instead of raising, so the sweep goes on."""
-    from sfbench_jax.pipeline import run
-
     cell = cell_of(cfg)
     write_json({**cell, "overrides": list(HydraConfig.get().overrides.task)}, output_dir / CELL_FILE)
     try:
-        run(to_run_config(cfg), output_dir)
+        run_job(cfg, output_dir)
     except Exception as error:  # noqa: BLE001 - recorded in job_failed.json and reported by the collection step
         write_json({**cell, "error": type(error).__name__, "message": str(error),
                     "traceback": traceback.format_exc()}, output_dir / FAILED_FILE)
@@ -102,10 +113,8 @@ def main(cfg: DictConfig) -> None:
     if hydra_config.mode == RunMode.MULTIRUN:
         run_recorded(cfg, output_dir)
         return
-    from sfbench_jax.pipeline import run
-
     try:
-        run(to_run_config(cfg), output_dir)
+        run_job(cfg, output_dir)
     except INPUT_ERRORS as error:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise

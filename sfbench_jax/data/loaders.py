@@ -21,8 +21,6 @@ import hashlib
 import io
 import json
 import lzma
-import os
-import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ from sfbench_jax.data.errors import ChecksumMismatchWarning, DataContractError
 from sfbench_jax.data.registry import DatasetSpec, get_dataset
 from sfbench_jax.data.splits import split_bounds
 from sfbench_jax.data.synthetic import synthetic_frame
+from sfbench_jax.files import write_json, write_parquet
 
 ETTH1_FILE_SHA256 = "f18de3ad269cef59bb07b5438d79bb3042d3be49bdeecf01c1cd6d29695ee066"
 BEIJING_RAW_NAMES = ("beijing_prsa_tiantan_20130301_20170228.csv",
@@ -93,19 +92,6 @@ def _require_data_root(spec: DatasetSpec, data_root: Path | None) -> Path:
     return root
 
 
-def _write_parquet_atomically(frame: pd.DataFrame, target: Path) -> None:
-    """Write Parquet to a temporary file in the target folder, then rename it into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(handle)
-    try:
-        frame.to_parquet(temporary, index=False)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def _cached_derivation(source: Path, cache_dir: Path | None, name: str,
                        derive: Callable[[Path], pd.DataFrame]) -> RuntimeFrame:
     """Derive a frame from `source`, caching it as Parquet keyed by the source file's SHA-256."""
@@ -120,14 +106,10 @@ def _cached_derivation(source: Path, cache_dir: Path | None, name: str,
         frame = pd.read_parquet(cached)
         return RuntimeFrame(frame, str(source), meta.get("content_sha256"))
     frame = derive(source)
-    _write_parquet_atomically(frame, cached)
+    write_parquet(frame, cached)
     frame = pd.read_parquet(cached)  # the checksum is defined on the frame as read back
     checksum = content_sha256(frame)
-    handle, temporary = tempfile.mkstemp(dir=cached.parent, prefix=f".{sidecar.name}.", suffix=".tmp")
-    with os.fdopen(handle, "w") as stream:
-        json.dump({"source": str(source), "source_sha256": source_sha, "content_sha256": checksum},
-                  stream)
-    os.replace(temporary, sidecar)
+    write_json({"source": str(source), "source_sha256": source_sha, "content_sha256": checksum}, sidecar)
     return RuntimeFrame(frame, str(source), checksum)
 
 

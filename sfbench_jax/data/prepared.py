@@ -46,9 +46,9 @@ class PreparedData:
         """The dataset's registry entry."""
         return self.series.spec
 
-    def test_starts(self, eval_data_seed: int, count: int) -> np.ndarray:
-        """Absolute starts of the `count` evaluation windows drawn with `eval_data_seed` (spec 6.2)."""
-        relative = sample_starts(self.bounds.num_starts("test"), count, eval_data_seed)
+    def test_starts(self, eval_seed: int, count: int) -> np.ndarray:
+        """Absolute starts of the `count` evaluation windows drawn with `eval_seed` (spec 6.2)."""
+        relative = sample_starts(self.bounds.num_starts("test"), count, eval_seed)
         return self.bounds.absolute_starts("test", relative)
 
     def val_starts_drop_last(self, batch_size: int) -> np.ndarray:

@@ -55,28 +55,30 @@ class DatasetSeeds:
 
     signature: str
     data_seed: int
-    eval_seed: int
+    seed_eval: int
 
     @property
-    def canonical_eval_data_seed(self) -> int:
-        """The evaluation-data seed of the published runs (equal to the data seed)."""
+    def canonical_eval_seed(self) -> int:
+        """The evaluation seed (`eval.seed`, the spec's `eval_data_seed`) of the published runs: the data seed.
+        Not to be confused with `seed_eval`, the per-dataset seed of the smoothing noise and the
+        perturbed-validation selector (spec 1.6)."""
         return self.data_seed
 
 
 def dataset_seeds(reference_key: str, signature: str) -> DatasetSeeds:
-    """Data seed (`data:{key}:{sig}`) and evaluation seed (`eval:{key}:{sig}`) of a dataset."""
+    """Data seed (`data:{key}:{sig}`) and `seed_eval` (`eval:{key}:{sig}`) of a dataset."""
     return DatasetSeeds(
         signature=signature,
         data_seed=derive_seed(MASTER_SEED, f"data:{reference_key}:{signature}"),
-        eval_seed=derive_seed(MASTER_SEED, f"eval:{reference_key}:{signature}"),
+        seed_eval=derive_seed(MASTER_SEED, f"eval:{reference_key}:{signature}"),
     )
 
 
-def bootstrap_seed(eval_data_seed: int) -> int:
+def bootstrap_seed(eval_seed: int) -> int:
     """Seed of the per-run bootstrap CI resampling (spec 6.3)."""
-    return derive_seed(eval_data_seed, "bootstrap_ci:degradation:MSE:shared_anchor_percentile")
+    return derive_seed(eval_seed, "bootstrap_ci:degradation:MSE:shared_anchor_percentile")
 
 
-def perturbation_seed(eval_data_seed: int, scenario_index: int, sample_id: int) -> int:
+def perturbation_seed(eval_seed: int, scenario_index: int, sample_id: int) -> int:
     """Seed of the reference's per-(scenario, sample) perturbation generator (spec 6.2 step 3)."""
-    return derive_seed(eval_data_seed, f"degradation:scenario:{scenario_index}:sample:{sample_id}")
+    return derive_seed(eval_seed, f"degradation:scenario:{scenario_index}:sample:{sample_id}")

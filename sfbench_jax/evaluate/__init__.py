@@ -1,7 +1,7 @@
 """Evaluation: the fused Monte Carlo kernel, chunking and device sharding, scores (D_p, D_w, MSE_c,
 MSE_w, mean-case), bootstrap intervals and validation passes. No training."""
 
-from sfbench_jax.evaluate.engine import EngineStats, EvalOptions, WindowLosses, score_windows
+from sfbench_jax.evaluate.engine import EngineStats, WindowLosses, score_windows
 from sfbench_jax.evaluate.evaluation import Evaluation, evaluate_predictor
 from sfbench_jax.evaluate.predict import predict_fn
 from sfbench_jax.evaluate.scores import (
@@ -13,7 +13,7 @@ from sfbench_jax.evaluate.scores import (
 from sfbench_jax.evaluate.validation import validation_mse
 
 __all__ = [
-    "BootstrapIntervals", "EngineStats", "EvalOptions", "Evaluation", "RobustnessScores", "WindowLosses",
+    "BootstrapIntervals", "EngineStats", "Evaluation", "RobustnessScores", "WindowLosses",
     "bootstrap_intervals", "evaluate_predictor", "predict_fn", "robustness_scores", "score_windows",
     "validation_mse",
 ]

@@ -10,55 +10,39 @@ reference mode the parameter pytrees arrive from the host. Both call the same ap
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
 
+from sfbench_jax.data.windows import WindowShape, gather_windows
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
 from sfbench_jax.faults.streams import pair_key, stream_words
-from sfbench_jax.models.layers import select_targets
 
 #: `predict(state, x (B, n, m)) -> (B, H, targets)`; `state` is any pytree (e.g. an NNX State).
 PredictFn = Callable[[Any, jax.Array], jax.Array]
 
-
-@dataclass(frozen=True)
-class WindowShape:
-    """Static window geometry: input length n, horizon H and the target channel positions."""
-
-    input_len: int
-    horizon: int
-    target_indices: tuple[int, ...]
+#: Per-window arrays of one block of windows.
+Windows = Float[Array, "window n channel"]
 
 
-def gather_windows(series: jax.Array, starts: jax.Array, shape: WindowShape) -> tuple[jax.Array, jax.Array]:
-    """`x = series[s : s+n]` `(C, n, m)` and `y = series[s+n : s+n+H, targets]` `(C, H, t)`.
-
-    One dynamic slice per window in a loop: the loop's output is a materialised block, so XLA cannot
-    fuse the gather into every consumer (which would recompute it for each element of each scenario).
-    """
-    span = shape.input_len + shape.horizon
-    window = jax.lax.map(lambda start: jax.lax.dynamic_slice_in_dim(series, start, span, axis=0), starts)
-    return window[:, : shape.input_len], select_targets(window[:, shape.input_len:], shape.target_indices)
-
-
-def window_mse(prediction: jax.Array, target: jax.Array) -> jax.Array:
+def window_mse(prediction: Float[Array, "window h target"],
+               target: Float[Array, "window h target"]) -> Float[Array, " window"]:
     """Per-window mean squared error over horizon and targets -> `(C,)` float32."""
     error = prediction.astype(jnp.float32) - target
     return jnp.mean(error * error, axis=(1, 2))
 
 
-def clean_mse(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
-              shape: WindowShape) -> jax.Array:
+def clean_mse(predict: PredictFn, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
+              shape: WindowShape) -> Float[Array, " window"]:
     """Per-window clean MSE `(C,)` (used for validation passes and the clean column)."""
     x, y = gather_windows(series, starts, shape)
     return window_mse(predict(state, x), y)
 
 
-def sample_scenario_params(fault: Fault, base_key: jax.Array, window_ids: jax.Array,
+def sample_scenario_params(fault: Fault, base_key: jax.Array, window_ids: Int[Array, " window"],
                            ctx: FaultContext) -> Any:
     """Draw the parameters of one scenario for a chunk of windows from their folded keys."""
     keys = jax.vmap(lambda window: pair_key(base_key, fault.index, window))(window_ids)
@@ -71,12 +55,12 @@ def prepare_scenario_params(fault: Fault, params: Any, ctx: FaultContext) -> Any
     return jax.vmap(lambda p: fault.prepare(p, ctx))(params)
 
 
-def apply_scenario(fault: Fault, x: jax.Array, params: Any, ctx: FaultContext) -> jax.Array:
+def apply_scenario(fault: Fault, x: Windows, params: Any, ctx: FaultContext) -> Windows:
     """Apply one scenario (prepared parameters) to a chunk of windows `(C, n, m)`."""
     return jax.vmap(lambda window, p: fault.apply(window, p, ctx))(x, params)
 
 
-def draw_block(base_key: jax.Array, window_ids: jax.Array, *, scenarios: Sequence[Fault],
+def draw_block(base_key: jax.Array, window_ids: Int[Array, " window"], *, scenarios: Sequence[Fault],
                ctx: FaultContext) -> tuple[Any, ...]:
     """Stage 1 (JAX RNG mode): draw and prepare every scenario's parameters for a block of windows."""
     return tuple(prepare_scenario_params(fault, sample_scenario_params(fault, base_key, window_ids, ctx), ctx)
@@ -88,8 +72,8 @@ def prepare_block(params: Sequence[Any], *, scenarios: Sequence[Fault], ctx: Fau
     return tuple(prepare_scenario_params(fault, p, ctx) for fault, p in zip(scenarios, params, strict=True))
 
 
-def model_inputs_block(x: jax.Array, prepared: Sequence[Any], *, scenarios: Sequence[Fault],
-                       ctx: FaultContext) -> jax.Array:
+def model_inputs_block(x: Windows, prepared: Sequence[Any], *, scenarios: Sequence[Fault],
+                       ctx: FaultContext) -> Float[Array, "branch window n channel"]:
     """The clean block followed by every scenario applied to it -> `(1 + P, c, n, m)`.
 
     A loop over branch ids with a switch inside (one branch runs per iteration; this is not a vmap over
@@ -104,9 +88,10 @@ def model_inputs_block(x: jax.Array, prepared: Sequence[Any], *, scenarios: Sequ
     return jax.lax.map(lambda index: jax.lax.switch(index, branches, x, tuple(prepared)), branch_ids)
 
 
-def score_block(predict: PredictFn, state: Any, series: jax.Array, starts: jax.Array,
+def score_block(predict: PredictFn, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
                 prepared: Sequence[Any], *, scenarios: Sequence[Fault], ctx: FaultContext,
-                shape: WindowShape) -> tuple[jax.Array, jax.Array, jax.Array]:
+                shape: WindowShape) -> tuple[Float[Array, " window"], Float[Array, "window scenario"],
+                                             Int[Array, "window scenario"]]:
     """Stage 2: clean MSE `(c,)`, faulted MSE `(c, P)` and severity units `(c, P)` of a block.
 
     The parameters come prepared from stage 1 (a separate loop, so XLA never repeats per-window work
@@ -123,7 +108,7 @@ def score_block(predict: PredictFn, state: Any, series: jax.Array, starts: jax.A
     return losses[0], losses[1:].T, units
 
 
-def map_blocks(block_fn: Callable[..., Any], batched: Sequence[jax.Array], block_size: int) -> Any:
+def map_blocks(block_fn: Callable[..., Any], batched: Sequence[Any], block_size: int) -> Any:
     """Run `block_fn` over consecutive blocks of `block_size` windows with `lax.map` (inside XLA).
 
     `batched` leaves have a leading window axis whose length is a multiple of `block_size`; outputs of

@@ -20,24 +20,24 @@ class RobustnessScores:
     """The reported quantities of one evaluation.
 
     Attributes:
-        mse_clean: MSE_c, mean clean per-window MSE.
-        mse_faulted: `(P,)` MSE_p per scenario.
-        degradation: `(P,)` D_p = MSE_p / MSE_c.
+        mse_c: MSE_c, mean clean per-window MSE.
+        mse_p: `(P,)` MSE_p per scenario.
+        d_p: `(P,)` D_p = MSE_p / MSE_c.
         worst_index: w = argmax D_p (first maximum in canonical order).
-        d_worst: D_w.
-        mse_worst: MSE_w = MSE_p[w].
+        d_w: D_w.
+        mse_w: MSE_w = MSE_p[w].
         d_mean: mean-case degradation D-bar.
-        mse_mean: mean perturbed MSE (mPC).
+        mpc: mean perturbed MSE (mPC).
     """
 
-    mse_clean: float
-    mse_faulted: np.ndarray
-    degradation: np.ndarray
+    mse_c: float
+    mse_p: np.ndarray
+    d_p: np.ndarray
     worst_index: int
-    d_worst: float
-    mse_worst: float
+    d_w: float
+    mse_w: float
     d_mean: float
-    mse_mean: float
+    mpc: float
 
 
 def robustness_scores(clean: np.ndarray, faulted: np.ndarray) -> RobustnessScores:
@@ -46,16 +46,16 @@ def robustness_scores(clean: np.ndarray, faulted: np.ndarray) -> RobustnessScore
     Raises:
         ValueError: the clean MSE is not positive (D is undefined).
     """
-    mse_clean = float(np.mean(np.asarray(clean, np.float64)))
-    if not mse_clean > 0.0:
-        raise ValueError(f"Clean MSE is {mse_clean}; degradation ratios need a positive clean error.")
-    mse_faulted = np.mean(np.asarray(faulted, np.float64), axis=1)
-    degradation = mse_faulted / mse_clean
-    worst = int(np.argmax(degradation))
-    return RobustnessScores(mse_clean=mse_clean, mse_faulted=mse_faulted, degradation=degradation,
-                            worst_index=worst, d_worst=float(degradation[worst]),
-                            mse_worst=float(mse_faulted[worst]), d_mean=float(degradation.mean()),
-                            mse_mean=float(mse_faulted.mean()))
+    mse_c = float(np.mean(np.asarray(clean, np.float64)))
+    if not mse_c > 0.0:
+        raise ValueError(f"Clean MSE is {mse_c}; degradation ratios need a positive clean error.")
+    mse_p = np.mean(np.asarray(faulted, np.float64), axis=1)
+    d_p = mse_p / mse_c
+    worst = int(np.argmax(d_p))
+    return RobustnessScores(mse_c=mse_c, mse_p=mse_p, d_p=d_p,
+                            worst_index=worst, d_w=float(d_p[worst]),
+                            mse_w=float(mse_p[worst]), d_mean=float(d_p.mean()),
+                            mpc=float(mse_p.mean()))
 
 
 def bootstrap_means(losses: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS,
@@ -90,13 +90,13 @@ class Interval:
 class BootstrapIntervals:
     """95% percentile intervals of the reported quantities (shared-anchor window resampling)."""
 
-    mse_clean: Interval
-    d_worst: Interval
-    mse_worst: Interval
+    mse_c: Interval
+    d_w: Interval
+    mse_w: Interval
     d_mean: Interval
-    mse_mean: Interval
-    degradation: tuple[Interval, ...]
-    mse_faulted: tuple[Interval, ...]
+    mpc: Interval
+    d_p: tuple[Interval, ...]
+    mse_p: tuple[Interval, ...]
 
 
 def _interval(values: np.ndarray, confidence: float) -> Interval:
@@ -109,21 +109,21 @@ def _column_intervals(values: np.ndarray, confidence: float) -> tuple[Interval, 
     return tuple(_interval(values[:, p], confidence) for p in range(values.shape[1]))
 
 
-def bootstrap_intervals(clean: np.ndarray, faulted: np.ndarray, *, eval_data_seed: int,
+def bootstrap_intervals(clean: np.ndarray, faulted: np.ndarray, *, eval_seed: int,
                         draws: int = BOOTSTRAP_DRAWS, confidence: float = CONFIDENCE) -> BootstrapIntervals:
     """Percentile bootstrap intervals (spec 6.3): each resample draws K test windows with replacement,
     shared by the clean mean and every scenario, and takes its own worst scenario."""
     losses = np.vstack([np.asarray(clean, np.float64)[None, :], np.asarray(faulted, np.float64)])
-    means = bootstrap_means(losses, bootstrap_seed(eval_data_seed), draws)  # (draws, 1 + P)
-    mse_clean, mse_faulted = means[:, 0], means[:, 1:]
-    degradation = mse_faulted / mse_clean[:, None]
-    worst = np.argmax(degradation, axis=1)
+    means = bootstrap_means(losses, bootstrap_seed(eval_seed), draws)  # (draws, 1 + P)
+    mse_c, mse_p = means[:, 0], means[:, 1:]
+    d_p = mse_p / mse_c[:, None]
+    worst = np.argmax(d_p, axis=1)
     rows = np.arange(draws)
     return BootstrapIntervals(
-        mse_clean=_interval(mse_clean, confidence),
-        d_worst=_interval(degradation[rows, worst], confidence),
-        mse_worst=_interval(mse_faulted[rows, worst], confidence),
-        d_mean=_interval(degradation.mean(axis=1), confidence),
-        mse_mean=_interval(mse_faulted.mean(axis=1), confidence),
-        degradation=_column_intervals(degradation, confidence),
-        mse_faulted=_column_intervals(mse_faulted, confidence))
+        mse_c=_interval(mse_c, confidence),
+        d_w=_interval(d_p[rows, worst], confidence),
+        mse_w=_interval(mse_p[rows, worst], confidence),
+        d_mean=_interval(d_p.mean(axis=1), confidence),
+        mpc=_interval(mse_p.mean(axis=1), confidence),
+        d_p=_column_intervals(d_p, confidence),
+        mse_p=_column_intervals(mse_p, confidence))

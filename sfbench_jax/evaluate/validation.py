@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from functools import partial
+import functools
 from typing import Any
 
 import jax
 import numpy as np
 
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate.engine import window_shape
+from sfbench_jax.data.windows import WindowShape, window_shape
 from sfbench_jax.evaluate.kernel import PredictFn, clean_mse
+
+#: Jitted validation kernels kept per (predict function, window shape).
+VALIDATION_CACHE_SIZE = 16
+
+
+@functools.lru_cache(maxsize=VALIDATION_CACHE_SIZE)
+def validation_kernel(predict: PredictFn, shape: WindowShape) -> Any:
+    """The jitted per-window clean MSE of one predict function."""
+    return jax.jit(functools.partial(clean_mse, predict, shape=shape))
 
 
 def validation_mse(predict: PredictFn, state: Any, data: PreparedData) -> float:
@@ -19,7 +28,7 @@ def validation_mse(predict: PredictFn, state: Any, data: PreparedData) -> float:
     All batches have the same size, so the mean of batch means equals the mean over those windows.
     """
     starts = data.val_starts_drop_last(data.spec.batch_size)
-    series = jax.device_put(data.standardised)
-    kernel = jax.jit(partial(clean_mse, predict, shape=window_shape(data)))
-    per_window = jax.device_get(kernel(jax.device_put(state), series, jax.device_put(starts)))
+    kernel = validation_kernel(predict, window_shape(data.spec))
+    per_window = jax.device_get(kernel(jax.device_put(state), jax.device_put(data.standardised),
+                                       jax.device_put(starts)))
     return float(np.mean(np.asarray(per_window, np.float64)))

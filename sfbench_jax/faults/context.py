@@ -16,15 +16,15 @@ class FaultContext:
         input_len: window length n.
         num_channels: number of input channels m.
         pool: positions of the continuous channels (the pool P), in input order.
-        channel_fraction: gamma of the severity channel-count rule.
-        fixed_fraction: q of the fixed-fraction variant (k = ceil(q M) for s > 0), or None.
+        max_channel_fraction: gamma of the severity channel-count rule (k_max = ceil(gamma M)).
+        channel_fraction: q of the fixed-fraction variant (k = ceil(q M) for s > 0), or None.
     """
 
     input_len: int
     num_channels: int
     pool: tuple[int, ...]
-    channel_fraction: float = DEFAULT_CHANNEL_FRACTION
-    fixed_fraction: float | None = None
+    max_channel_fraction: float = DEFAULT_CHANNEL_FRACTION
+    channel_fraction: float | None = None
 
     def __post_init__(self) -> None:
         if self.input_len < 2:
@@ -32,11 +32,11 @@ class FaultContext:
         if any(not 0 <= p < self.num_channels for p in self.pool) or len(set(self.pool)) != len(self.pool):
             raise ValueError(f"pool {self.pool} must hold distinct channel positions in "
                              f"[0, {self.num_channels}).")
-        if not 0.0 < self.channel_fraction <= 1.0:
-            raise ValueError(f"channel_fraction must lie in (0, 1], got {self.channel_fraction}.")
-        if self.fixed_fraction is not None and not 0.0 < self.fixed_fraction <= self.channel_fraction:
-            raise ValueError(f"fixed_fraction must lie in (0, channel_fraction={self.channel_fraction}], "
-                             f"got {self.fixed_fraction}.")
+        if not 0.0 < self.max_channel_fraction <= 1.0:
+            raise ValueError(f"max_channel_fraction must lie in (0, 1], got {self.max_channel_fraction}.")
+        if self.channel_fraction is not None and not 0.0 < self.channel_fraction <= self.max_channel_fraction:
+            raise ValueError(f"channel_fraction must lie in (0, max_channel_fraction={self.max_channel_fraction}], "
+                             f"got {self.channel_fraction}.")
 
     @property
     def pool_size(self) -> int:
@@ -46,8 +46,8 @@ class FaultContext:
     @property
     def max_count(self) -> int:
         """Largest number of channels a fault can touch (sizes fixed-shape buffers)."""
-        return largest_channel_count(self.pool_size, fraction=self.channel_fraction,
-                                     fixed_fraction=self.fixed_fraction)
+        return largest_channel_count(self.pool_size, max_fraction=self.max_channel_fraction,
+                                     channel_fraction=self.channel_fraction)
 
     @property
     def pool_is_all_channels(self) -> bool:

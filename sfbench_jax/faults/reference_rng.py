@@ -2,7 +2,7 @@
 on the host (spec 2.5) and turned into the same parameter pytrees the JAX samplers produce.
 
 The reference seeds one PyTorch CPU generator (MT19937, `init_genrand`) per (scenario, test sample) with
-`derive_seed(eval_data_seed, "degradation:scenario:{i}:sample:{k}")`, draws the severity first, then
+`derive_seed(eval_seed, "degradation:scenario:{i}:sample:{k}")`, draws the severity first, then
 `randperm(M)`, then the scenario's own draws. Here the generators run vectorised over a chunk of
 samples in NumPy; draws are converted exactly as PyTorch converts them (24-bit floats, `lo + u mod n`
 integers, the 16-lane Box-Muller of `randn`). Parameters (severity, k, durations) use the reference's
@@ -88,9 +88,9 @@ def reference_channel_count(severity: np.ndarray, ctx: FaultContext) -> np.ndarr
     pool_size = ctx.pool_size
     if pool_size == 0:
         return np.zeros(severity.shape, np.int64)
-    if ctx.fixed_fraction is not None:
-        return np.where(severity > 0, math.ceil(ctx.fixed_fraction * pool_size), 0)
-    k_max = math.ceil(ctx.channel_fraction * pool_size)
+    if ctx.channel_fraction is not None:
+        return np.where(severity > 0, math.ceil(ctx.channel_fraction * pool_size), 0)
+    k_max = math.ceil(ctx.max_channel_fraction * pool_size)
     count = 1 + np.floor(severity * (k_max - 1)).astype(np.int64)
     count = np.where(severity == 1.0, k_max, count)
     return np.where(severity == 0.0, 0, count)
@@ -132,7 +132,7 @@ def reference_params(fault: Fault, seeds: np.ndarray, ctx: FaultContext) -> tupl
 
     Args:
         fault: a scored scenario.
-        seeds: `(B,)` generator seeds (`perturbation_seed(eval_data_seed, i, k)`).
+        seeds: `(B,)` generator seeds (`perturbation_seed(eval_seed, i, k)`).
         ctx: the dataset's fault context.
 
     Returns:
@@ -199,7 +199,7 @@ def _reference_noise(own: np.ndarray, count: np.ndarray, ranks: np.ndarray, sele
     return np.where(selected[:, None, :], values, 0.0).astype(np.float32)
 
 
-def scenario_seeds(eval_data_seed: int, scenario_index: int, sample_ids: np.ndarray) -> np.ndarray:
+def scenario_seeds(eval_seed: int, scenario_index: int, sample_ids: np.ndarray) -> np.ndarray:
     """Reference generator seeds for a scenario and a batch of sample ids."""
-    return np.asarray([perturbation_seed(eval_data_seed, scenario_index, int(k)) for k in sample_ids],
+    return np.asarray([perturbation_seed(eval_seed, scenario_index, int(k)) for k in sample_ids],
                       dtype=np.uint64)

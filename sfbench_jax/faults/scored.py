@@ -299,8 +299,8 @@ def _severity(words: jax.Array, units: jax.Array | None) -> jax.Array:
 
 def draw_selection(words: jax.Array, units: jax.Array, ctx: FaultContext) -> jax.Array:
     """The k(s) faulted channels: a uniformly random subset of the pool, as a bool mask `(m,)`."""
-    count = channel_count(units, pool_size=ctx.pool_size, fraction=ctx.channel_fraction,
-                          fixed_fraction=ctx.fixed_fraction)
+    count = channel_count(units, pool_size=ctx.pool_size, max_fraction=ctx.max_channel_fraction,
+                          channel_fraction=ctx.channel_fraction)
     keys = distinct_keys(stream_bits(words, CHANNEL_KEY_OFFSET, (ctx.pool_size,)))
     return pool_to_channels(smallest_k_mask(keys, count), ctx, fill=False)
 

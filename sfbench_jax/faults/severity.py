@@ -71,13 +71,13 @@ def ceil_duration(units: jax.Array, *, span: int, half: bool = False) -> jax.Arr
     return quotient + has_remainder.astype(jnp.int32)
 
 
-def max_channel_count(pool_size: int, *, fraction: float = DEFAULT_CHANNEL_FRACTION) -> int:
-    """`k_max = ceil(fraction * M)` (0 for an empty pool)."""
-    return 0 if pool_size == 0 else math.ceil(fraction * pool_size)
+def max_channel_count(pool_size: int, *, max_fraction: float = DEFAULT_CHANNEL_FRACTION) -> int:
+    """`k_max = ceil(max_fraction * M)` (0 for an empty pool)."""
+    return 0 if pool_size == 0 else math.ceil(max_fraction * pool_size)
 
 
-def channel_count(units: jax.Array, *, pool_size: int, fraction: float = DEFAULT_CHANNEL_FRACTION,
-                  fixed_fraction: float | None = None) -> jax.Array:
+def channel_count(units: jax.Array, *, pool_size: int, max_fraction: float = DEFAULT_CHANNEL_FRACTION,
+                  channel_fraction: float | None = None) -> jax.Array:
     """Number of faulted channels k(s) (spec 2.1).
 
     Severity mode: `0` if s = 0 or M = 0, `k_max` if s = 1, else `1 + floor(s (k_max - 1))`.
@@ -86,26 +86,26 @@ def channel_count(units: jax.Array, *, pool_size: int, fraction: float = DEFAULT
     Args:
         units: int32 severity units (any shape).
         pool_size: size M of the channel pool.
-        fraction: gamma of the severity rule.
-        fixed_fraction: q of the fixed-fraction sensitivity variant, or None.
+        max_fraction: gamma of the severity rule.
+        channel_fraction: q of the fixed-fraction sensitivity variant, or None.
     """
     units = jnp.asarray(units, jnp.int32)
     if pool_size == 0:
         return jnp.zeros_like(units)
-    if fixed_fraction is not None:
-        return jnp.where(units > 0, jnp.int32(math.ceil(fixed_fraction * pool_size)), 0)
-    k_max = max_channel_count(pool_size, fraction=fraction)
+    if channel_fraction is not None:
+        return jnp.where(units > 0, jnp.int32(math.ceil(channel_fraction * pool_size)), 0)
+    k_max = max_channel_count(pool_size, max_fraction=max_fraction)
     floor_part, _ = _floor_product(units, k_max - 1, SEVERITY_BITS)
     count = 1 + floor_part
     count = jnp.where(units >= SEVERITY_ONE, k_max, count)
     return jnp.where(units <= 0, 0, count).astype(jnp.int32)
 
 
-def largest_channel_count(pool_size: int, *, fraction: float = DEFAULT_CHANNEL_FRACTION,
-                          fixed_fraction: float | None = None) -> int:
+def largest_channel_count(pool_size: int, *, max_fraction: float = DEFAULT_CHANNEL_FRACTION,
+                          channel_fraction: float | None = None) -> int:
     """The largest k(s) any severity can produce (static; sizes fixed-shape buffers)."""
     if pool_size == 0:
         return 0
-    if fixed_fraction is not None:
-        return min(pool_size, math.ceil(fixed_fraction * pool_size))
-    return max_channel_count(pool_size, fraction=fraction)
+    if channel_fraction is not None:
+        return min(pool_size, math.ceil(channel_fraction * pool_size))
+    return max_channel_count(pool_size, max_fraction=max_fraction)

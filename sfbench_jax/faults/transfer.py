@@ -1,7 +1,7 @@
 """The seven training-only transfer families of fault augmentation (spec 2.3).
 
 Same machinery as the scored scenarios (severity -> k(s) channels of the pool -> own draws), with the
-augmentation's channel fraction in `FaultContext.channel_fraction`. These never enter evaluation.
+augmentation's channel fraction in `FaultContext.max_channel_fraction`. These never enter evaluation.
 `t = 0..n-1` and `T = max(n - 1, 1)`.
 """
 

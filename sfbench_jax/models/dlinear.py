@@ -1,6 +1,6 @@
 """DLinear (spec 3.1): moving-average decomposition plus two linear maps over time.
 
-What lives here: the `DLinearConfig` hyperparameters, the search `GRID`, and the `DLinear` NNX
+What lives here: the `DLinearConfig` hyperparameters, and the `DLinear` NNX
 module. Weight import from PyTorch is in `parity.py`; registration in `registry.py`.
 """
 
@@ -15,10 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sfbench_jax.data.windows import select_targets
 from sfbench_jax.models.hparams import require_bool, require_int
 from sfbench_jax.models.layers import (
     check_input,
-    select_targets,
     torch_uniform_init,
     validate_dataset_shape,
 )
@@ -44,13 +44,6 @@ class DLinearConfig:
         object.__setattr__(self, "individual", require_bool("individual", self.individual))
         object.__setattr__(self, "init_weights", require_bool("init_weights", self.init_weights))
 
-
-GRID: dict[str, tuple[Any, ...]] = {
-    "moving_avg": (9, 13, 17, 21, 25, 29, 33),
-    "individual": (False, True),
-    "init_weights": (False, True),
-    "lr": (1e-3, 1e-4, 5e-4),
-}
 
 
 def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:

@@ -1,6 +1,6 @@
 """GRU forecaster (spec 3.2): stacked GRU with a direct or an autoregressive head.
 
-What lives here: the `GRUConfig` hyperparameters, the search `GRID` and its validity rule, the
+What lives here: the `GRUConfig` hyperparameters, its grid validity rule, the
 `GRU` NNX module and its `GRULayer`. Time recursions are `lax.scan`s (one per layer over the
 window; one over the horizon for the autoregressive continuation).
 """
@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sfbench_jax.data.windows import select_targets
 from sfbench_jax.models.hparams import require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
     check_input,
-    select_targets,
     torch_linear,
     torch_uniform_init,
     validate_dataset_shape,
@@ -54,14 +54,6 @@ class GRUConfig:
                              "combination: dropout acts only between stacked layers. Use "
                              "dropout=0.0 or n_layers >= 2.")
 
-
-GRID: dict[str, tuple[Any, ...]] = {
-    "d_hidden": (64, 128, 256, 512),
-    "n_layers": (1, 2),
-    "autoregressive": (False, True),
-    "dropout": (0.0, 0.1),
-    "lr": (1e-3, 1e-4, 5e-4),
-}
 
 
 def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:

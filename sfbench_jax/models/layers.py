@@ -1,7 +1,7 @@
 """Building blocks shared by the forecasting architectures.
 
 What lives here: PyTorch-default initialisers, a BatchNorm with PyTorch's train/eval semantics,
-the joint-slab LayerNorm used by TSMixer, exact GELU, target selection, and the dataset-shape and
+the joint-slab LayerNorm used by TSMixer, exact GELU, and the dataset-shape and
 input-shape checks every architecture runs. Architectures themselves live in their own modules
 (`dlinear.py`, `gru.py`, ...); RevIN lives in `revin.py`.
 """
@@ -207,11 +207,3 @@ def check_input(x: jax.Array, *, input_len: int, num_channels: int, model: str) 
     if x.ndim != 3 or x.shape[1] != input_len or x.shape[2] != num_channels:
         raise ValueError(f"{model} expects input of shape (batch, {input_len}, {num_channels}), "
                          f"got {tuple(x.shape)}.")
-
-
-def select_targets(y: jax.Array, target_indices: tuple[int, ...]) -> jax.Array:
-    """Take the target channels from the last axis (a slice when they are contiguous)."""
-    first = target_indices[0]
-    if target_indices == tuple(range(first, first + len(target_indices))):
-        return y[..., first:first + len(target_indices)]
-    return jnp.take(y, np.asarray(target_indices), axis=-1)

@@ -1,6 +1,6 @@
 """ModernTCN, compact variant (spec 3.3): patch stem, large-kernel depthwise blocks, flat head.
 
-What lives here: the `ModernTCNConfig` hyperparameters, the search `GRID` and its validity rule,
+What lives here: the `ModernTCNConfig` hyperparameters, its grid validity rule,
 the `ModernTCN` NNX module and its `ModernTCNBlock`. Activations keep PyTorch's
 `(batch, channel, d_model, patch)` layout, so the depthwise convolutions take PyTorch's
 `(out, in/groups, k)` weights unchanged (computed as fused shifted sums, see `depthwise_conv`);
@@ -18,12 +18,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from sfbench_jax.data.windows import select_targets
 from sfbench_jax.models.hparams import require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
     TorchBatchNorm,
     check_input,
     gelu,
-    select_targets,
     torch_uniform_init,
     validate_dataset_shape,
 )
@@ -76,20 +76,6 @@ class ModernTCNConfig:
             raise ValueError(f"ModernTCN patch_stride={self.patch_stride} > patch_size="
                              f"{self.patch_size} is an invalid combination; need stride <= size.")
 
-
-GRID: dict[str, tuple[Any, ...]] = {
-    "d_model": (64, 128),
-    "num_blocks": (1, 2),
-    "large_size": (31, 51),
-    "small_size": (5,),
-    "ffn_ratio": (1, 4),
-    "patch_size": (8,),
-    "patch_stride": (4,),
-    "dropout": (0.1, 0.3),
-    "head_dropout": (0.0, 0.1),
-    "individual": (False,),
-    "lr": (1e-3, 5e-4, 1e-4),
-}
 
 
 def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:

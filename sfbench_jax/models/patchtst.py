@@ -1,6 +1,6 @@
 """PatchTST (spec 3.4): channel-independent patch Transformer with residual attention.
 
-What lives here: the `PatchTSTConfig` hyperparameters, the search `GRID` and its validity rule,
+What lives here: the `PatchTSTConfig` hyperparameters, its grid validity rule,
 the `PatchTST` NNX module and its post-norm `PatchTSTEncoderLayer`. Tokens are kept as
 `(batch, channel, patch, d_model)`; the attention is written by hand because every layer adds the
 previous layer's raw (unscaled) scores before the softmax, which Flax's attention cannot express.
@@ -18,12 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sfbench_jax.data.windows import select_targets
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
     TorchBatchNorm,
     check_input,
-    select_targets,
     torch_linear,
     torch_uniform_init,
     uniform_init,
@@ -70,19 +70,6 @@ class PatchTSTConfig:
             raise ValueError(f"PatchTST d_model={self.d_model} is not divisible by n_heads="
                              f"{self.n_heads}: invalid combination.")
 
-
-GRID: dict[str, tuple[Any, ...]] = {
-    "d_model": (16, 128),
-    "d_ff": (128, 256),
-    "n_layers_enc": (2, 3),
-    "n_heads": (4, 8),
-    "patch_len": (8, 16),
-    "stride": (4, 8),
-    "dropout": (0.1, 0.3),
-    "factor": (1,),
-    "activation": ("gelu",),
-    "lr": (1e-3, 5e-4, 1e-4),
-}
 
 
 def patch_count(*, input_len: int, patch_len: int, stride: int) -> int:

@@ -1,9 +1,11 @@
 """Registry of forecasting architectures by name, with their hyperparameter grids.
 
-What lives here: `MODELS` (name -> `ModelSpec`: config dataclass, grid in the spec's key order,
-validity predicate, trainable / channel-independent / RevIN flags, module class), and the
+What lives here: `MODELS` (name -> `ModelSpec`: config dataclass, validity predicate, trainable /
+channel-independent / RevIN flags, module class; its grid read from the model's preset), and the
 functions the rest of the engine calls: `expand_grid`, `is_valid_combination`, `make_config`
-and `build_model`. Candidate sampling (random subgrids) belongs to `sfbench_jax/train/`.
+and `build_model`. Every architecture, SeasonalNaive included, is built the same way. Each grid
+lives in one place, the model's preset `conf/model/<name>.yaml` (installed as `sfbench_jax.conf`), in
+the spec's key order. Candidate sampling (random subgrids) belongs to `sfbench_jax/train/`.
 
 Example:
     >>> from sfbench_jax.models.registry import MODELS, build_model, expand_grid
@@ -16,20 +18,30 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import types
 from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 import jax
+import yaml
 from flax import nnx
 
 from sfbench_jax.models import dlinear, gru, moderntcn, patchtst, seasonal_naive, tsmixer
-from sfbench_jax.models.layers import validate_dataset_shape
 from sfbench_jax.models.revin import RevIN, RevINConfig
 
 NON_ARCHITECTURE_KEYS: tuple[str, ...] = ("lr",)
 """Grid keys that are not architecture hyperparameters; `build_model` accepts and ignores them."""
+
+
+@functools.cache
+def preset_grid(name: str) -> types.MappingProxyType:
+    """The search space of a model preset (`conf/model/<name>.yaml`, key `grid`), in file order."""
+    text = (resources.files("sfbench_jax.conf") / "model" / f"{name}.yaml").read_text()
+    grid = yaml.safe_load(text)["grid"]
+    return types.MappingProxyType({key: tuple(values) for key, values in grid.items()})
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -39,7 +51,6 @@ class ModelSpec:
     Attributes:
         name: registry key.
         config_cls: frozen dataclass of the architecture hyperparameters (validated).
-        grid: search space in the spec's key order (first key varies slowest), `lr` included.
         is_valid: predicate `(hparams, *, input_len) -> bool` for grid combinations.
         module_cls: the NNX module class.
         is_trainable: whether the architecture has parameters to train.
@@ -49,12 +60,16 @@ class ModelSpec:
 
     name: str
     config_cls: type
-    grid: Mapping[str, tuple[Any, ...]]
     is_valid: Callable[..., bool]
     module_cls: type
     is_trainable: bool
     is_channel_independent: bool
     supports_revin: bool
+
+    @property
+    def grid(self) -> Mapping[str, tuple[Any, ...]]:
+        """Search space in the spec's key order (first key varies slowest), `lr` included where trained."""
+        return preset_grid(self.name)
 
     @property
     def hyperparameter_names(self) -> tuple[str, ...]:
@@ -64,8 +79,7 @@ class ModelSpec:
 
 def _spec(name: str, module: types.ModuleType, config_cls: type, module_cls: type, *,
           is_trainable: bool, is_channel_independent: bool, supports_revin: bool) -> ModelSpec:
-    return ModelSpec(name=name, config_cls=config_cls, grid=types.MappingProxyType(module.GRID),
-                     is_valid=module.is_valid, module_cls=module_cls, is_trainable=is_trainable,
+    return ModelSpec(name=name, config_cls=config_cls, is_valid=module.is_valid, module_cls=module_cls, is_trainable=is_trainable,
                      is_channel_independent=is_channel_independent,
                      supports_revin=supports_revin)
 
@@ -91,7 +105,7 @@ MODELS: dict[str, ModelSpec] = {
 def get_spec(name: str) -> ModelSpec:
     """Look up an architecture; unknown names raise `ValueError` listing the valid ones."""
     if name not in MODELS:
-        raise ValueError(f"Unknown model {name!r}; valid names: {sorted(MODELS)}.")
+        raise ValueError(f"Unknown model {name!r}. Valid models: {', '.join(sorted(MODELS))}.")
     return MODELS[name]
 
 
@@ -166,14 +180,8 @@ def build_model(name: str, hparams: Mapping[str, Any], *, input_len: int, horizo
     if revin is not None and not spec.supports_revin:
         supported = sorted(n for n, s in MODELS.items() if s.supports_revin)
         raise ValueError(f"RevIN cannot wrap {name!r}; it applies to {supported}.")
-    kwargs = dataclasses.asdict(config)
-    if name == "seasonal_naive":
-        targets = validate_dataset_shape(input_len=input_len, horizon=horizon,
-                                         num_channels=num_channels, target_indices=target_indices)
-        return seasonal_naive.SeasonalNaive(input_len=input_len, horizon=horizon,
-                                            target_indices=targets, **kwargs)
     model = spec.module_cls(input_len=input_len, horizon=horizon, num_channels=num_channels,
-                            target_indices=target_indices, rngs=model_rngs(seed), **kwargs)
+                            target_indices=target_indices, rngs=model_rngs(seed), **dataclasses.asdict(config))
     if revin is not None:
         model = RevIN(model, revin)
     return model

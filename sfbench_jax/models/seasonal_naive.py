@@ -1,7 +1,7 @@
 """SeasonalNaive: repeat the last season of the input window (spec 3.6). No parameters, no training.
 
-What lives here: `SEASON_GRID`, the `SeasonalNaiveConfig` hyperparameters with the registry's
-`GRID`, and the `SeasonalNaive` NNX module.
+What lives here: the `SeasonalNaiveConfig` hyperparameters and the `SeasonalNaive` NNX module. Its
+season grid lives in its preset (`conf/model/seasonal_naive.yaml`), like every architecture's grid.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from sfbench_jax.data.windows import select_targets
 from sfbench_jax.models.hparams import require_int
-from sfbench_jax.models.layers import select_targets
-
-SEASON_GRID: tuple[int, ...] = (1, 2, 3, 6, 12, 16, 24, 36, 48, 90)
+from sfbench_jax.models.layers import validate_dataset_shape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,9 +34,6 @@ class SeasonalNaiveConfig:
                            require_int("season_length", self.season_length))
 
 
-GRID: dict[str, tuple[Any, ...]] = {"season_length": SEASON_GRID}
-
-
 def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
     """Every season length in the grid is valid."""
     del hparams, input_len
@@ -47,15 +43,24 @@ def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
 class SeasonalNaive(nnx.Module):
     """Forecast `y[h] = x[n - L + (h mod L)]` with `L = min(season_length, n)`, then select targets.
 
+    Built like every architecture (`registry.build_model`); it has no parameters, so `num_channels` only
+    serves the dataset-shape check and `rngs` is unused.
+
     Args:
         season_length: season in steps (>= 1).
         input_len: window length `n`.
         horizon: forecast length `H`.
         target_indices: channels to return, in order.
+        num_channels: input channels `m` (None: not checked).
+        rngs: unused (no parameters to initialise).
     """
 
-    def __init__(self, *, season_length: int, input_len: int, horizon: int,
-                 target_indices: Sequence[int]) -> None:
+    def __init__(self, *, season_length: int, input_len: int, horizon: int, target_indices: Sequence[int],
+                 num_channels: int | None = None, rngs: nnx.Rngs | None = None) -> None:
+        del rngs
+        if num_channels is not None:
+            validate_dataset_shape(input_len=input_len, horizon=horizon, num_channels=num_channels,
+                                   target_indices=target_indices)
         if season_length < 1:
             raise ValueError(f"season_length must be >= 1, got {season_length}.")
         effective = min(season_length, input_len)

@@ -1,6 +1,6 @@
 """TSMixer (spec 3.5): residual time-mixing and feature-mixing blocks, then a time projection.
 
-What lives here: the `TSMixerConfig` hyperparameters, the search `GRID`, the `TSMixer` NNX module
+What lives here: the `TSMixerConfig` hyperparameters, the `TSMixer` NNX module
 and its `MixerBlock`. All dense layers use Glorot-uniform weights and zero biases (Keras
 defaults, as the reference); norms are the joint `(n, m)` LayerNorm (`"L"`) or a BatchNorm over the
 flattened `n·m` cells (`"B"`, eps 1e-3, PyTorch momentum 0.01).
@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from sfbench_jax.data.windows import select_targets
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
@@ -23,7 +24,6 @@ from sfbench_jax.models.layers import (
     TorchBatchNorm,
     check_input,
     glorot_uniform_init,
-    select_targets,
     validate_dataset_shape,
 )
 
@@ -57,15 +57,6 @@ class TSMixerConfig:
         set_("activation", require_choice("activation", self.activation, ("relu", "gelu")))
         set_("dropout", require_rate("dropout", self.dropout))
 
-
-GRID: dict[str, tuple[Any, ...]] = {
-    "n_block": (2, 4, 8),
-    "ff_dim": (64, 128, 256),
-    "norm_type": ("L", "B"),
-    "activation": ("relu", "gelu"),
-    "dropout": (0.0, 0.1, 0.3),
-    "lr": (1e-3, 5e-4, 1e-4),
-}
 
 
 def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:

@@ -20,13 +20,13 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
+from sfbench_jax.files import write_csv, write_json, write_text
 from sfbench_jax.report.architectures import (
     ARCHITECTURE_ORDER,
     ordered,
     table4_block,
     table4_markdown,
 )
-from sfbench_jax.report.io import write_csv, write_json, write_text
 
 CELL_FILE, FAILED_FILE, SUMMARY_FILE = "cell.json", "job_failed.json", "summary.csv"
 EXPECTED_FILE, REPORT_FILE = "expected_cells.json", "collect_report.json"

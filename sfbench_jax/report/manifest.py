@@ -1,4 +1,4 @@
-"""The run manifest: resolved config, versions, devices, data checksums, timings."""
+"""The run manifest: resolved config, versions, devices, data checksums, phase timings, the selection."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import jax
+
+from sfbench_jax.config import RunConfig
+from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.selection import EvaluatedModel, Selection
 
 _PACKAGES = ("sfbench-jax", "jax", "jaxlib", "flax", "optax", "numpy", "pandas", "pyarrow", "hydra-core",
              "matplotlib")
@@ -53,3 +57,31 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(key): to_plain(item) for key, item in value.items()}
     return value
+
+
+def run_manifest(cfg: RunConfig, data: PreparedData, models: list[EvaluatedModel], selection: Selection,
+                 timings: dict[str, float], files: dict[str, Path]) -> dict[str, Any]:
+    """The manifest of one run: resolved config, versions, code revision, devices, data checksums, phase
+    timings, per-model engine statistics, the selection record and the files written."""
+    manifest = {
+        "config": to_plain(cfg),
+        "versions": package_versions(),
+        "code_revision": code_revision(Path(__file__).parent),
+        "devices": device_description(),
+        "data": {"dataset": data.spec.key, "source": data.series.source_path, "rows": data.series.num_rows,
+                 "content_sha256": data.series.content_sha256, "matches_reference": data.series.matches_reference,
+                 "signature": data.spec.signature, "data_seed": data.spec.seeds.data_seed},
+        "timings": timings,
+        "models": [{"architecture": m.architecture, "method": m.method, "hyperparameters": m.hyperparameters,
+                    "engine": to_plain(m.evaluation.engine), "bootstrap_seconds": m.evaluation.bootstrap_seconds}
+                   for m in models],
+        "files": {name: path.name for name, path in files.items()},
+    }
+    plan, winner = selection.plan, selection.winner
+    manifest["selection"] = {
+        "model_seed": plan.model_seed, "tuning_seed": plan.tuning_seed, "valid_candidates": plan.num_valid,
+        "budget": cfg.train.candidate_budget, "candidates": len(selection.candidates),
+        "winner": winner.candidate_hash, "winner_trial": winner.trial_number, "trained": selection.is_trained,
+        "tie_break": "(best_val_loss, trial_number, candidate_hash)",
+    }
+    return manifest

@@ -1,30 +1,18 @@
-"""Tidy result tables: one summary row per evaluated model and the per-window losses."""
+"""Tidy result tables: one summary row per evaluated model, the per-window losses, and the candidates of a
+selection with their training curves."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sfbench_jax.evaluate.evaluation import Evaluation
 from sfbench_jax.faults.registry import SCENARIOS
+from sfbench_jax.selection import EvaluatedModel, Selection
 
 SCENARIO_DISPLAY = {fault.key: fault.display_name for fault in SCENARIOS}
-
-
-@dataclass(frozen=True)
-class EvaluatedModel:
-    """One evaluated model and how it was chosen."""
-
-    dataset: str
-    architecture: str
-    method: str
-    hyperparameters: dict[str, Any]
-    mse_val: float
-    evaluation: Evaluation
 
 
 def summary_row(model: EvaluatedModel) -> dict[str, Any]:
@@ -37,25 +25,25 @@ def summary_row(model: EvaluatedModel) -> dict[str, Any]:
         "method": model.method,
         "hyperparameters": json.dumps(model.hyperparameters, sort_keys=True),
         "rng_mode": evaluation.options.rng,
-        "eval_seed": evaluation.options.eval_data_seed,
+        "eval_seed": evaluation.options.seed,
         "k": len(evaluation.losses.clean),
-        "channel_fraction": evaluation.options.fixed_fraction,
+        "channel_fraction": evaluation.options.channel_fraction,
         "mse_val": model.mse_val,
-        "mse_c": scores.mse_clean, "mse_c_ci_lo": ci.mse_clean.low, "mse_c_ci_hi": ci.mse_clean.high,
-        "mse_w": scores.mse_worst, "mse_w_ci_lo": ci.mse_worst.low, "mse_w_ci_hi": ci.mse_worst.high,
-        "d_w": scores.d_worst, "d_w_ci_lo": ci.d_worst.low, "d_w_ci_hi": ci.d_worst.high,
+        "mse_c": scores.mse_c, "mse_c_ci_lo": ci.mse_c.low, "mse_c_ci_hi": ci.mse_c.high,
+        "mse_w": scores.mse_w, "mse_w_ci_lo": ci.mse_w.low, "mse_w_ci_hi": ci.mse_w.high,
+        "d_w": scores.d_w, "d_w_ci_lo": ci.d_w.low, "d_w_ci_hi": ci.d_w.high,
         "d_mean": scores.d_mean, "d_mean_ci_lo": ci.d_mean.low, "d_mean_ci_hi": ci.d_mean.high,
-        "mpc": scores.mse_mean, "mpc_ci_lo": ci.mse_mean.low, "mpc_ci_hi": ci.mse_mean.high,
+        "mpc": scores.mpc, "mpc_ci_lo": ci.mpc.low, "mpc_ci_hi": ci.mpc.high,
         "worst_scenario": keys[scores.worst_index],
     }
     for index, key in enumerate(keys):
-        row[f"d_{key}"] = float(scores.degradation[index])
-        row[f"d_{key}_ci_lo"] = ci.degradation[index].low
-        row[f"d_{key}_ci_hi"] = ci.degradation[index].high
+        row[f"d_{key}"] = float(scores.d_p[index])
+        row[f"d_{key}_ci_lo"] = ci.d_p[index].low
+        row[f"d_{key}_ci_hi"] = ci.d_p[index].high
     for index, key in enumerate(keys):
-        row[f"mse_{key}"] = float(scores.mse_faulted[index])
-        row[f"mse_{key}_ci_lo"] = ci.mse_faulted[index].low
-        row[f"mse_{key}_ci_hi"] = ci.mse_faulted[index].high
+        row[f"mse_{key}"] = float(scores.mse_p[index])
+        row[f"mse_{key}_ci_lo"] = ci.mse_p[index].low
+        row[f"mse_{key}_ci_hi"] = ci.mse_p[index].high
     return row
 
 
@@ -87,3 +75,34 @@ def per_window_table(models: list[EvaluatedModel]) -> pd.DataFrame:
     for column in ("dataset", "architecture", "method"):
         frame[column] = frame[column].astype("category")
     return frame
+
+
+def candidates_table(selection: Selection) -> pd.DataFrame:
+    """One row per candidate of the selection: identity, outcome and whether it won."""
+    winner = selection.winner.candidate_hash
+    rows = [{
+        "dataset": result.dataset, "architecture": result.architecture, "method": result.method,
+        "trial_number": result.trial_number, "grid_index": result.grid_index,
+        "candidate_hash": result.candidate_hash, "hyperparameters": json.dumps(result.hparams, sort_keys=True),
+        "lr": float(result.hparams["lr"]) if "lr" in result.hparams else np.nan, "model_seed": result.model_seed,
+        "status": result.status, "best_val_loss": result.best_val_loss, "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run, "stop_reason": result.stop_reason, "train_seconds": result.train_seconds,
+        "group_size": result.group_size, "is_winner": result.candidate_hash == winner,
+    } for result in selection.candidates]
+    frame = pd.DataFrame(rows)
+    for column in ("dataset", "architecture", "method", "status", "stop_reason"):
+        frame[column] = frame[column].astype("string")
+    return frame
+
+
+def training_curves_table(selection: Selection) -> pd.DataFrame:
+    """Per-candidate validation and training loss per epoch (tidy; empty for untrained models)."""
+    rows: list[dict[str, Any]] = []
+    for result in selection.candidates:
+        for epoch, (val, train) in enumerate(zip(result.val_curve, result.train_curve, strict=False)):
+            rows.append({"trial_number": result.trial_number, "candidate_hash": result.candidate_hash,
+                         "epoch": epoch, "val_loss": float("nan") if val is None else val,
+                         "train_loss": float("nan") if train is None else train})
+    frame = pd.DataFrame(rows, columns=["trial_number", "candidate_hash", "epoch", "val_loss", "train_loss"])
+    return frame.astype({"trial_number": "int32", "epoch": "int32", "val_loss": "float64",
+                         "train_loss": "float64"})

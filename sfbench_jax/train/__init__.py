@@ -6,20 +6,26 @@ resumable sweeps (`sweep`) and clean-validation selection (`select`). No evaluat
 from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.fit import (
     GroupMember,
-    TrainOptions,
     TrainOutcome,
+    group_size,
     restore_model,
     train_group,
 )
-from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
+from sfbench_jax.train.search import (
+    Candidate,
+    check_search_space,
+    expand_space,
+    random_subgrid,
+    search_space,
+)
 from sfbench_jax.train.seeds import model_seed, tuning_seed
 from sfbench_jax.train.select import select_winner, selection_key
 from sfbench_jax.train.store import CandidateResult, CandidateStore, candidate_hash
-from sfbench_jax.train.sweep import SearchPlan, plan_search, run_search
+from sfbench_jax.train.sweep import SearchPlan, plan_search, run_search, untrained_record
 
 __all__ = [
     "Candidate", "CandidateResult", "CandidateStore", "GroupMember", "SearchPlan", "StoppingState",
-    "TrainOptions", "TrainOutcome", "advance", "candidate_hash", "expand_space", "model_seed", "plan_search",
-    "random_subgrid", "restore_model", "run_search", "search_space", "select_winner", "selection_key",
-    "train_group", "tuning_seed",
+    "TrainOutcome", "advance", "candidate_hash", "check_search_space", "expand_space", "group_size",
+    "model_seed", "plan_search", "random_subgrid", "restore_model", "run_search", "search_space",
+    "select_winner", "selection_key", "train_group", "tuning_seed", "untrained_record",
 ]

@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 
 #: Why a candidate stopped.
 STOP_PATIENCE, STOP_NON_FINITE, STOP_MAX_EPOCHS = "patience", "non_finite", "max_epochs"
+#: Stop reason of a model without trainable weights (scored on clean validation as built, never trained).
+STOP_UNTRAINED = "untrained"
 
 
 @dataclass(frozen=True)

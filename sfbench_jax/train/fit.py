@@ -9,9 +9,6 @@ the candidate store are `store.py`'s; the random subgrid is `search.py`'s.
 
 from __future__ import annotations
 
-import collections
-import json
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,8 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate.kernel import WindowShape
+from sfbench_jax.data.windows import window_shape
 from sfbench_jax.models.registry import build_model
 from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.loop import (
@@ -43,62 +41,19 @@ from sfbench_jax.train.seeds import dropout_key, shuffle_key
 #: (e.g. the GRU's gates for every time step) outgrow the caches long before the per-block overhead matters.
 VALIDATION_BLOCK_ELEMENTS = 1 << 17
 
-#: Compiled epoch programs kept for reuse (candidates differing only in learning rate or seed share
-#: one), keyed by architecture, hyperparameters, dataset shape, group size and options.
-_COMPILED: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
-_COMPILED_LIMIT = 8
+#: Candidates trained together under vmap when `train.group_size` is null, per JAX backend. On CPU the
+#: epoch is compute-bound: 8 candidates split over the cores train 1.1-2.4x faster than one after another
+#: (benchmarks/training.py), but a group runs until its last member stops, so a sweep's learning-rate
+#: siblings gain little; on accelerators one small candidate leaves the device mostly idle.
+AUTO_GROUP_SIZE = {"cpu": 1}
+AUTO_GROUP_SIZE_ACCELERATOR = 8
 
 
-def check_training_settings(*, max_epochs: int, patience: int, min_delta: float, steps_per_epoch: int | None,
-                            group_size: int | None, devices: int | None) -> None:
-    """Raise a ValueError naming the first bad `train.*` setting (None = automatic where allowed)."""
-    if max_epochs < 1:
-        raise ValueError(f"train.max_epochs must be >= 1, got {max_epochs}.")
-    if patience < 1:
-        raise ValueError(f"train.patience must be >= 1, got {patience}.")
-    if not (math.isfinite(min_delta) and min_delta >= 0):
-        raise ValueError(f"train.min_delta must be a finite number >= 0, got {min_delta}.")
-    if steps_per_epoch is not None and steps_per_epoch < 1:
-        raise ValueError(f"train.steps_per_epoch must be >= 1 (or null for full epochs), got {steps_per_epoch}.")
-    if group_size is not None and group_size < 1:
-        raise ValueError(f"train.group_size must be >= 1 (or null for automatic), got {group_size}.")
-    if devices is not None and devices < 1:
-        raise ValueError(f"train.devices must be >= 1 (or null for every local device), got {devices}.")
-
-
-@dataclass(frozen=True)
-class TrainOptions:
-    """How candidates are trained (defaults: the paper's protocol, spec 5.1-5.2).
-
-    Attributes:
-        max_epochs: epoch limit (200).
-        patience: epochs without strict improvement before stopping (10).
-        min_delta: improvement margin (0: any strictly lower loss improves).
-        steps_per_epoch: optimiser steps per epoch; None = all drop-last batches (625 / 156).
-            Smaller values are for smoke tests only.
-        group_size: most candidates trained together under vmap (1 = one after another).
-        devices: devices a vectorised group is split over (its candidates padded to a multiple with
-            inactive copies); None = every local device, at most one per candidate.
-        progress: print one line per epoch group to stderr.
-    """
-
-    max_epochs: int = 200
-    patience: int = 10
-    min_delta: float = 0.0
-    steps_per_epoch: int | None = None
-    group_size: int = 1
-    devices: int | None = None
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        check_training_settings(max_epochs=self.max_epochs, patience=self.patience, min_delta=self.min_delta,
-                                steps_per_epoch=self.steps_per_epoch, group_size=self.group_size,
-                                devices=self.devices)
-
-    def protocol(self) -> dict[str, Any]:
-        """The settings that change a trained candidate (part of its identity)."""
-        return {"max_epochs": self.max_epochs, "patience": self.patience, "min_delta": self.min_delta,
-                "steps_per_epoch": self.steps_per_epoch}
+def group_size(options: TrainConfig) -> int:
+    """Candidates trained together: `train.group_size`, or (null) the backend's automatic size."""
+    if options.group_size is not None:
+        return options.group_size
+    return AUTO_GROUP_SIZE.get(jax.default_backend(), AUTO_GROUP_SIZE_ACCELERATOR)
 
 
 @dataclass(frozen=True)
@@ -149,14 +104,7 @@ def group_devices(group_size: int, requested: int | None) -> int:
     return requested
 
 
-def window_shape(data: PreparedData) -> WindowShape:
-    """The dataset's static window geometry."""
-    spec = data.spec
-    return WindowShape(input_len=spec.input_len, horizon=spec.horizon,
-                       target_indices=tuple(int(i) for i in spec.target_indices))
-
-
-def epoch_geometry(data: PreparedData, options: TrainOptions) -> EpochGeometry:
+def epoch_geometry(data: PreparedData, options: TrainConfig) -> EpochGeometry:
     """Static epoch sizes for a dataset: drop-last batches, validation blocks."""
     spec = data.spec
     batch = spec.batch_size
@@ -167,7 +115,7 @@ def epoch_geometry(data: PreparedData, options: TrainOptions) -> EpochGeometry:
                          f"{spec.key} (batch size {batch}); use null for full epochs.")
     val_batches = len(data.val_starts_drop_last(batch)) // batch
     per_block = max(1, min(val_batches, VALIDATION_BLOCK_ELEMENTS // (batch * spec.input_len * spec.num_channels)))
-    return EpochGeometry(window=window_shape(data), batch_size=batch, steps_per_epoch=steps,
+    return EpochGeometry(window=window_shape(spec), batch_size=batch, steps_per_epoch=steps,
                          num_train_windows=len(data.train_starts), val_batches=val_batches,
                          val_batches_per_block=per_block)
 
@@ -228,7 +176,7 @@ class EpochProgram:
     """
 
     def __init__(self, data: PreparedData, architecture: str, hparams: Mapping[str, Any],
-                 members: Sequence[GroupMember], options: TrainOptions, vectorize: bool) -> None:
+                 members: Sequence[GroupMember], options: TrainConfig, vectorize: bool) -> None:
         geometry = epoch_geometry(data, options)
         self.vectorize = vectorize
         self.size = len(members)
@@ -264,20 +212,9 @@ class EpochProgram:
             self.keys = [jax.device_put(key) for key in keys]
             self.lrs = [jax.device_put(lr) for lr in lrs]
         self._replicated = replicated
-        cache_key = (architecture, json.dumps(dict(hparams), sort_keys=True), data.spec.key,
-                     data.standardised.shape, geometry, options.min_delta,
-                     (self.width, num_devices) if vectorize else None)
         started = time.perf_counter()
-        if cache_key in _COMPILED:
-            _COMPILED.move_to_end(cache_key)
-            self.compiled = _COMPILED[cache_key]
-        else:
-            self.compiled = self.fn.lower(self.states[0], self.others[0], *self.shared, self.shuffle,
-                                          self.keys[0], self._epoch(0), self.lrs[0],
-                                          self._active([True] * self.size)).compile()
-            _COMPILED[cache_key] = self.compiled
-            while len(_COMPILED) > _COMPILED_LIMIT:
-                _COMPILED.popitem(last=False)
+        self.compiled = self.fn.lower(self.states[0], self.others[0], *self.shared, self.shuffle, self.keys[0],
+                                      self._epoch(0), self.lrs[0], self._active([True] * self.size)).compile()
         self.compile_seconds = time.perf_counter() - started
 
     def _epoch(self, epoch: int) -> jax.Array:
@@ -326,7 +263,7 @@ class EpochProgram:
 
 
 def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any],
-                members: Sequence[GroupMember], options: TrainOptions, *, vectorize: bool = True,
+                members: Sequence[GroupMember], options: TrainConfig, *, vectorize: bool = True,
                 log: Callable[[str], None] | None = None) -> list[TrainOutcome]:
     """Train candidates that share `architecture` and its (non-lr) hyperparameters.
 

@@ -17,6 +17,7 @@ their parameters, optimiser state and best checkpoint do not change. No IO here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -27,7 +28,7 @@ import optax
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
-from sfbench_jax.evaluate.kernel import WindowShape, gather_windows
+from sfbench_jax.data.windows import WindowShape, gather_windows
 
 #: Mesh axis over which a vectorised group's candidates are split.
 CANDIDATE_AXIS = "candidates"
@@ -134,10 +135,17 @@ def squared_error_loss(prediction: jax.Array, target: jax.Array) -> jax.Array:
     return jnp.mean(error * error)
 
 
+#: Jitted epoch programs kept for reuse (candidates differing only in learning rate or seed share one).
+EPOCH_PROGRAM_CACHE_SIZE = 8
+
+
+@functools.lru_cache(maxsize=EPOCH_PROGRAM_CACHE_SIZE)
 def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, *,
                   min_delta: float = 0.0, num_candidates: int | None = None,
                   mesh: jax.sharding.Mesh | None = None) -> Callable[..., Any]:
-    """Build the jitted epoch program.
+    """Build the jitted epoch program (cached by its static structure: graph definitions, geometry,
+    min_delta, group width and mesh; JAX keeps its compiled programs per argument shape, so learning-rate
+    and seed siblings compile once).
 
     The returned function is
     `epoch(state, other, series, train_starts, val_starts, shuffle_key, dropout_key, epoch, lr, active)

@@ -15,6 +15,7 @@ from typing import Any
 
 from flax import nnx
 
+from sfbench_jax.data.registry import DatasetSpec
 from sfbench_jax.models.registry import (
     MODELS,
     build_model,
@@ -97,6 +98,34 @@ def explain_invalid(architecture: str, hparams: Mapping[str, Any], *, input_len:
     except ValueError as error:
         return str(error)
     return f"{dict(hparams)} is removed by the {architecture} validity rule for input_len={input_len}."
+
+
+def check_search_space(architecture: str, grid: Mapping[str, Sequence[Any]] | None,
+                       fixed: Mapping[str, Any] | None, *, spec: DatasetSpec) -> None:
+    """Raise a ValueError naming the first problem of a search space, before any work: an unknown
+    architecture or hyperparameter, a value the architecture rejects (its own message), or no combination
+    that can be built for the dataset's window."""
+    space = search_space(architecture, grid, fixed)
+    combinations = [dict(zip(space, values)) for values in itertools.product(*space.values())]
+    builds = [_builds(architecture, combination) for combination in combinations]
+    for key, values in space.items():
+        for value in values:
+            holds = [type(c[key]) is type(value) and c[key] == value for c in combinations]
+            if not any(ok for ok, held in zip(builds, holds, strict=True) if held):
+                make_config(architecture, combinations[holds.index(True)])  # raises the model's own message
+    if not expand_space(architecture, space, input_len=spec.input_len):
+        reason = explain_invalid(architecture, combinations[0], input_len=spec.input_len, horizon=spec.horizon,
+                                 num_channels=spec.num_channels, target_indices=spec.target_indices)
+        raise ValueError(f"No valid {architecture} candidate for {spec.key} (input_len={spec.input_len}, "
+                         f"horizon={spec.horizon}): {reason} Change model.hparams / model.grid.")
+
+
+def _builds(architecture: str, hparams: Mapping[str, Any]) -> bool:
+    try:
+        make_config(architecture, hparams)
+    except ValueError:
+        return False
+    return True
 
 
 def random_subgrid(combinations: Sequence[Mapping[str, Any]], *, tuning_seed: int,

@@ -19,7 +19,6 @@ import hashlib
 import importlib.metadata
 import json
 import math
-import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,7 +29,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from sfbench_jax.report.io import write_json
+from sfbench_jax.files import ensure_writable_dir, write_json
 
 #: Bump when training semantics or the stored layout change (old candidates are then retrained).
 STORE_FORMAT_VERSION = 1
@@ -86,7 +85,8 @@ class CandidateResult:
         best_val_loss: lowest validation loss (None if failed).
         best_epoch: 0-based epoch of the best checkpoint (-1 if failed).
         epochs_run: epochs trained.
-        stop_reason: "patience", "non_finite" or "max_epochs".
+        stop_reason: "patience", "non_finite", "max_epochs", or "untrained" (a model without trainable
+            weights, scored on clean validation as built).
         val_curve: validation loss per epoch (None where not finite).
         train_curve: mean training loss per epoch (None where not finite).
         train_seconds: wall time of the candidate's training (shared by a vectorised group).
@@ -141,14 +141,7 @@ class CandidateStore:
         Raises:
             PermissionError: naming the folder and the fix.
         """
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise PermissionError(f"Cannot create the candidate store {self.root}: {error}. Choose another "
-                                  "folder with train.store_dir=PATH.") from error
-        if not self.root.is_dir() or not os.access(self.root, os.W_OK):
-            raise PermissionError(f"The candidate store {self.root} is not writable. Choose another folder "
-                                  "with train.store_dir=PATH.")
+        ensure_writable_dir(self.root, what="candidate store", fix="Choose another folder with train.store_dir=PATH.")
 
     def candidate_dir(self, dataset: str, architecture: str, key: str) -> Path:
         """Folder of one candidate."""

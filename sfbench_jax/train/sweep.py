@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.train.early_stopping import STOP_NON_FINITE
-from sfbench_jax.train.fit import GroupMember, TrainOptions, TrainOutcome, train_group
+from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
+from sfbench_jax.train.fit import GroupMember, TrainOutcome, group_size, train_group
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
 from sfbench_jax.train.seeds import model_seed, tuning_seed
 from sfbench_jax.train.store import (
@@ -57,10 +58,11 @@ class SearchPlan:
     keys: list[str] = field(hash=False)
 
 
-def plan_search(data: PreparedData, architecture: str, *, options: TrainOptions, budget: int,
+def plan_search(data: PreparedData, architecture: str, *, options: TrainConfig,
                 grid: Mapping[str, Sequence[Any]] | None = None, fixed: Mapping[str, Any] | None = None,
-                method: str = "baseline", master_seed: int = 42) -> SearchPlan:
-    """Sample the candidates of a cell and compute their identities.
+                method: str = "baseline") -> SearchPlan:
+    """Sample the candidates of a cell (`options.candidate_budget` of them, seeded by
+    `options.master_seed`) and compute their identities.
 
     Raises:
         ValueError: unknown hyperparameter, or no valid combination in the search space.
@@ -71,9 +73,9 @@ def plan_search(data: PreparedData, architecture: str, *, options: TrainOptions,
     if not combinations:
         raise ValueError(f"No valid {architecture} combination in the search space {space} for input_len="
                          f"{spec.input_len}; see the invalid-combination rules of spec 5.3.")
-    seed = model_seed(spec, architecture, master_seed=master_seed)
-    tuning = tuning_seed(spec, architecture, master_seed=master_seed)
-    candidates = random_subgrid(combinations, tuning_seed=tuning, budget=budget)
+    seed = model_seed(spec, architecture, master_seed=options.master_seed)
+    tuning = tuning_seed(spec, architecture, master_seed=options.master_seed)
+    candidates = random_subgrid(combinations, tuning_seed=tuning, budget=options.candidate_budget)
     identities = [{
         "format": STORE_FORMAT_VERSION, "code_version": code_version(),
         "dataset": spec.key, "signature": spec.signature, "data_sha256": data.series.content_sha256,
@@ -111,7 +113,20 @@ def _record(plan: SearchPlan, position: int, outcome: TrainOutcome, data: Prepar
         train_seconds=outcome.train_seconds, group_size=outcome.group_size, code_version=code_version())
 
 
-def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, options: TrainOptions,
+def untrained_record(plan: SearchPlan, position: int, val_loss: float, data: PreparedData) -> CandidateResult:
+    """The record of a candidate without trainable weights: its clean validation loss as built."""
+    candidate = plan.candidates[position]
+    finite = finite_curve([val_loss])
+    return CandidateResult(
+        candidate_hash=plan.keys[position], identity=plan.identities[position], dataset=data.spec.key,
+        architecture=plan.architecture, method=plan.method, trial_number=candidate.trial_number,
+        grid_index=candidate.grid_index, hparams=dict(candidate.hparams), model_seed=plan.model_seed,
+        status=STATUS_FINISHED if finite[0] is not None else STATUS_FAILED, best_val_loss=finite[0],
+        best_epoch=0, epochs_run=0, stop_reason=STOP_UNTRAINED, val_curve=finite, train_curve=[],
+        train_seconds=0.0, group_size=1, code_version=code_version())
+
+
+def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, options: TrainConfig,
                log: Callable[[str], None] | None = None) -> list[CandidateResult]:
     """Train every candidate of `plan` that the store does not hold yet; return all records.
 
@@ -130,7 +145,7 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
         log(f"{plan.architecture}: {len(plan.candidates)} of {plan.num_valid} valid candidates "
             f"(tuning seed {plan.tuning_seed}, model seed {plan.model_seed}); {len(results)} already in "
             f"the store, {len(pending)} to train")
-    groups = _groups(plan, pending, options.group_size)
+    groups = _groups(plan, pending, group_size(options))
     for number, group in enumerate(groups, start=1):
         keys = [plan.keys[position] for position in group]
         with store.locked(spec.key, plan.architecture, keys):

@@ -55,7 +55,7 @@ def test_main_job_writes_all_outputs(tmp_path: Path) -> None:
     assert manifest["timings"]["total_seconds"] > 0
     png = (run_dir / "scenario_heatmap.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "done in" in completed.stderr and "selected season 24" in completed.stderr
+    assert "done in" in completed.stderr and "selected trial" in completed.stderr and "season_length=24" in completed.stderr
 
 
 def test_reference_mode_on_beijing(tmp_path: Path, data_root: Path) -> None:
@@ -96,7 +96,7 @@ def test_unusable_run_directory_is_reported(tmp_path: Path) -> None:
 
 
 def test_library_rejects_unwritable_run_directory(tmp_path: Path) -> None:
-    from sfbench_jax.report.io import ensure_writable_dir
+    from sfbench_jax.files import ensure_writable_dir
 
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import EvalOptions, predict_fn
+from sfbench_jax.evaluate import predict_fn
 from sfbench_jax.evaluate.engine import score_windows
 from sfbench_jax.train.fit import build_for
 
@@ -33,7 +34,7 @@ def test_architecture_scores_in_the_fused_engine(etth1, case: str) -> None:
     model = build_for(etth1, architecture, SMALL[case], seed=0)
     model.eval()
     predict, state = predict_fn(model)
-    options = EvalOptions(eval_data_seed=7, num_windows=24, chunk_size=8, progress=False)
+    options = EvalConfig(seed=7, k=24, chunk_size=8, progress=False)
     losses, _ = score_windows(predict, state, etth1, options)
 
     spec = etth1.spec

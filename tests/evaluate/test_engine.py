@@ -13,8 +13,9 @@ import jax
 import numpy as np
 import pytest
 
+from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import EvalOptions, predict_fn, score_windows
+from sfbench_jax.evaluate import predict_fn, score_windows
 from sfbench_jax.evaluate.scores import bootstrap_intervals, robustness_scores
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 
@@ -31,8 +32,8 @@ def etth1():
 
 def _run(etth1, **options):
     data, predict, state = etth1
-    settings = {"eval_data_seed": 7, "num_windows": K, "progress": False, "block_size": 16} | options
-    return score_windows(predict, state, data, EvalOptions(**settings))
+    settings = {"seed": 7, "k": K, "progress": False, "block_size": 16} | options
+    return score_windows(predict, state, data, EvalConfig(**settings))
 
 
 @pytest.mark.parametrize("rng", ["jax", "reference"])
@@ -55,7 +56,7 @@ def test_one_compile_per_shape_across_chunks(etth1) -> None:
         return predict(state, x)
 
     losses, stats = score_windows(counting_predict, state, data,
-                                  EvalOptions(eval_data_seed=7, num_windows=K, chunk_size=64, block_size=16,
+                                  EvalConfig(seed=7, k=K, chunk_size=64, block_size=16,
                                               progress=False))
     # one trace of the chunk kernel, although the last of the 5 chunks is ragged (300 = 4 x 64 + 44):
     # the model sees the clean block and the 8 faulted blocks as one batch
@@ -73,7 +74,7 @@ def test_a_repeated_evaluation_reuses_the_compiled_kernel(etth1) -> None:
         return predict(state, x)
 
     def evaluate(predict_fn, seed):
-        return score_windows(predict_fn, state, data, EvalOptions(eval_data_seed=seed, num_windows=K,
+        return score_windows(predict_fn, state, data, EvalConfig(seed=seed, k=K,
                                                                   block_size=16, progress=False))
 
     evaluate(counting_predict, 7)
@@ -94,9 +95,9 @@ def test_scores_and_tie_break() -> None:
     clean = np.array([1.0, 3.0])
     faulted = np.array([[2.0, 4.0], [4.0, 2.0], [1.0, 1.0]])  # scenarios 0 and 1 tie at D = 1.5
     scores = robustness_scores(clean, faulted)
-    assert scores.mse_clean == 2.0 and scores.worst_index == 0 and scores.d_worst == 1.5
-    np.testing.assert_allclose(scores.degradation, [1.5, 1.5, 0.5])
-    assert scores.d_mean == pytest.approx(7 / 6) and scores.mse_mean == pytest.approx(7 / 3)
+    assert scores.mse_c == 2.0 and scores.worst_index == 0 and scores.d_w == 1.5
+    np.testing.assert_allclose(scores.d_p, [1.5, 1.5, 0.5])
+    assert scores.d_mean == pytest.approx(7 / 6) and scores.mpc == pytest.approx(7 / 3)
     with pytest.raises(ValueError, match="positive clean error"):
         robustness_scores(np.zeros(3), np.ones((8, 3)))
 
@@ -105,7 +106,7 @@ def test_bootstrap_matches_explicit_resampling() -> None:
     rng = np.random.default_rng(0)
     clean = rng.random(50) + 0.5
     faulted = rng.random((8, 50)) + 0.6
-    got = bootstrap_intervals(clean, faulted, eval_data_seed=11, draws=40)
+    got = bootstrap_intervals(clean, faulted, eval_seed=11, draws=40)
     from sfbench_jax.data.seeds import bootstrap_seed
 
     generator = np.random.default_rng(bootstrap_seed(11))
@@ -116,29 +117,30 @@ def test_bootstrap_matches_explicit_resampling() -> None:
         d = faulted[:, index].mean(axis=1) / mse_c
         d_worst.append(d.max())
         mse_clean.append(mse_c)
-    assert got.d_worst.low == pytest.approx(np.quantile(d_worst, 0.025))
-    assert got.d_worst.high == pytest.approx(np.quantile(d_worst, 0.975))
-    assert got.mse_clean.low == pytest.approx(np.quantile(mse_clean, 0.025))
+    assert got.d_w.low == pytest.approx(np.quantile(d_worst, 0.025))
+    assert got.d_w.high == pytest.approx(np.quantile(d_worst, 0.975))
+    assert got.mse_c.low == pytest.approx(np.quantile(mse_clean, 0.025))
 
 
 def test_bad_options_are_rejected() -> None:
     with pytest.raises(ValueError, match="chunk_size must be >= 1"):
-        EvalOptions(eval_data_seed=0, chunk_size=0)
-    with pytest.raises(ValueError, match="Unknown RNG mode 'torch'"):
-        EvalOptions(eval_data_seed=0, rng="torch")
-    with pytest.raises(ValueError, match="num_windows"):
-        EvalOptions(eval_data_seed=0, num_windows=0)
+        EvalConfig(seed=0, chunk_size=0)
+    with pytest.raises(ValueError, match="Unknown eval.rng 'torch'"):
+        EvalConfig(seed=0, rng="torch")
+    with pytest.raises(ValueError, match="eval.k"):
+        EvalConfig(seed=0, k=0)
     with pytest.raises(ValueError, match=r"must be in \[1, 1,000,000\]"):
-        EvalOptions(eval_data_seed=0, num_windows=10**9)
+        EvalConfig(seed=0, k=10**9)
     with pytest.raises(ValueError, match="fixed channel fraction"):
-        EvalOptions(eval_data_seed=0, fixed_fraction=0.7)
+        EvalConfig(seed=0, channel_fraction=0.7)
 
 
 _DEVICE_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
     from sfbench_jax.data import load, prepare
-    from sfbench_jax.evaluate import EvalOptions, predict_fn, score_windows
+    from sfbench_jax.config import EvalConfig
+    from sfbench_jax.evaluate import predict_fn, score_windows
     from sfbench_jax.models.seasonal_naive import SeasonalNaive
     data = prepare(load("etth1"))
     predict, state = predict_fn(SeasonalNaive(season_length=24, input_len=96, horizon=96,
@@ -146,8 +148,8 @@ _DEVICE_SCRIPT = textwrap.dedent("""
     out = {}
     for rng in ("jax", "reference"):
         for devices, chunk in ((8, 64), (8, None), (2, 40)):
-            losses, stats = score_windows(predict, state, data, EvalOptions(
-                eval_data_seed=7, num_windows=300, rng=rng, num_devices=devices, chunk_size=chunk,
+            losses, stats = score_windows(predict, state, data, EvalConfig(
+                seed=7, k=300, rng=rng, num_devices=devices, chunk_size=chunk,
                 block_size=16, progress=False))
             out[f"{rng}-{devices}-{chunk}"] = [losses.clean.tolist(), losses.faulted.tolist(),
                                                stats.num_devices]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import EvalOptions, evaluate_predictor, predict_fn
+from sfbench_jax.evaluate import evaluate_predictor, predict_fn
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 
 
@@ -21,9 +22,9 @@ def test_spread_of_etth1_realisations(load_script) -> None:
     model = SeasonalNaive(season_length=24, input_len=spec.input_len, horizon=spec.horizon,
                           target_indices=spec.target_indices)
     predict, state = predict_fn(model)
-    options = EvalOptions(eval_data_seed=spec.seeds.canonical_eval_data_seed, progress=False)
-    evaluation = evaluate_predictor(predict, state, data, options, bootstrap_draws=10)
-    assert jax_mode["canonical"] == pytest.approx(evaluation.scores.d_worst, rel=1e-12)
+    options = EvalConfig(seed=spec.seeds.canonical_eval_seed, bootstrap_draws=10, progress=False)
+    evaluation = evaluate_predictor(predict, state, data, options)
+    assert jax_mode["canonical"] == pytest.approx(evaluation.scores.d_w, rel=1e-12)
     for row in (reference, jax_mode):
         assert row["min"] <= row["mean"] <= row["max"] and row["sd"] > 0
         assert row["inside_interval"] in (0.0, 0.5, 1.0)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from sfbench_jax.config import EvalConfig, RunConfig
+from sfbench_jax.config import DatasetConfig, EvalConfig, RunConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import evaluate_predictor, predict_fn
-from sfbench_jax.models.seasonal_naive import SEASON_GRID, SeasonalNaive
-from sfbench_jax.pipeline import eval_options, select_seasonal_naive
+from sfbench_jax.models.seasonal_naive import SeasonalNaive
+from sfbench_jax.selection import select_model
 
 # Paper Table 4 (SeasonalNaive column): MSE_c, D_w, MSE_w, worst scenario, selected season.
 PUBLISHED = {
@@ -31,29 +31,29 @@ def _evaluate(data, season: int, rng: str):
     model = SeasonalNaive(season_length=season, input_len=spec.input_len, horizon=spec.horizon,
                           target_indices=spec.target_indices)
     predict, state = predict_fn(model)
-    cfg = RunConfig(eval=EvalConfig(rng=rng, progress=False))
-    return evaluate_predictor(predict, state, data, eval_options(cfg, data))
+    return evaluate_predictor(predict, state, data, EvalConfig(rng=rng, progress=False))
 
 
 @pytest.mark.parametrize("key", sorted(PUBLISHED))
 def test_reference_mode_reproduces_table_4(prepared: dict, key: str) -> None:
     mse_c, d_w, mse_w, worst, season = PUBLISHED[key]
     data = prepared[key]
-    selected, _ = select_seasonal_naive(data, SEASON_GRID)
+    cfg = RunConfig(dataset=DatasetConfig(name=key))
+    selected = select_model(data, cfg, None, log=lambda message: None).winner.hparams["season_length"]
     assert selected == season
     result = _evaluate(data, selected, "reference")
     scores = result.scores
-    assert round(scores.mse_clean, 3) == mse_c
-    assert round(scores.d_worst, 3) == d_w
-    assert round(scores.mse_worst, 3) == mse_w
+    assert round(scores.mse_c, 3) == mse_c
+    assert round(scores.d_w, 3) == d_w
+    assert round(scores.mse_w, 3) == mse_w
     assert result.losses.scenario_keys[scores.worst_index] == worst
-    assert scores.d_worst == pytest.approx(d_w, abs=5e-4) and scores.mse_clean == pytest.approx(mse_c, abs=5e-4)
+    assert scores.d_w == pytest.approx(d_w, abs=5e-4) and scores.mse_c == pytest.approx(mse_c, abs=5e-4)
 
 
 def test_beijing_time_compress_is_exactly_one_for_season_one(prepared: dict) -> None:
     # Spec 3.6: with season 1 the last input step never changes under TimeCompress.
     result = _evaluate(prepared["beijing_air_tiantan"], 1, "reference")
-    assert result.scores.degradation[5] == 1.0
+    assert result.scores.d_p[5] == 1.0
 
 
 @pytest.mark.parametrize("key", sorted(PUBLISHED))
@@ -63,12 +63,12 @@ def test_jax_mode_agrees_statistically(prepared: dict, key: str) -> None:
     reference = _evaluate(data, season, "reference")
     fast = _evaluate(data, season, "jax")
     # same windows: the clean pass is identical
-    assert fast.scores.mse_clean == reference.scores.mse_clean
+    assert fast.scores.mse_c == reference.scores.mse_c
     assert fast.scores.worst_index == reference.scores.worst_index
     # different perturbation draws of the same law: every 95% interval overlaps its reference twin
-    pairs = [(fast.intervals.d_worst, reference.intervals.d_worst),
-             (fast.intervals.mse_worst, reference.intervals.mse_worst),
+    pairs = [(fast.intervals.d_w, reference.intervals.d_w),
+             (fast.intervals.mse_w, reference.intervals.mse_w),
              (fast.intervals.d_mean, reference.intervals.d_mean),
-             *zip(fast.intervals.degradation, reference.intervals.degradation, strict=True)]
+             *zip(fast.intervals.d_p, reference.intervals.d_p, strict=True)]
     for ours, theirs in pairs:
         assert ours.low <= theirs.high and theirs.low <= ours.high, (ours, theirs)

@@ -77,8 +77,8 @@ def _sequential(key: str, seed: int, ctx: FaultContext) -> dict:
         out["start"] = stream.integer(1, N - length + 1)
         return out
     pool = list(ctx.pool)
-    if ctx.fixed_fraction is not None:
-        count = math.ceil(ctx.fixed_fraction * len(pool)) if s > 0 else 0
+    if ctx.channel_fraction is not None:
+        count = math.ceil(ctx.channel_fraction * len(pool)) if s > 0 else 0
     else:
         k_max = math.ceil(0.5 * len(pool))
         count = 0 if s == 0 else 1 + math.floor(s * (k_max - 1))
@@ -102,7 +102,7 @@ CONTEXTS = {
     "beijing": FaultContext(input_len=N, num_channels=12, pool=tuple(range(11))),
     "etth1": FaultContext(input_len=N, num_channels=7, pool=tuple(range(7))),
     "wide_fixed_fraction": FaultContext(input_len=N, num_channels=40, pool=tuple(range(40)),
-                                        fixed_fraction=0.25),
+                                        channel_fraction=0.25),
 }
 
 

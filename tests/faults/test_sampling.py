@@ -141,7 +141,7 @@ def test_same_key_same_fault_different_keys_differ() -> None:
 
 @pytest.mark.parametrize(("pool", "fraction", "expected"), [(11, 0.25, 3), (11, 0.5, 6), (65, 0.25, 17)])
 def test_fixed_fraction_variant_selects_ceil_q_m_channels(pool: int, fraction: float, expected: int) -> None:
-    ctx = FaultContext(input_len=N, num_channels=pool + 1, pool=tuple(range(pool)), fixed_fraction=fraction)
+    ctx = FaultContext(input_len=N, num_channels=pool + 1, pool=tuple(range(pool)), channel_fraction=fraction)
     for key in ("drift", "noise", "stuck_sensor"):
         params = _draw(key, ctx, 500, seed=3)
         counts = params.selected.sum(axis=1)

@@ -24,7 +24,7 @@ def test_k_max_values(pool: int, k_max: int) -> None:
     (11, 0.5, 6), (65, 0.5, 33), (7, 0.5, 4), (862, 0.5, 431)])
 def test_fixed_fraction_counts(pool: int, q: float, expected: int) -> None:
     counts = np.asarray(channel_count(jnp.asarray([0, 1, SEVERITY_ONE // 2, SEVERITY_ONE - 1]),
-                                      pool_size=pool, fixed_fraction=q))
+                                      pool_size=pool, channel_fraction=q))
     np.testing.assert_array_equal(counts, [0, expected, expected, expected])
 
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from sfbench_jax.data.windows import select_targets
 from sfbench_jax.models.dlinear import DLinear
-from sfbench_jax.models.layers import SlabLayerNorm, TorchBatchNorm, gelu, select_targets, uniform
+from sfbench_jax.models.layers import SlabLayerNorm, TorchBatchNorm, gelu, uniform
 from sfbench_jax.models.moderntcn import depthwise_conv
 from sfbench_jax.models.registry import build_model
 from sfbench_jax.models.revin import RevINConfig

@@ -127,8 +127,8 @@ def _build(name: str, hparams: dict, **overrides):
 
 
 @pytest.mark.parametrize("name,hparams,message", [
-    ("lstm", {}, r"Unknown model 'lstm'; valid names: \['dlinear', 'gru', 'moderntcn', "
-                 r"'patchtst', 'seasonal_naive', 'tsmixer'\]"),
+    ("lstm", {}, r"Unknown model 'lstm'. Valid models: dlinear, gru, moderntcn, "
+                 r"patchtst, seasonal_naive, tsmixer\."),
     ("gru", {"d_hiden": 64}, r"Unknown hyperparameter\(s\) \['d_hiden'\] for 'gru'; valid: "
                              r"\['d_hidden', 'n_layers', 'autoregressive', 'dropout'\]"),
     ("gru", {"dropout": 0.1, "n_layers": 1}, r"dropout=0.1 with n_layers=1 is an invalid "

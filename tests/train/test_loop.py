@@ -17,9 +17,10 @@ import optax
 import pytest
 from flax import nnx
 
+from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.models.registry import build_model
-from sfbench_jax.train.fit import GroupMember, TrainOptions, epoch_geometry, train_group
+from sfbench_jax.train.fit import GroupMember, epoch_geometry, train_group
 from sfbench_jax.train.loop import initial_state, make_epoch_fn, split_model
 
 STEPS = 24
@@ -78,7 +79,7 @@ def _compiled_epoch(data, architecture: str, hparams: dict, *, seed: int, lr: fl
     model = build_model(architecture, hparams, input_len=spec.input_len, horizon=spec.horizon,
                         num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed)
     train_gd, eval_gd, params, batch_stats, other = split_model(model)
-    geometry = epoch_geometry(data, TrainOptions(steps_per_epoch=STEPS))
+    geometry = epoch_geometry(data, TrainConfig(steps_per_epoch=STEPS))
     fn = make_epoch_fn(train_gd, eval_gd, geometry)
     batch = spec.batch_size
     shared = (jnp.asarray(data.standardised), jnp.asarray(data.train_starts),
@@ -150,7 +151,7 @@ def test_vectorised_equals_sequential_with_early_stopping(etth1) -> None:
     hparams = {"moving_avg": 21, "individual": False, "init_weights": True}
     # lr 0.01 stops by patience after two epochs, 1e30 diverges at once; the others run to the limit
     members = [GroupMember(1e-3, 5), GroupMember(0.01, 5), GroupMember(1e30, 5), GroupMember(1e-4, 9)]
-    options = TrainOptions(max_epochs=4, patience=1, steps_per_epoch=STEPS)
+    options = TrainConfig(max_epochs=4, patience=1, steps_per_epoch=STEPS)
     vectorised = train_group(etth1, "dlinear", hparams, members, options, vectorize=True)
     sequential = train_group(etth1, "dlinear", hparams, members, options, vectorize=False)
     assert vectorised[0].group_size == 4 and sequential[0].group_size == 1
@@ -165,7 +166,7 @@ def test_vectorised_equals_sequential_with_early_stopping(etth1) -> None:
 def test_vectorised_equals_sequential_with_dropout_and_batchnorm(etth1) -> None:
     hparams = {"n_block": 2, "ff_dim": 64, "norm_type": "B", "activation": "relu", "dropout": 0.1}
     members = [GroupMember(1e-3, 1), GroupMember(5e-4, 2)]
-    options = TrainOptions(max_epochs=2, patience=5, steps_per_epoch=STEPS)
+    options = TrainConfig(max_epochs=2, patience=5, steps_per_epoch=STEPS)
     vectorised = train_group(etth1, "tsmixer", hparams, members, options, vectorize=True)
     sequential = train_group(etth1, "tsmixer", hparams, members, options, vectorize=False)
     assert all(math.isfinite(v) for outcome in vectorised for v in outcome.val_curve)
@@ -175,13 +176,14 @@ def test_vectorised_equals_sequential_with_dropout_and_batchnorm(etth1) -> None:
 _DEVICE_SCRIPT = """
 import pickle, sys
 from sfbench_jax.data import load, prepare
-from sfbench_jax.train.fit import GroupMember, TrainOptions, train_group
+from sfbench_jax.config import TrainConfig
+from sfbench_jax.train.fit import GroupMember, train_group
 data = prepare(load("etth1"))
 hparams = {"moving_avg": 21, "individual": False, "init_weights": True}
 members = [GroupMember(1e-3, 5), GroupMember(0.01, 5), GroupMember(1e-4, 9)]
 outcomes = {}
 for devices in (1, 2, 3):  # 3 members on 2 devices: padded with an inactive copy
-    options = TrainOptions(max_epochs=4, patience=1, steps_per_epoch=24, devices=devices)
+    options = TrainConfig(max_epochs=4, patience=1, steps_per_epoch=24, devices=devices)
     outcomes[devices] = train_group(data, "dlinear", hparams, members, options, vectorize=True)
 outcomes["sequential"] = train_group(data, "dlinear", hparams, members, options, vectorize=False)
 with open(sys.argv[1], "wb") as handle:
@@ -204,6 +206,6 @@ def test_group_split_over_devices_equals_sequential(tmp_path: Path) -> None:
 
 
 def test_more_devices_than_available_is_an_error(etth1) -> None:
-    options = TrainOptions(max_epochs=1, steps_per_epoch=2, devices=len(jax.local_devices()) + 1)
+    options = TrainConfig(max_epochs=1, steps_per_epoch=2, devices=len(jax.local_devices()) + 1)
     with pytest.raises(ValueError, match=r"train.devices=\d+ but only \d+ cpu device"):
         train_group(etth1, "dlinear", {}, [GroupMember(1e-3, 1), GroupMember(1e-4, 1)], options)

@@ -10,17 +10,18 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, validation_mse
 from sfbench_jax.train import (
     CandidateResult,
     CandidateStore,
-    TrainOptions,
     plan_search,
     restore_model,
     run_search,
@@ -28,7 +29,7 @@ from sfbench_jax.train import (
 )
 from sfbench_jax.train.store import candidate_hash
 
-OPTIONS = TrainOptions(max_epochs=2, patience=2, steps_per_epoch=16, progress=False)
+OPTIONS = TrainConfig(max_epochs=2, patience=2, steps_per_epoch=16, progress=False)
 FIXED = {"moving_avg": 25, "individual": False, "init_weights": False}
 
 
@@ -50,8 +51,8 @@ def test_identity_hash_is_stable_and_sensitive() -> None:
 
 
 def test_plan_identities_include_data_and_protocol(etth1) -> None:
-    plan = plan_search(etth1, "dlinear", options=OPTIONS, budget=3)
-    other = plan_search(etth1, "dlinear", options=TrainOptions(max_epochs=3, steps_per_epoch=16), budget=3)
+    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=3))
+    other = plan_search(etth1, "dlinear", options=TrainConfig(max_epochs=3, steps_per_epoch=16, candidate_budget=3))
     assert plan.keys != other.keys and [c.hparams for c in plan.candidates] == [c.hparams for c in other.candidates]
     identity = plan.identities[0]
     assert identity["data_sha256"] == etth1.series.content_sha256
@@ -59,7 +60,7 @@ def test_plan_identities_include_data_and_protocol(etth1) -> None:
 
 
 def test_failed_candidate_is_recorded_and_the_sweep_goes_on(etth1, tmp_path: Path) -> None:
-    plan = plan_search(etth1, "dlinear", options=OPTIONS, budget=5, grid={"lr": [1e30, 1e-3]}, fixed=FIXED)
+    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=5), grid={"lr": [1e30, 1e-3]}, fixed=FIXED)
     store = CandidateStore(tmp_path / "store")
     results = run_search(etth1, plan, store=store, options=OPTIONS)
     failed = [r for r in results if r.hparams["lr"] == 1e30]
@@ -75,7 +76,7 @@ def test_failed_candidate_is_recorded_and_the_sweep_goes_on(etth1, tmp_path: Pat
 
 
 def test_checkpoint_round_trip_reproduces_the_validation_loss(etth1, tmp_path: Path) -> None:
-    plan = plan_search(etth1, "dlinear", options=OPTIONS, budget=1, fixed={**FIXED, "lr": 5e-4})
+    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=1), fixed={**FIXED, "lr": 5e-4})
     store = CandidateStore(tmp_path / "store")
     (result,) = run_search(etth1, plan, store=store, options=OPTIONS)
     stored = json.loads((store.candidate_dir("etth1", "dlinear", result.candidate_hash) / "result.json").read_text())
@@ -104,7 +105,7 @@ def test_selection_tie_break() -> None:
 def test_unwritable_store_fails_before_training(etth1, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    plan = plan_search(etth1, "dlinear", options=OPTIONS, budget=1)
+    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=1))
     with pytest.raises(PermissionError, match="Cannot create the candidate store.*train.store_dir=PATH"):
         run_search(etth1, plan, store=CandidateStore(blocker / "store"), options=OPTIONS)
 
@@ -113,10 +114,11 @@ SWEEP_SCRIPT = """
 import sys
 from pathlib import Path
 from sfbench_jax.data import load, prepare
-from sfbench_jax.train import CandidateStore, TrainOptions, plan_search, run_search
+from sfbench_jax.config import TrainConfig
+from sfbench_jax.train import CandidateStore, plan_search, run_search
 data = prepare(load("etth1"))
-options = TrainOptions(max_epochs=3, patience=3, steps_per_epoch=60, progress=False)
-plan = plan_search(data, "dlinear", options=options, budget=6)
+options = TrainConfig(max_epochs=3, patience=3, steps_per_epoch=60, candidate_budget=6, progress=False)
+plan = plan_search(data, "dlinear", options=options)
 run_search(data, plan, store=CandidateStore(Path(sys.argv[1])), options=options)
 """
 
@@ -149,8 +151,8 @@ def test_killed_sweep_resumes_without_retraining(etth1, tmp_path: Path) -> None:
                                for p in (store_root / "etth1/dlinear" / key / "checkpoint").rglob("*"))
                    for key in before}
 
-    options = TrainOptions(max_epochs=3, patience=3, steps_per_epoch=60, progress=False)
-    plan = plan_search(etth1, "dlinear", options=options, budget=6)
+    options = TrainConfig(max_epochs=3, patience=3, steps_per_epoch=60, candidate_budget=6, progress=False)
+    plan = plan_search(etth1, "dlinear", options=options)
     log: list[str] = []
     results = run_search(etth1, plan, store=CandidateStore(store_root), options=options, log=log.append)
     assert f"{len(before)} already in the store, {6 - len(before)} to train" in log[0]

@@ -1,5 +1,6 @@
-"""Atomic file writes: write to a temporary file in the target folder, then rename into place, so a
-crash never leaves a half-written table and an existing file is replaced only by a complete one."""
+"""Atomic file writes shared by every layer that writes (data caches, the candidate store, reports): write to a
+temporary file in the target folder, then rename into place, so a crash never leaves a half-written file and an
+existing file is replaced only by a complete one."""
 
 from __future__ import annotations
 
