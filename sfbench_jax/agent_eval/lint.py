@@ -10,6 +10,9 @@ Static rules:
 * ``schema``: the file validates against the schema (enforced by the loader).
 * ``tools_exist``: every required and distractor tool is in the server's catalogue.
 * ``disjoint_tools``: required and distractor tools do not overlap.
+* ``distractors``: every scenario offers 2 to 4 distractor tools (PHMForge's T-).
+* ``transfer_split``: the ``transfer`` tag is set exactly on the held-out asset classes
+  (`scenario.TRANSFER_ASSET_CLASSES`).
 * ``substantive_validator``: some validator checks more than presence.
 * ``ground_truth``: the ground-truth file exists, its sha256 matches ``MANIFEST.json``, and
   every ``gt_path`` resolves in it.
@@ -29,14 +32,20 @@ from typing import Any
 
 from sfbench_jax.agent_eval.agents.scripted import ScriptedAgent
 from sfbench_jax.agent_eval.runner import execute_run
-from sfbench_jax.agent_eval.scenario import Scenario, resolve_pointer
+from sfbench_jax.agent_eval.scenario import (
+    TRANSFER_ASSET_CLASSES,
+    TRANSFER_TAG,
+    Scenario,
+    resolve_pointer,
+)
 from sfbench_jax.agent_eval.toolbox import Session
 from sfbench_jax.agent_eval.validators import PRESENCE_ONLY
 
-__all__ = ["MANIFEST_NAME", "check_reference_solutions", "file_sha256", "lint_static",
+__all__ = ["DISTRACTOR_RANGE", "MANIFEST_NAME", "check_reference_solutions", "file_sha256", "lint_static",
            "read_manifest"]
 
 MANIFEST_NAME = "MANIFEST.json"
+DISTRACTOR_RANGE = (2, 4)
 
 
 def file_sha256(path: Path) -> str:
@@ -85,6 +94,16 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
     if required & distractors:
         problems.append(f"disjoint_tools: {sorted(required & distractors)} are both required "
                         "and distractors")
+    low, high = DISTRACTOR_RANGE
+    if not low <= len(distractors) <= high:
+        problems.append(f"distractors: {len(distractors)} distractor tools; offer {low} to {high} "
+                        "plausible but wrong tools")
+    held_out = scenario.asset_class in TRANSFER_ASSET_CLASSES
+    if held_out != (TRANSFER_TAG in scenario.tags):
+        problems.append(f"transfer_split: asset class {scenario.asset_class!r} is "
+                        f"{'' if held_out else 'not '}held out, so the {TRANSFER_TAG!r} tag must "
+                        f"be {'set' if held_out else 'absent'} (held out: "
+                        f"{list(TRANSFER_ASSET_CLASSES)})")
     kinds = {spec["kind"] for spec in _walk_validators(scenario.validators)}
     if not kinds - PRESENCE_ONLY:
         problems.append("substantive_validator: every validator only checks presence")

@@ -1,11 +1,14 @@
 """Aggregate run records into the report table (Markdown + CSV) and a JSON summary.
 
-What lives here: `summarise` (one row per agent x model x mode x task type, plus an ``all`` row),
-`aggregate` (the JSON summary with failure-label counts and flag co-occurrence) and
-`write_report`. Pass metrics follow mcp_agent_eval.md section 3.3: pass@1 is the mean success over
-runs, pass-all-n the fraction of scenarios solved on all n runs, and pass^k tau-bench's unbiased
-mean over scenarios of C(c, k) / C(n, k). Runs with ``evaluator_error`` or ``harness_error`` are
-excluded from every rate and counted in their own columns. What does not: scoring runs.
+What lives here: `summarise` (per agent x model x mode: an ``all`` row, one row per task type, and
+when the run holds transfer-tagged scenarios one row per side of the cross-equipment split),
+`aggregate` (the JSON summary with failure-label counts, flag co-occurrence and a per-asset-class
+breakdown) and `write_report`. Pass metrics follow mcp_agent_eval.md section 3.3: pass@1 is the
+mean success over runs, pass-all-n the fraction of scenarios solved on all n runs, and pass^k
+tau-bench's unbiased mean over scenarios of C(c, k) / C(n, k). pass@1 and pass-all-n carry Wilson
+95 % intervals (``stats.wilson_interval``; pass@1 over runs, pass-all-n over scenarios). Runs with
+``evaluator_error`` or ``harness_error`` are excluded from every rate and counted in their own
+columns. What does not: scoring runs, paired comparisons (``compare.py``).
 """
 
 from __future__ import annotations
@@ -18,14 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from sfbench_jax.agent_eval.metrics import pass_all, pass_at_1, pass_hat_k
+from sfbench_jax.agent_eval.stats import wilson_interval
 from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS
 
-__all__ = ["COLUMNS", "aggregate", "summarise", "to_markdown", "write_report"]
+__all__ = ["COLUMNS", "aggregate", "by_asset_class", "summarise", "to_markdown", "write_report"]
 
-COLUMNS = ("agent", "model", "mode", "task_type", "scenarios", "runs", "runs_per_scenario",
-           "pass_at_1", "pass_all_n", "pass_hat_2", "tool_precision", "tool_recall",
-           "distractor_rate", "sequencing_accuracy", "mean_tool_calls", "mean_llm_turns",
-           "reasoning", "tool_invocation", "orchestration", "excluded_runs")
+COLUMNS = ("agent", "model", "mode", "split", "task_type", "scenarios", "runs",
+           "runs_per_scenario", "pass_at_1", "pass_at_1_ci_low", "pass_at_1_ci_high",
+           "pass_all_n", "pass_all_n_ci_low", "pass_all_n_ci_high", "pass_hat_2",
+           "tool_precision", "tool_recall", "distractor_rate", "sequencing_accuracy",
+           "mean_tool_calls", "mean_llm_turns", "reasoning", "tool_invocation", "orchestration",
+           "excluded_runs")
+# Markdown shows each rate with its interval in one cell.
+_INTERVALS = {"pass_at_1": ("pass_at_1_ci_low", "pass_at_1_ci_high"),
+              "pass_all_n": ("pass_all_n_ci_low", "pass_all_n_ci_high")}
 
 _PROCESS = ("tool_precision", "tool_recall", "distractor_rate", "sequencing_accuracy")
 
@@ -34,7 +43,12 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _row(key: tuple[str, str, str, str], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _interval(successes: int, n: int) -> tuple[float | None, float | None]:
+    return wilson_interval(successes, n) if n else (None, None)
+
+
+def _row(key: tuple[str, str, str, str, str],
+         records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     scored = [r for r in records if r["status"] == "scored"]
     by_scenario: dict[str, list[bool]] = defaultdict(list)
     for record in scored:
@@ -42,12 +56,17 @@ def _row(key: tuple[str, str, str, str], records: Sequence[Mapping[str, Any]]) -
     runs_per = sorted({len(v) for v in by_scenario.values()})
     n_min = min(runs_per) if runs_per else 0
     labels = Counter(r["failure"]["primary"] for r in scored if r["failure"]["primary"])
+    run_low, run_high = _interval(sum(bool(r["success"]) for r in scored), len(scored))
+    solved = sum(all(v) for v in by_scenario.values())
+    all_low, all_high = _interval(solved, len(by_scenario))
     row: dict[str, Any] = {
-        "agent": key[0], "model": key[1], "mode": key[2], "task_type": key[3],
+        "agent": key[0], "model": key[1], "mode": key[2], "split": key[3], "task_type": key[4],
         "scenarios": len(by_scenario), "runs": len(scored),
         "runs_per_scenario": "/".join(map(str, runs_per)),
         "pass_at_1": pass_at_1(by_scenario) if scored else None,
+        "pass_at_1_ci_low": run_low, "pass_at_1_ci_high": run_high,
         "pass_all_n": pass_all(by_scenario) if scored else None,
+        "pass_all_n_ci_low": all_low, "pass_all_n_ci_high": all_high,
         "pass_hat_2": pass_hat_k(by_scenario, 2) if n_min >= 2 else None,
         "mean_tool_calls": _mean([r["metrics"]["n_tool_calls"] for r in scored]),
         "mean_llm_turns": _mean([r["metrics"]["n_llm_turns"] for r in scored]),
@@ -60,8 +79,13 @@ def _row(key: tuple[str, str, str, str], records: Sequence[Mapping[str, Any]]) -
     return {column: row[column] for column in COLUMNS}
 
 
+def _split_of(record: Mapping[str, Any]) -> str:
+    return str(record.get("split") or "in_distribution")
+
+
 def summarise(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Report rows: per agent x model x mode, one ``all`` row then one row per task type.
+    """Report rows: per agent x model x mode, one ``all`` row, one row per task type, then (if
+    any scenario is transfer-tagged) one ``all`` row for each side of the split.
 
     Args:
         records: Run records.
@@ -74,10 +98,42 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         groups[(str(record["agent"]), str(record["model"]), str(record["mode"]))].append(record)
     rows = []
     for (agent, model, mode), members in sorted(groups.items()):
-        rows.append(_row((agent, model, mode, "all"), members))
+        rows.append(_row((agent, model, mode, "all", "all"), members))
         for task_type in sorted({str(r["task_type"]) for r in members}):
-            rows.append(_row((agent, model, mode, task_type),
+            rows.append(_row((agent, model, mode, "all", task_type),
                              [r for r in members if r["task_type"] == task_type]))
+        if any(_split_of(r) == "transfer" for r in members):
+            for split in ("in_distribution", "transfer"):
+                side = [r for r in members if _split_of(r) == split]
+                if side:
+                    rows.append(_row((agent, model, mode, split, "all"), side))
+    return rows
+
+
+def by_asset_class(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """pass@1 (with its Wilson interval) per agent x model x mode x asset class.
+
+    Args:
+        records: Run records.
+
+    Returns:
+        Rows ``{agent, model, mode, asset_class, split, scenarios, runs, pass_at_1,
+        pass_at_1_ci_low, pass_at_1_ci_high}``.
+    """
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        if record["status"] == "scored":
+            groups[(str(record["agent"]), str(record["model"]), str(record["mode"]),
+                    str(record.get("asset_class", "")))].append(record)
+    rows = []
+    for (agent, model, mode, asset), members in sorted(groups.items()):
+        successes = sum(bool(r["success"]) for r in members)
+        low, high = wilson_interval(successes, len(members))
+        rows.append({"agent": agent, "model": model, "mode": mode, "asset_class": asset,
+                     "split": _split_of(members[0]),
+                     "scenarios": len({r["scenario_id"] for r in members}),
+                     "runs": len(members), "pass_at_1": successes / len(members),
+                     "pass_at_1_ci_low": low, "pass_at_1_ci_high": high})
     return rows
 
 
@@ -110,6 +166,7 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         groups[f"{record['agent']}|{record['model']}|{record['mode']}"].append(record)
     return {
         "rows": summarise(records),
+        "by_asset_class": by_asset_class(records),
         "pass_hat_k": {key: _pass_hat_all_k(members) for key, members in sorted(groups.items())},
         "failure_labels": dict(Counter(r["failure"]["primary"] for r in failed)),
         "flag_co_occurrence": dict(sorted(co_occurrence.items())),
@@ -119,6 +176,8 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "pass_at_1": "mean success over all scored runs",
             "pass_all_n": "fraction of scenarios whose every scored run succeeded",
             "pass_hat_k": "mean over scenarios of C(c,k)/C(n,k) (tau-bench, unbiased)",
+            "ci": "Wilson 95% score interval; pass@1 over scored runs, pass_all_n over scenarios",
+            "split": "transfer = scenarios tagged 'transfer' (held-out asset classes)",
         },
     }
 
@@ -131,8 +190,15 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _cell(row: Mapping[str, Any], column: str) -> str:
+    if column in _INTERVALS and row[column] is not None:
+        low, high = (row[c] for c in _INTERVALS[column])
+        return f"{_fmt(row[column])} [{_fmt(low)}, {_fmt(high)}]"
+    return _fmt(row[column])
+
+
 def to_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Render report rows as a Markdown table.
+    """Render report rows as a Markdown table (rates with their 95 % interval in brackets).
 
     Args:
         rows: Rows from `summarise`.
@@ -140,8 +206,10 @@ def to_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     Returns:
         The table text.
     """
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
-    lines += ["| " + " | ".join(_fmt(row[c]) for c in COLUMNS) + " |" for row in rows]
+    hidden = {c for pair in _INTERVALS.values() for c in pair}
+    columns = [c for c in COLUMNS if c not in hidden]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(_cell(row, c) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -163,8 +231,10 @@ def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[st
     md.write_text(
         "# Agent evaluation report\n\n" + to_markdown(rows)
         + "\npass@1 = mean success over scored runs; pass_all_n = fraction of scenarios solved "
-          "on every run; pass_hat_2 = mean over scenarios of C(c,2)/C(n,2). Failure columns "
-          "count primary labels of failed runs; excluded_runs are evaluator/harness errors.\n",
+          "on every run; brackets hold Wilson 95% intervals (pass@1 over runs, pass_all_n over "
+          "scenarios); pass_hat_2 = mean over scenarios of C(c,2)/C(n,2). split: transfer = "
+          "held-out asset classes (tag 'transfer'). Failure columns count primary labels of "
+          "failed runs; excluded_runs are evaluator/harness errors.\n",
         encoding="utf-8")
     csv_path = out / "report.csv"
     with csv_path.open("w", newline="", encoding="utf-8") as handle:

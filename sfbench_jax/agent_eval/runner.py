@@ -26,7 +26,8 @@ import anyio
 
 from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
 from sfbench_jax.agent_eval.metrics import process_metrics
-from sfbench_jax.agent_eval.scenario import MODES, Scenario, canonical_json, round_floats
+from sfbench_jax.agent_eval.modes import allowed_tools, canonical_mode
+from sfbench_jax.agent_eval.scenario import Scenario, canonical_json, round_floats
 from sfbench_jax.agent_eval.taxonomy import classify_failure
 from sfbench_jax.agent_eval.toolbox import Session, ToolBudgetError
 from sfbench_jax.agent_eval.trace import TraceRecorder, tool_calls, write_trace
@@ -64,34 +65,44 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
-def _allowed_tools(scenario: Scenario, mode: str) -> tuple[str, ...] | None:
-    if mode == "unknown_tools":
-        return None
-    return tuple(dict.fromkeys([*scenario.required_tools, *scenario.distractor_tools]))
+def _retrieve(scenario: Scenario, evidence: Any, recorder: TraceRecorder,
+              context: str | None) -> tuple[str, ...]:
+    query = scenario.query if not context else f"{scenario.query}\n{context}"
+    hits = evidence.retrieve(scenario, query)
+    recorder.record("retrieval", retriever="bm25s", top_k=int(evidence.top_k),
+                    chunks=[{"chunk_id": chunk.chunk_id, "source": chunk.source, "score": score}
+                            for chunk, score in hits])
+    return tuple(chunk.text for chunk, _ in hits)
 
 
 async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode: str,
-                      run_index: int = 0, seed: int = 0,
-                      call_timeout_s: float = 120.0) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                      run_index: int = 0, seed: int = 0, call_timeout_s: float = 120.0,
+                      evidence: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run one agent once on one scenario and score it.
 
     Args:
         scenario: The scenario.
         agent: An agent (see ``agents.base.Agent``).
-        session: Connected MCP session(s).
-        mode: ``tools_provided`` or ``unknown_tools``.
+        session: Connected MCP session(s) (for no_domain_tools it must include the generic-tools
+            server).
+        mode: One of ``agent_eval.modes.MODES`` (hyphenated aliases accepted).
         run_index: Repeat index.
         seed: Base seed handed to the agent.
         call_timeout_s: Per-tool-call timeout.
+        evidence: An ``evidence.EvidenceLibrary`` (required in rag mode, unused otherwise).
 
     Returns:
         ``(trace events, run record)``.
 
     Raises:
-        ValueError: For an unknown mode.
+        ValueError: For an unknown mode, rag without evidence, or no_domain_tools without the
+            generic-tools server.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
+    mode = canonical_mode(mode)
+    if mode == "rag" and evidence is None:
+        raise ValueError("mode rag needs an EvidenceLibrary (sfbench_jax.agent_eval.evidence) "
+                         "over the data root; pass evidence=EvidenceLibrary(data_root)")
+    allowed = allowed_tools(scenario, mode, session.catalog)
     run_id = run_id_for(scenario.id, mode, agent.name, run_index)
     recorder = TraceRecorder(run_id=run_id, scenario_id=scenario.id)
     recorder.record("run_start", mode=mode, agent=agent.name, model=getattr(agent, "model", ""),
@@ -99,13 +110,14 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
                     run_index=run_index, seed=seed, scenario_hash=scenario.hash,
                     versions=versions())
     limits = scenario.limits
-    toolbox = session.toolbox(allowed=_allowed_tools(scenario, mode), recorder=recorder,
+    toolbox = session.toolbox(allowed=allowed, recorder=recorder,
                               max_tool_calls=int(limits["max_tool_calls"]),
                               call_timeout_s=call_timeout_s)
+    context = scenario.agent_context(mode)
+    retrieved = _retrieve(scenario, evidence, recorder, context) if mode == "rag" else ()
     task = AgentTask(scenario_id=scenario.id, run_index=run_index, query=scenario.query,
-                     output_template=scenario.output_template,
-                     dataset_context=scenario.agent_context(mode), limits=dict(limits),
-                     seed=seed + run_index)
+                     output_template=scenario.output_template, dataset_context=context,
+                     limits=dict(limits), seed=seed + run_index, mode=mode, evidence=retrieved)
     error = ""
     try:
         with anyio.fail_after(float(limits["timeout_s"])):
@@ -114,7 +126,7 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
         result = AgentResult(final_answer=None, stop_reason="max_steps", usage={})
     except TimeoutError:
         result = AgentResult(final_answer=None, stop_reason="timeout", usage={})
-    except Exception as exc:  # the agent or its endpoint failed: recorded, never swallowed silently
+    except Exception as exc:  # noqa: BLE001 - any agent/endpoint failure is recorded as harness_error
         error = f"{type(exc).__name__}: {exc}"
         result = AgentResult(final_answer=None, stop_reason="error", usage={})
     recorder.record("final", final_answer=_jsonable(result.final_answer),
@@ -158,11 +170,12 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
     else:
         context = ValidationContext(answer=answer, ground_truth=gt, calls=calls,
                                     output_template=scenario.output_template,
-                                    precedence=scenario.precedence, pass_rule=scenario.pass_rule)
+                                    precedence=scenario.precedence, pass_rule=scenario.pass_rule,
+                                    mode=str(header.get("mode") or "tools_provided"))
         try:
             success, outcomes = evaluate_validators(scenario.validators, context)
             results = [r.to_json() for r in outcomes]
-        except Exception as exc:  # a validator crash is the evaluator's fault, reported apart
+        except Exception as exc:  # noqa: BLE001 - a validator crash is recorded as evaluator_error
             status, success = "evaluator_error", None
             evaluator_error = f"{type(exc).__name__}: {exc}"
     metrics = process_metrics(calls=calls, required=scenario.required_tools,
@@ -184,6 +197,7 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
         "ground_truth_sha256": hashlib.sha256(canonical_json(gt).encode()).hexdigest()[:16],
         "task_type": scenario.task_type,
         "asset_class": scenario.asset_class,
+        "split": scenario.split,
         "run_index": int(header.get("run_index", 0)),
         "mode": header.get("mode"),
         "agent": header.get("agent"),
@@ -238,18 +252,19 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session, *,
-                    mode: str, repeats: int = 1, seed: int = 0,
-                    out_dir: Path | None = None) -> list[dict[str, Any]]:
+                    mode: str, repeats: int = 1, seed: int = 0, out_dir: Path | None = None,
+                    evidence: Any = None) -> list[dict[str, Any]]:
     """Run an agent on every scenario ``repeats`` times, sequentially.
 
     Args:
         scenarios: Scenarios.
         agent: The agent.
         session: Connected MCP session(s).
-        mode: ``tools_provided`` or ``unknown_tools``.
+        mode: One of ``agent_eval.modes.MODES``.
         repeats: Runs per scenario (PHMForge uses 3).
         seed: Base seed.
         out_dir: If given, traces go to ``out_dir/traces`` and records to ``out_dir/records``.
+        evidence: An ``evidence.EvidenceLibrary`` (rag mode).
 
     Returns:
         Run records in execution order.
@@ -260,7 +275,8 @@ async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session,
     for scenario in scenarios:
         for run_index in range(repeats):
             events, record = await execute_run(scenario, agent, session, mode=mode,
-                                               run_index=run_index, seed=seed)
+                                               run_index=run_index, seed=seed,
+                                               evidence=evidence)
             if out_dir is not None:
                 stem = run_file_stem(record["run_id"])
                 write_trace(Path(out_dir) / "traces" / f"{stem}.jsonl", events)

@@ -23,10 +23,15 @@ from typing import Any
 import jsonschema
 import yaml
 
+from sfbench_jax.agent_eval.modes import MODES, canonical_mode
+
 __all__ = [
     "MODES",
     "SCENARIO_SCHEMA",
+    "SPLITS",
     "TASK_TYPES",
+    "TRANSFER_ASSET_CLASSES",
+    "TRANSFER_TAG",
     "Scenario",
     "ScenarioError",
     "canonical_json",
@@ -39,7 +44,13 @@ __all__ = [
 
 TASK_TYPES = ("rul_prediction", "fault_classification", "health_analysis", "cost_benefit",
               "safety_policy")
-MODES = ("tools_provided", "unknown_tools")
+#: A scenario tagged ``transfer`` belongs to the held-out side of the cross-equipment split.
+TRANSFER_TAG = "transfer"
+SPLITS = ("in_distribution", "transfer")
+#: Asset classes held out for the cross-equipment transfer split (PHMForge v2 section 3.4 moves
+#: from bearing diagnostics to motor diagnostics; we hold out motors and gearboxes, whose
+#: bearings, vibration limits and economics share the task structure of the train-side assets).
+TRANSFER_ASSET_CLASSES = ("induction_motor", "gearbox")
 
 VALIDATOR_KINDS = ("required_fields", "numeric_range", "numeric_close", "categorical", "mcq",
                    "set_overlap", "recompute_metric", "classification_metrics", "boolean",
@@ -224,6 +235,7 @@ class Scenario:
         reference_solution: Scripted tool steps.
         reference_answer: Answer projection with ``{"$ref": "save_as/pointer"}`` leaves.
         limits: ``max_tool_calls``, ``max_llm_turns``, ``timeout_s``.
+        tags: Free tags; ``transfer`` marks the held-out side of the cross-equipment split.
         raw: The parsed file, for hashing and re-serialisation.
         source_dir: Folder the file came from.
     """
@@ -246,6 +258,7 @@ class Scenario:
     reference_solution: tuple[Mapping[str, Any], ...]
     reference_answer: Mapping[str, Any]
     limits: Mapping[str, Any]
+    tags: tuple[str, ...]
     raw: Mapping[str, Any] = field(repr=False)
     source_dir: Path = field(repr=False)
 
@@ -253,6 +266,11 @@ class Scenario:
     def hash(self) -> str:
         """sha256 of the canonical JSON of the scenario file (first 16 hex digits)."""
         return hashlib.sha256(canonical_json(self.raw).encode()).hexdigest()[:16]
+
+    @property
+    def split(self) -> str:
+        """``transfer`` for held-out asset classes (tag `TRANSFER_TAG`), else ``in_distribution``."""
+        return "transfer" if TRANSFER_TAG in self.tags else "in_distribution"
 
     @property
     def ground_truth_path(self) -> Path:
@@ -276,15 +294,16 @@ class Scenario:
         return json.loads(path.read_text(encoding="utf-8"))
 
     def agent_context(self, mode: str) -> str | None:
-        """Dataset context an agent may see: inline context in tools_provided mode, else None.
+        """Dataset context an agent may see: none in unknown_tools (it must find the data), the
+        inline context in every other mode (the ablations change the substrate, not the brief).
 
         Args:
-            mode: ``tools_provided`` or ``unknown_tools``.
+            mode: One of `MODES`.
 
         Returns:
             Context text or None.
         """
-        if mode == "unknown_tools":
+        if canonical_mode(mode) == "unknown_tools":
             return None
         context = self.dataset.get("inline_context")
         return str(context) if context else f"Dataset: {self.dataset['name']}"
@@ -342,6 +361,7 @@ def load_scenario(path: Path) -> Scenario:
         reference_solution=tuple(data["reference_solution"]),
         reference_answer=dict(data["reference_answer"]),
         limits=limits,
+        tags=tuple(data.get("tags", ())),
         raw=data,
         source_dir=path.parent,
     )

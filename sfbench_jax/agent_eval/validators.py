@@ -19,13 +19,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sfbench_jax.agent_eval.modes import has_domain_tools
 from sfbench_jax.agent_eval.scenario import resolve_pointer
 from sfbench_jax.agent_eval.trace import ToolCallEvent
 
-__all__ = ["PRESENCE_ONLY", "VALIDATORS", "ValidationContext", "ValidatorResult",
+__all__ = ["PRESENCE_ONLY", "TRACE_KINDS", "VALIDATORS", "ValidationContext", "ValidatorResult",
            "evaluate_validators", "normalise_label"]
 
 PRESENCE_ONLY = frozenset({"required_fields", "trace_called"})
+#: Validators that inspect the domain-tool trace; not applicable in the ablation modes, which
+#: withhold the domain tools by design (``agent_eval.modes``).
+TRACE_KINDS = frozenset({"trace_called", "trace_order"})
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class ValidationContext:
         output_template: The scenario's answer schema.
         precedence: The scenario's precedence edges.
         pass_rule: The scenario's pass rule.
+        mode: The evaluation mode of the run (trace checks do not apply in ablation modes).
     """
 
     answer: Any
@@ -47,6 +52,7 @@ class ValidationContext:
     output_template: Mapping[str, Any]
     precedence: Sequence[tuple[str, str]]
     pass_rule: str
+    mode: str = "tools_provided"
 
 
 @dataclass(frozen=True)
@@ -432,6 +438,9 @@ def apply_validator(spec: Mapping[str, Any], ctx: ValidationContext) -> Validato
     kind = spec["kind"]
     if kind not in VALIDATORS:
         raise KeyError(f"unknown validator kind {kind!r}; choose from {sorted(VALIDATORS)}")
+    if kind in TRACE_KINDS and not has_domain_tools(ctx.mode):
+        return ValidatorResult(kind=kind, path="", passed=True, observed="not_applicable",
+                               expected={"not_applicable_in_mode": ctx.mode})
     try:
         return VALIDATORS[kind](spec, ctx)
     except _Missing as exc:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from mcp.server import MCPServer
@@ -92,7 +93,7 @@ class _Exhausting:
 
     name = "exhausting"
     model = "none"
-    sampling: dict[str, Any] = {}
+    sampling: ClassVar[dict[str, Any]] = {}
 
     async def run(self, task: Any, tools: Any) -> AgentResult:
         while True:
@@ -134,13 +135,22 @@ def test_report_rows_markdown_and_csv(tmp_path: Path) -> None:
     assert overall["pass_hat_2"] == pytest.approx((1 + 0) / 2)
     assert (overall["reasoning"], overall["excluded_runs"]) == (1, 1)
     assert overall["tool_recall"] == pytest.approx(3.5 / 4)
+    # Wilson 95% by hand for 3 of 4 runs: centre (p + z^2/2n) / (1 + z^2/n), half-width
+    # z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n).
+    z, p, n = 1.959963984540054, 0.75, 4
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert overall["pass_at_1_ci_low"] == pytest.approx(centre - half)
+    assert overall["pass_at_1_ci_high"] == pytest.approx(centre + half)
+    assert overall["split"] == "all"
     assert [r["task_type"] for r in rows] == ["all", "cost_benefit", "safety_policy"]
     paths = write_report(records, tmp_path)
     with paths["csv"].open() as handle:
         table = list(csv.DictReader(handle))
     assert table[1]["task_type"] == "cost_benefit" and float(table[1]["pass_at_1"]) == 1.0
     markdown = paths["markdown"].read_text()
-    assert to_markdown(rows) in markdown and "| a | m | tools_provided | all | 2 | 4 |" in markdown
+    assert to_markdown(rows) in markdown
+    assert "| a | m | tools_provided | all | all | 2 | 4 | 2 | 0.750 [0.301, 0.954] |" in markdown
     summary = json.loads(paths["json"].read_text())
     assert summary["failure_labels"] == {"reasoning": 1}
     assert summary["excluded"][0]["status"] == "harness_error"
@@ -162,7 +172,7 @@ def test_cli_run_score_report(tmp_path: Path, data_root: Path,
         assert again["record_hash"] == record["record_hash"]
     (out / "report.md").unlink()
     assert cli.main(["report", str(out)]) == 0
-    assert "| scripted | reference_solution | tools_provided | all | 2 | 4 | 2 | 1.000 |" in \
+    assert "| scripted | reference_solution | tools_provided | all | all | 2 | 4 | 2 | 1.000 [" in \
         (out / "report.md").read_text()
     fault = tmp_path / "fault"
     assert cli.main(["run", "--agent", "fault:stop_early", "--ids", "cost_pump_pm_program_roi",

@@ -24,9 +24,11 @@ class AgentTask(NamedTuple):
         run_index: Repeat index (0-based).
         query: The stakeholder's question.
         output_template: JSON Schema of the expected final answer.
-        dataset_context: Inline dataset context (tools_provided) or None (unknown_tools).
+        dataset_context: Inline dataset context, or None in unknown_tools mode.
         limits: ``max_tool_calls``, ``max_llm_turns``, ``timeout_s``.
         seed: Seed for agents that sample.
+        mode: The evaluation mode (see ``agent_eval.modes``).
+        evidence: Retrieved text chunks (rag mode only; empty otherwise).
     """
 
     scenario_id: str
@@ -36,6 +38,8 @@ class AgentTask(NamedTuple):
     dataset_context: str | None
     limits: Mapping[str, Any]
     seed: int
+    mode: str = "tools_provided"
+    evidence: tuple[str, ...] = ()
 
 
 class AgentResult(NamedTuple):

@@ -236,6 +236,12 @@ _SYSTEM = (
     "done, reply with exactly one JSON object and nothing else. It must satisfy this JSON "
     "Schema:\n{schema}"
 )
+_RAG_SYSTEM = (
+    "You are a prognostics and health management (PHM) analyst. You have no tools. Answer from "
+    "the numbered context passages retrieved for this question (telemetry rows and standards "
+    "notes) and from your own arithmetic; do not invent values. Reply with exactly one JSON "
+    "object and nothing else. It must satisfy this JSON Schema:\n{schema}"
+)
 _CORRECTION = ("Your last reply did not contain a JSON object. Reply again with only the JSON "
                "object that satisfies the schema.")
 
@@ -274,8 +280,21 @@ class LLMAgent:
         request.update(cfg.extra_body)
         return request
 
+    @staticmethod
+    def _opening_messages(task: AgentTask) -> list[dict[str, Any]]:
+        schema = json.dumps(dict(task.output_template), sort_keys=True)
+        user = task.query if not task.dataset_context else \
+            f"{task.query}\n\nDataset context: {task.dataset_context}"
+        system = _SYSTEM
+        if task.mode == "rag":
+            system = _RAG_SYSTEM
+            passages = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(task.evidence, 1))
+            user = f"{user}\n\nContext passages:\n{passages or '(no passage matched)'}"
+        return [{"role": "system", "content": system.format(schema=schema)},
+                {"role": "user", "content": user}]
+
     async def run(self, task: AgentTask, tools: Any) -> AgentResult:
-        """Run the tool-calling loop.
+        """Run the tool-calling loop (in rag mode: one answer from the retrieved passages).
 
         Args:
             task: The task.
@@ -285,12 +304,7 @@ class LLMAgent:
             The answer; stop reason ``final`` or ``max_steps``.
         """
         recorder = getattr(tools, "recorder", None)
-        schema = json.dumps(dict(task.output_template), sort_keys=True)
-        user = task.query if not task.dataset_context else \
-            f"{task.query}\n\nDataset context: {task.dataset_context}"
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": _SYSTEM.format(schema=schema)},
-            {"role": "user", "content": user}]
+        messages = self._opening_messages(task)
         tool_list = [tool_schema(s, strip_titles=self.config.strip_schema_titles)
                      for s in tools.specs()]
         usage = {"llm_turns": 0, "tokens_in": 0, "tokens_out": 0}
