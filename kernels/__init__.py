@@ -12,7 +12,8 @@ works on one item and vmaps over a leading batch axis. Results are NamedTuples o
 categorical results are int codes into module-level label tuples (e.g. ``ISO_ZONES``).
 
 The registry (:data:`KERNEL_FAMILIES`, :func:`get_kernel`, :func:`qualified_name`) maps names to
-functions and back; the MCP adapter labels its results with it. The library never changes ``jax_enable_x64``; enable it yourself for float64.
+functions and back; the MCP adapter labels its results with it. The library never changes
+``jax_enable_x64``; enable it yourself for float64.
 """
 
 from phm_kernels.battery import (

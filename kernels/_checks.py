@@ -9,7 +9,7 @@ logic lives in this module.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -107,6 +107,28 @@ def require_range(name: str, arr: np.ndarray, *, lo: float | None = None,
         raise DomainError(
             f"{name} must lie in {left}{lo_s}, {hi_s}{right}; got {_show(arr[bad])}."
             + (f" {hint}" if hint else ""))
+
+
+def finite_arrays(values: Mapping[str, Any], **bounds: Any) -> dict[str, np.ndarray]:
+    """Converts named arguments with :func:`to_numpy` and checks each is finite (and in range).
+
+    Args:
+        values: Argument name -> value.
+        **bounds: If given, :func:`require_range` keywords (``lo``, ``hi``, ``lo_open``, ...)
+            applied to every argument.
+
+    Returns:
+        Argument name -> float64 array, in the given order.
+
+    Raises:
+        NonFiniteInputError: NaN or inf. DomainError: a value outside ``bounds``.
+    """
+    arrays = {name: to_numpy(name, value) for name, value in values.items()}
+    for name, arr in arrays.items():
+        require_finite(name, arr)
+        if bounds:
+            require_range(name, arr, **bounds)
+    return arrays
 
 
 def require_integer_valued(name: str, arr: np.ndarray) -> None:

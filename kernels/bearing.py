@@ -28,6 +28,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 from phm_kernels._checks import (
     as_float,
+    finite_arrays,
     option_index,
     require_broadcastable,
     require_finite,
@@ -114,12 +115,9 @@ class BearingFrequencies(NamedTuple):
 def validate_bearing_geometry(rpm, n_balls, ball_diameter, pitch_diameter,
                               contact_angle_deg=0.0) -> None:
     """Checks rpm > 0, integer n >= 3, 0 < d < D and 0 <= phi < 90 degrees."""
-    arrays = {"rpm": to_numpy("rpm", rpm), "n_balls": to_numpy("n_balls", n_balls),
-              "ball_diameter": to_numpy("ball_diameter", ball_diameter),
-              "pitch_diameter": to_numpy("pitch_diameter", pitch_diameter),
-              "contact_angle_deg": to_numpy("contact_angle_deg", contact_angle_deg)}
-    for name, arr in arrays.items():
-        require_finite(name, arr)
+    arrays = finite_arrays({"rpm": rpm, "n_balls": n_balls, "ball_diameter": ball_diameter,
+                            "pitch_diameter": pitch_diameter,
+                            "contact_angle_deg": contact_angle_deg})
     require_range("rpm", arrays["rpm"], lo=0.0, lo_open=True)
     require_integer_valued("n_balls", arrays["n_balls"])
     require_range("n_balls", arrays["n_balls"], lo=3)

@@ -21,6 +21,7 @@ from jax.scipy.special import gammainc, gammaln, ndtr
 from jaxtyping import Array, ArrayLike, Float, Int, Real
 from phm_kernels._checks import (
     as_float,
+    finite_arrays,
     require_broadcastable,
     require_finite,
     require_integer_valued,
@@ -87,15 +88,9 @@ class AnnualPreventiveCost(NamedTuple):
 def validate_annual_preventive_cost(preventive_cost, frequency_per_year, downtime_hours,
                                     hourly_rate, *, allow_fractional_frequency=False) -> None:
     """Checks the inputs of :func:`annual_preventive_cost` (finite, >= 0, integer frequency)."""
-    arrays = {
-        "preventive_cost": to_numpy("preventive_cost", preventive_cost),
-        "frequency_per_year": to_numpy("frequency_per_year", frequency_per_year),
-        "downtime_hours": to_numpy("downtime_hours", downtime_hours),
-        "hourly_rate": to_numpy("hourly_rate", hourly_rate),
-    }
-    for name, arr in arrays.items():
-        require_finite(name, arr)
-        require_range(name, arr, lo=0.0)
+    arrays = finite_arrays({"preventive_cost": preventive_cost,
+                            "frequency_per_year": frequency_per_year,
+                            "downtime_hours": downtime_hours, "hourly_rate": hourly_rate}, lo=0.0)
     if not allow_fractional_frequency:
         require_integer_valued("frequency_per_year", arrays["frequency_per_year"])
     require_broadcastable(**arrays)
@@ -162,16 +157,9 @@ class ExpectedFailureCost(NamedTuple):
 def validate_expected_failure_cost(p, repair_cost, downtime_hours, hourly_rate,
                                    consequential_cost, *, p_is_rate=False) -> None:
     """Checks the inputs of :func:`expected_failure_cost`."""
-    arrays = {
-        "p": to_numpy("p", p),
-        "repair_cost": to_numpy("repair_cost", repair_cost),
-        "downtime_hours": to_numpy("downtime_hours", downtime_hours),
-        "hourly_rate": to_numpy("hourly_rate", hourly_rate),
-        "consequential_cost": to_numpy("consequential_cost", consequential_cost),
-    }
-    for name, arr in arrays.items():
-        require_finite(name, arr)
-        require_range(name, arr, lo=0.0)
+    arrays = finite_arrays({"p": p, "repair_cost": repair_cost, "downtime_hours": downtime_hours,
+                            "hourly_rate": hourly_rate, "consequential_cost": consequential_cost},
+                           lo=0.0)
     if not p_is_rate:
         require_range("p", arrays["p"], lo=0.0, hi=1.0,
                       hint="p is an annual probability; pass p_is_rate=True for an expected "
@@ -243,17 +231,10 @@ class MaintenanceRoi(NamedTuple):
 def validate_maintenance_roi(reactive_annual, pm_annual, residual_failure_annual, program_cost,
                              *, years=1, discount_rate=0.0) -> None:
     """Checks the inputs of :func:`maintenance_roi`."""
-    arrays = {
-        "reactive_annual": to_numpy("reactive_annual", reactive_annual),
-        "pm_annual": to_numpy("pm_annual", pm_annual),
-        "residual_failure_annual": to_numpy("residual_failure_annual", residual_failure_annual),
-        "program_cost": to_numpy("program_cost", program_cost),
-        "years": to_numpy("years", years),
-        "discount_rate": to_numpy("discount_rate", discount_rate),
-    }
-    for name, arr in arrays.items():
-        require_finite(name, arr)
-        require_range(name, arr, lo=0.0)
+    arrays = finite_arrays({"reactive_annual": reactive_annual, "pm_annual": pm_annual,
+                            "residual_failure_annual": residual_failure_annual,
+                            "program_cost": program_cost, "years": years,
+                            "discount_rate": discount_rate}, lo=0.0)
     require_range("program_cost", arrays["program_cost"], lo=0.0, lo_open=True,
                   hint="ROI is undefined for a free programme.")
     require_range("years", arrays["years"], lo=1.0)
@@ -319,17 +300,11 @@ def maintenance_roi(reactive_annual: Real[ArrayLike, "*batch"],
 
 def validate_age_replacement(beta, eta, preventive_cost, failure_cost, age=None) -> None:
     """Checks Weibull parameters and costs (beta, eta, c_p > 0 and c_f > c_p)."""
-    arrays = {
-        "beta": to_numpy("beta", beta),
-        "eta": to_numpy("eta", eta),
-        "preventive_cost": to_numpy("preventive_cost", preventive_cost),
-        "failure_cost": to_numpy("failure_cost", failure_cost),
-    }
+    values = {"beta": beta, "eta": eta, "preventive_cost": preventive_cost,
+              "failure_cost": failure_cost}
     if age is not None:
-        arrays["age"] = to_numpy("age", age)
-    for name, arr in arrays.items():
-        require_finite(name, arr)
-        require_range(name, arr, lo=0.0, lo_open=True)
+        values["age"] = age
+    arrays = finite_arrays(values, lo=0.0, lo_open=True)
     c_p, c_f = np.broadcast_arrays(arrays["preventive_cost"], arrays["failure_cost"])
     if np.any(c_f <= c_p):
         raise DomainError(
@@ -527,15 +502,9 @@ def validate_rul_threshold_schedule(rul_mean, rul_std, preventive_cost, failure_
                                     distribution="normal") -> None:
     """Checks the inputs of :func:`rul_threshold_schedule`."""
     require_static_choice("distribution", distribution, RESIDUAL_LIFE_DISTRIBUTIONS)
-    arrays = {
-        "rul_mean": to_numpy("rul_mean", rul_mean),
-        "rul_std": to_numpy("rul_std", rul_std),
-        "preventive_cost": to_numpy("preventive_cost", preventive_cost),
-        "failure_cost": to_numpy("failure_cost", failure_cost),
-        "lead_time": to_numpy("lead_time", lead_time),
-    }
-    for name, arr in arrays.items():
-        require_finite(name, arr)
+    arrays = finite_arrays({"rul_mean": rul_mean, "rul_std": rul_std,
+                            "preventive_cost": preventive_cost, "failure_cost": failure_cost,
+                            "lead_time": lead_time})
     require_range("rul_mean", arrays["rul_mean"], lo=0.0, lo_open=True)
     require_range("rul_std", arrays["rul_std"], lo=0.0, lo_open=True)
     require_range("preventive_cost", arrays["preventive_cost"], lo=0.0)

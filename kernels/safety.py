@@ -29,6 +29,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 from phm_kernels._checks import (
     as_float,
+    finite_arrays,
     option_index,
     require_broadcastable,
     require_finite,
@@ -156,11 +157,9 @@ class FmeaResult(NamedTuple):
 def validate_fmea_rpn(severity, occurrence, detection, *, band_edges=(50, 100, 200),
                       override_severity=9) -> None:
     """Checks that S, O and D are whole numbers in 1..10 of one shape and the bands increase."""
-    arrays = {"severity": to_numpy("severity", severity),
-              "occurrence": to_numpy("occurrence", occurrence),
-              "detection": to_numpy("detection", detection)}
+    arrays = finite_arrays({"severity": severity, "occurrence": occurrence,
+                            "detection": detection})
     for name, arr in arrays.items():
-        require_finite(name, arr)
         require_integer_valued(name, arr)
         require_range(name, arr, lo=1, hi=10, hint="FMEA ratings are integers on a 1-10 scale.")
     require_same_shape(**arrays)
@@ -370,12 +369,10 @@ def check_sil_compliance(value: Real[ArrayLike, "*batch"], *,
 
 
 def _validate_pfd_inputs(lambda_du, proof_test_interval_h, beta=None):
-    arrays = {"lambda_du": to_numpy("lambda_du", lambda_du),
-              "proof_test_interval_h": to_numpy("proof_test_interval_h", proof_test_interval_h)}
+    values = {"lambda_du": lambda_du, "proof_test_interval_h": proof_test_interval_h}
     if beta is not None:
-        arrays["beta"] = to_numpy("beta", beta)
-    for name, arr in arrays.items():
-        require_finite(name, arr)
+        values["beta"] = beta
+    arrays = finite_arrays(values)
     require_range("lambda_du", arrays["lambda_du"], lo=0.0, lo_open=True,
                   hint="Pass the dangerous undetected failure rate per hour, e.g. 2e-6.")
     require_range("proof_test_interval_h", arrays["proof_test_interval_h"], lo=0.0, lo_open=True)

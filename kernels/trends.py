@@ -196,7 +196,8 @@ def validate_trend_fit(t, y, mask=None) -> None:
     m = np.asarray(mask, bool)
     if m.shape != y_arr.shape:
         raise ShapeMismatchError(f"mask must match y's shape {y_arr.shape}; got {m.shape}.")
-    for row_t, row_m in zip(t_arr.reshape(-1, t_arr.shape[-1]), m.reshape(-1, m.shape[-1])):
+    for row_t, row_m in zip(t_arr.reshape(-1, t_arr.shape[-1]), m.reshape(-1, m.shape[-1]),
+                            strict=True):
         require_min_length("y (unmasked)", row_t[row_m], 3, why="A trend fit needs n >= 3.")
         require_increasing("t (unmasked)", row_t[row_m])
 

@@ -24,10 +24,9 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, Real
 from phm_kernels._checks import (
     as_float,
+    finite_arrays,
     option_codes,
     require_broadcastable,
-    require_finite,
-    require_range,
     to_numpy,
 )
 from phm_kernels._ops import guard
@@ -69,11 +68,8 @@ _IS_TURBINE = np.array([False, False, False, True, True])
 
 def validate_deviations(eff_dev, flow_dev) -> None:
     """Checks finite fractional deviations within [-0.5, 0.5] (else a percent/fraction mix-up)."""
-    arrays = {"eff_dev": to_numpy("eff_dev", eff_dev), "flow_dev": to_numpy("flow_dev", flow_dev)}
-    for name, arr in arrays.items():
-        require_finite(name, arr)
-        require_range(name, arr, lo=-0.5, hi=0.5,
-                      hint="Deviations are fractions (-0.021 for -2.1 %), not percent.")
+    arrays = finite_arrays({"eff_dev": eff_dev, "flow_dev": flow_dev}, lo=-0.5, hi=0.5,
+                           hint="Deviations are fractions (-0.021 for -2.1 %), not percent.")
     require_broadcastable(**arrays)
 
 

@@ -38,11 +38,11 @@ def assert_vmap_matches_loop(core: Callable, batched_args: Sequence, *, in_axes=
     """
     axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(batched_args)
     batched = jax.jit(jax.vmap(lambda *a: core(*a, **static), in_axes=axes))(*batched_args)
-    size = next(np.shape(a)[0] for a, ax in zip(batched_args, axes) if ax is not None)
+    size = next(np.shape(a)[0] for a, ax in zip(batched_args, axes, strict=True) if ax is not None)
     for i in range(size):
-        item_args = [a if ax is None else np.asarray(a)[i] for a, ax in zip(batched_args, axes)]
+        item_args = [a if ax is None else np.asarray(a)[i] for a, ax in zip(batched_args, axes, strict=True)]
         single = core(*item_args, **static)
-        for got, want in zip(jax.tree.leaves(batched), jax.tree.leaves(single)):
+        for got, want in zip(jax.tree.leaves(batched), jax.tree.leaves(single), strict=True):
             np.testing.assert_allclose(np.asarray(got)[i], np.asarray(want), rtol=rtol, atol=atol)
     return batched
 

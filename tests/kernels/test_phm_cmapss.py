@@ -52,7 +52,7 @@ def _fd001_like(rng: np.random.Generator, rows: int = 400) -> np.ndarray:
 
 def test_select_informative_synthetic_picks_standard_14():
     keep = np.asarray(cmapss.select_informative(_fd001_like(np.random.default_rng(0))))
-    names = tuple(n for n, k in zip(loaders.CMAPSS_SENSOR_NAMES, keep) if k)
+    names = tuple(n for n, k in zip(loaders.CMAPSS_SENSOR_NAMES, keep, strict=True) if k)
     assert names == cmapss.DEFAULT_FD001_SENSORS
 
 

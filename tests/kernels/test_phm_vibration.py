@@ -56,7 +56,7 @@ def test_vib_convert_examples():
         pytest.approx(3.81)
     assert float(vibration.vib_convert(1.0, from_unit="g rms", to_unit="mm/s rms",
                                        freq_hz=100.0)) == pytest.approx(15.608, abs=5e-4)
-    assert vibration.NEMA_MG1_VIBRATION_LIMIT_MM_S_RMS == pytest.approx(2.694077, abs=1e-6)
+    assert pytest.approx(2.694077, abs=1e-6) == vibration.NEMA_MG1_VIBRATION_LIMIT_MM_S_RMS
 
 
 def test_vib_convert_round_trip_and_displacement():
