@@ -3,7 +3,8 @@
 What lives here: the registry of PHM dataset names the server will open (C-MAPSS FD001-FD004,
 NASA PCoE battery cells B0005/6/7/18, four CWRU drive-end recordings), the name check that
 rejects unknown and path-like names, and `DataStore`, a thread-safe cache of datasets read with
-the kernel library's validated loaders (`phm_kernels.loaders`). What does not: file parsing and
+the kernel library's validated loaders (`phm_kernels.loaders`) from the data root or, without
+one, from the copy bundled with the package (``bundled.py``). What does not: file parsing and
 any PHM computation (both `phm_kernels`), and any file outside the registry: a tool can only
 name a dataset, never a path; each registered file is checked to resolve inside the data root
 before its loader runs.
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from sfbench_jax.mcp.errors import InvalidArgumentsError, UnknownDatasetError
+from sfbench_jax.mcp.bundled import BUNDLED_FILES, bundled_root, is_bundled
+from sfbench_jax.mcp.errors import InvalidArgumentsError, UnavailableToolError, UnknownDatasetError
 
 __all__ = [
     "BATTERY_IDS",
@@ -136,7 +138,6 @@ PHM_DATASETS: dict[str, PHMDataset] = {
 BATTERY_IDS: tuple[str, ...] = ("B0005", "B0006", "B0007", "B0018")
 
 
-
 def _cwru_conditions() -> dict[str, str]:
     from phm_kernels.loaders import CWRU_RECORDS
 
@@ -231,23 +232,27 @@ _T = TypeVar("_T")
 
 
 class DataStore:
-    """Thread-safe, lazily filled cache of parsed registered datasets under one data root.
+    """Thread-safe, lazily filled cache of parsed registered datasets.
 
-    Tools run in worker threads, so each entry is built under a per-key lock: concurrent first
-    calls parse a file once. Entries are immutable and never evicted (the registry is small).
+    Datasets are read from the data root when it holds their files, else from the copy bundled
+    with the package (C-MAPSS FD001, see ``bundled.py``); any other dataset without files is a
+    tool error naming it and ``--data-root``. Tools run in worker threads, so each entry is built
+    under a per-key lock: concurrent first calls parse a file once. Entries are immutable and
+    never evicted (the registry is small).
     """
 
-    def __init__(self, data_root: Path) -> None:
+    def __init__(self, data_root: Path | None) -> None:
         """Create an empty store.
 
         Args:
-            data_root: The shared data folder (with ``phm/`` inside).
+            data_root: The shared data folder (with ``phm/`` inside), or None to serve the
+                bundled datasets only.
 
         Raises:
-            FileNotFoundError: If ``data_root`` is not a directory.
+            FileNotFoundError: If ``data_root`` is given and is not a directory.
         """
-        root = Path(data_root).expanduser().resolve()
-        if not root.is_dir():
+        root = None if data_root is None else Path(data_root).expanduser().resolve()
+        if root is not None and not root.is_dir():
             raise FileNotFoundError(
                 f"data root {root} is not a directory; pass --data-root or set SFBENCH_DATA_ROOT "
                 "to the shared data folder (the one holding phm/)")
@@ -257,27 +262,47 @@ class DataStore:
         self._guard = threading.Lock()
 
     def path(self, dataset: PHMDataset, role: str) -> Path:
-        """Absolute path of one registered file, guaranteed to lie inside the data root.
+        """Absolute path of one registered file under the data root, which it may not escape.
 
         Args:
             dataset: A registered dataset.
             role: A key of ``dataset.files``.
 
         Returns:
-            The resolved path.
+            The resolved path (which may not exist: see `root_holding`).
 
         Raises:
-            FileNotFoundError: If the file is missing (the data root is incomplete).
+            UnavailableToolError: If the store has no data root.
             PermissionError: If the resolved path escapes the data root (a symlink).
         """
+        if self.data_root is None:
+            raise UnavailableToolError(_unavailable_message(dataset, None))
         candidate = (self.data_root / dataset.files[role]).resolve()
         if not candidate.is_relative_to(self.data_root):
             raise PermissionError(f"{dataset.name}/{role} resolves outside the data root")
-        if not candidate.is_file():
-            raise FileNotFoundError(
-                f"{candidate} is missing; the data root {self.data_root} does not hold the "
-                f"{dataset.name} files (see the shared data README)")
         return candidate
+
+    def root_holding(self, dataset: PHMDataset) -> Path:
+        """The folder to read a dataset from: the data root if it holds every file, else the
+        bundled copy.
+
+        Args:
+            dataset: A registered dataset.
+
+        Returns:
+            The data root or the bundle's folder (laid out alike).
+
+        Raises:
+            UnavailableToolError: If neither has the dataset (the message names ``--data-root``).
+        """
+        if self.data_root is not None:
+            missing = [relative for role, relative in dataset.files.items()
+                       if not self.path(dataset, role).is_file()]
+            if not missing:
+                return self.data_root
+        if is_bundled(dataset.name):
+            return bundled_root(dataset.name)
+        raise UnavailableToolError(_unavailable_message(dataset, self.data_root))
 
     def cached(self, key: tuple[str, ...], build: Callable[[], _T]) -> _T:
         """Return the entry for ``key``, building it once under a per-key lock.
@@ -299,11 +324,6 @@ class DataStore:
                 self._entries[key] = build()
             return self._entries[key]
 
-    def _checked(self, dataset: PHMDataset) -> str:
-        for role in dataset.files:
-            self.path(dataset, role)
-        return str(dataset.info["loader_key"])
-
     def cmapss(self, name: str) -> Any:
         """A C-MAPSS sub-dataset (``phm_kernels.loaders.CmapssData``).
 
@@ -316,8 +336,8 @@ class DataStore:
         from phm_kernels.loaders import load_cmapss
 
         dataset = resolve_dataset(name, family="cmapss")
-        return self.cached(("cmapss", dataset.name),
-                           lambda: load_cmapss(self.data_root, self._checked(dataset)))
+        return self.cached(("cmapss", dataset.name), lambda: load_cmapss(
+            self.root_holding(dataset), str(dataset.info["loader_key"])))
 
     def battery(self, battery_id: str) -> Any:
         """Per-cycle features and EIS records of a cell (``phm_kernels.loaders.BatteryCell``).
@@ -331,8 +351,8 @@ class DataStore:
         from phm_kernels.loaders import load_battery
 
         dataset = resolve_dataset(battery_id, argument="battery_id", family="nasa_battery")
-        return self.cached(("battery", dataset.name),
-                           lambda: load_battery(self.data_root, self._checked(dataset)))
+        return self.cached(("battery", dataset.name), lambda: load_battery(
+            self.root_holding(dataset), str(dataset.info["loader_key"])))
 
     def cwru(self, name: str) -> Any:
         """One CWRU recording (``phm_kernels.loaders.CwruRecord``).
@@ -348,4 +368,17 @@ class DataStore:
         dataset = resolve_dataset(name, family="cwru_bearing")
         fs = float(dataset.info["sampling_rate_hz"])
         return self.cached(("cwru", dataset.name), lambda: load_cwru(
-            self.data_root, self._checked(dataset), normal_baseline_fs_hz=fs))
+            self.root_holding(dataset), str(dataset.info["loader_key"]),
+            normal_baseline_fs_hz=fs))
+
+
+def _unavailable_message(dataset: PHMDataset, data_root: Path | None) -> str:
+    files = ", ".join(dataset.files.values())
+    bundled = ", ".join(sorted(BUNDLED_FILES))
+    if data_root is None:
+        return (f"{dataset.name} is not available: this server was started without a data root. "
+                f"Restart it with --data-root PATH, the shared data folder holding {files}; "
+                f"without one it serves {bundled} (bundled) and the tools that need no data")
+    return (f"{dataset.name} is not available: the data root {data_root} does not hold {files}. "
+            "Restart the server with --data-root PATH pointing at the shared data folder (see "
+            "its README)")

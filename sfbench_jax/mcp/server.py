@@ -1,13 +1,19 @@
 """The ``sfbench-mcp`` server: assembly from the tool registry, transports and the entry point.
 
 What lives here: `ServerConfig` (frozen), `build_server` (an `MCPServer` holding the selected tool
-groups), `tool_groups_of` (tool name -> group, for clients that want PHMForge's server split) and
-`main`, the console script: it is the only place that reads ``SFBENCH_DATA_ROOT`` or flags.
-What does not: tool logic (``sfbench_jax.mcp.tools``).
+groups, each tool bound to the data store and with strict arguments), `tool_groups_of` (tool
+name -> group, for clients that want PHMForge's server split) and `main`, the console script: it
+is the only place that reads ``SFBENCH_DATA_ROOT`` or flags. What does not: tool logic
+(``sfbench_jax.mcp.tools``) and argument strictness (``sfbench_jax.mcp.strict``).
+
+With no data root the server still starts: it serves every tool that needs no data, the
+forecasting benchmark on the bundled ETTh1 and the RUL tools on the bundled C-MAPSS FD001; a tool
+on any other dataset answers with a tool error naming the dataset and ``--data-root``.
 
 Run it::
 
-    sfbench-mcp --data-root ../shared/data                     # stdio (default)
+    sfbench-mcp                                                # stdio, bundled data only
+    sfbench-mcp --data-root ../shared/data                     # stdio, every dataset
     sfbench-mcp --transport streamable-http --port 8765        # http://127.0.0.1:8765/mcp
     python -m sfbench_jax.mcp.server --group maintenance       # one PHMForge-style server
 """
@@ -23,9 +29,11 @@ from pathlib import Path
 from typing import Literal
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.tools import Tool
 
 from sfbench_jax.mcp.datasets import DataStore
-from sfbench_jax.mcp.tools import GROUP_ORDER, PURE, ToolContext, ToolDef, group_builders
+from sfbench_jax.mcp.strict import strict_tool
+from sfbench_jax.mcp.tools import GROUP_ORDER, PURE, ToolDef, declared_tools, served_function
 
 __all__ = ["SERVER_VERSION", "ServerConfig", "build_server", "collect_tools", "main",
            "tool_groups_of"]
@@ -46,14 +54,15 @@ class ServerConfig:
     """How to assemble a server.
 
     Attributes:
-        data_root: Folder holding ``phm/`` (and ``forecasting/`` for the benchmark tools).
+        data_root: Folder holding ``phm/`` (and ``forecasting/`` for the benchmark tools), or
+            None to serve the bundled datasets only (C-MAPSS FD001, ETTh1).
         groups: Tool groups to serve, a subset of `GROUP_ORDER` (default: all of them).
         name: Server name reported to clients.
         warmup: Call every tool's warm-up once while building, so first calls are not compiles.
         log_level: Server log level (logs go to stderr, never to the stdio protocol stream).
     """
 
-    data_root: Path
+    data_root: Path | None = None
     groups: tuple[str, ...] = GROUP_ORDER
     name: str = "sfbench-mcp"
     warmup: bool = False
@@ -68,37 +77,49 @@ class ServerConfig:
             raise ValueError(f"tool groups repeat: {list(self.groups)}")
 
 
-def collect_tools(config: ServerConfig, store: DataStore | None = None) -> list[ToolDef]:
-    """Build the tool declarations of the configured groups, in registry order.
+def collect_tools(config: ServerConfig) -> list[ToolDef]:
+    """The tool declarations of the configured groups, in registry order.
 
     Args:
         config: Server configuration.
-        store: Data store to share; a new one on ``config.data_root`` if None.
 
     Returns:
         Tool declarations.
 
     Raises:
-        ValueError: If two groups declare the same tool name.
+        ValueError: If two tools share a name.
     """
-    context = ToolContext(store=store or DataStore(config.data_root))
-    builders = group_builders()
     tools: list[ToolDef] = []
     seen: dict[str, str] = {}
-    for group in GROUP_ORDER:
-        if group not in config.groups:
+    for tool in declared_tools():
+        if tool.group not in config.groups:
             continue
-        for tool in builders[group](context):
-            if tool.name in seen:
-                raise ValueError(f"tool {tool.name!r} declared by both {seen[tool.name]} "
-                                 f"and {group}")
-            seen[tool.name] = group
-            tools.append(tool)
+        if tool.name in seen:
+            raise ValueError(f"tool {tool.name!r} declared by both {seen[tool.name]} "
+                             f"and {tool.group}")
+        seen[tool.name] = tool.group
+        tools.append(tool)
     return tools
+
+
+def _instructions(config: ServerConfig) -> str:
+    groups = ", ".join(_GROUP_TITLES[g] for g in config.groups)
+    data = ("" if config.data_root is not None else
+            " This server runs without a data root: C-MAPSS FD001 and ETTh1 are bundled; a tool "
+            "on another dataset returns an error naming --data-root.")
+    return ("Deterministic prognostics and health management (PHM) tools over registered real "
+            f"datasets (groups: {groups}). Datasets are opened by registered name only; call "
+            "list_phm_datasets to discover them. Tools that load data return short handles "
+            "(e.g. ds:cmapss_fd001:test) which later tools accept. Results are small JSON "
+            "objects with units and the kernel used. Arguments a tool does not declare are "
+            f"errors.{data}")
 
 
 def build_server(config: ServerConfig) -> MCPServer:
     """Assemble an `MCPServer` with one tool per declaration of the selected groups.
+
+    Each tool gets the shared data store bound and strict arguments (an undeclared argument
+    name is a tool error listing the valid ones).
 
     Args:
         config: Server configuration.
@@ -106,25 +127,18 @@ def build_server(config: ServerConfig) -> MCPServer:
     Returns:
         The server, ready for ``run()`` or for an in-process ``mcp.Client(server)``.
     """
-    tools = collect_tools(config)
-    groups = ", ".join(_GROUP_TITLES[g] for g in config.groups)
-    server = MCPServer(
-        config.name,
-        version=SERVER_VERSION,
-        instructions=(
-            "Deterministic prognostics and health management (PHM) tools over registered real "
-            f"datasets (groups: {groups}). Datasets are opened by registered name only; call "
-            "list_phm_datasets to discover them. Tools that load data return short handles "
-            "(e.g. ds:cmapss_fd001:test) which later tools accept. Results are small JSON "
-            "objects with units and the kernel used."),
-        log_level=config.log_level,
-    )
-    for tool in tools:
-        server.add_tool(tool.fn, name=tool.name, annotations=PURE,
-                        meta={"group": tool.group, "server": _GROUP_TITLES[tool.group],
-                              "offline_stub": tool.is_offline_stub})
-        if config.warmup and tool.warmup is not None:
-            tool.warmup()
+    store = DataStore(config.data_root)
+    declarations = collect_tools(config)
+    tools = [strict_tool(Tool.from_function(
+        served_function(tool, store), name=tool.name, annotations=PURE,
+        meta={"group": tool.group, "server": _GROUP_TITLES[tool.group],
+              "offline_stub": tool.is_offline_stub})) for tool in declarations]
+    server = MCPServer(config.name, version=SERVER_VERSION, instructions=_instructions(config),
+                       log_level=config.log_level, tools=tools)
+    if config.warmup:
+        for tool in declarations:
+            if tool.warmup is not None:
+                tool.warmup(store)
     return server
 
 
@@ -151,7 +165,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     parser.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     parser.add_argument("--data-root", type=Path, default=None,
-                        help="shared data folder; defaults to $SFBENCH_DATA_ROOT")
+                        help="shared data folder (defaults to $SFBENCH_DATA_ROOT); without one "
+                             "the server serves the bundled C-MAPSS FD001 and ETTh1 and every "
+                             "tool that needs no data")
     parser.add_argument("--group", action="append", choices=GROUP_ORDER, default=None,
                         help="serve only this tool group (repeatable; default: all groups)")
     parser.add_argument("--warmup", action="store_true",
@@ -173,16 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     data_root = args.data_root or (Path(os.environ["SFBENCH_DATA_ROOT"])
                                    if os.environ.get("SFBENCH_DATA_ROOT") else None)
-    if data_root is None:
-        print("sfbench-mcp: no data root; pass --data-root PATH or set SFBENCH_DATA_ROOT",
+    if data_root is not None and not Path(data_root).expanduser().is_dir():
+        print(f"sfbench-mcp: data root {data_root} is not a directory; pass --data-root PATH "
+              "pointing at the shared data folder, or nothing to serve the bundled data only",
               file=sys.stderr)
         return 2
-    if not Path(data_root).expanduser().is_dir():
-        print(f"sfbench-mcp: data root {data_root} is not a directory; pass --data-root PATH "
-              "pointing at the shared data folder", file=sys.stderr)
-        return 2
     groups = tuple(dict.fromkeys(args.group or GROUP_ORDER))
-    config = ServerConfig(data_root=Path(data_root), groups=groups,
+    config = ServerConfig(data_root=data_root, groups=groups,
                           warmup=args.warmup, log_level=args.log_level)
     server = build_server(config)
     if args.transport == "stdio":
