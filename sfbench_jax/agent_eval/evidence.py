@@ -20,6 +20,7 @@ a 12-48 kHz vibration signal.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,6 +209,8 @@ class BM25Index:
         """
         import bm25s
 
+        # bm25s reports every index build at DEBUG; keep it out of run logs.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         if not chunks:
             raise ValueError("a BM25 index needs at least one chunk")
         self.chunks = list(chunks)

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from sfbench_jax.agent_eval.calculator import CalculatorError, evaluate_expression
 from sfbench_jax.agent_eval.modes import GENERIC_SERVER
 from sfbench_jax.mcp.datasets import PHM_DATASETS, DataStore, resolve_dataset
-from sfbench_jax.mcp.errors import DomainToolError, InvalidArgumentsError, UnavailableToolError
+from sfbench_jax.mcp.errors import DomainToolError, InvalidArgumentsError
 
 __all__ = ["MAX_ROWS", "build_generic_server", "main"]
 
@@ -127,13 +127,13 @@ def build_generic_server(data_root: Path | None) -> MCPServer:
     """Assemble the generic-tools server.
 
     Args:
-        data_root: The shared data folder (``phm/`` inside); None serves the calculator only
-            (``read_raw_data`` then answers ``[unavailable]``).
+        data_root: The shared data folder (``phm/`` inside); None serves only what the package
+            bundles (C-MAPSS FD001), and ``read_raw_data`` answers ``[unavailable]`` for the rest.
 
     Returns:
         The server, for ``mcp.Client(server)`` in-process or ``run()`` over stdio.
     """
-    store = DataStore(data_root) if data_root is not None else None
+    store = DataStore(data_root)
     server = MCPServer("sfbench-generic-tools", log_level="WARNING", instructions=(
         "Generic tools without any PHM algorithm: read raw rows of the registered datasets "
         "page by page, and evaluate arithmetic expressions over numbers and lists."))
@@ -158,9 +158,6 @@ def build_generic_server(data_root: Path | None) -> MCPServer:
             max_rows: Annotated[int, Field(ge=1, le=MAX_ROWS)] = 200,
     ) -> RawTable:
         """Raw rows of a registered dataset, one page at a time (no processing)."""
-        if store is None:
-            raise UnavailableToolError("this generic-tools server was started without a data "
-                                       "root; restart it with --data-root")
         dataset = resolve_dataset(dataset_name)
         valid = _SPLITS[dataset.family]
         chosen = split or valid[-1 if dataset.family == "cmapss" else 0]

@@ -246,7 +246,7 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
     files = sorted((Path(run_dir) / "records").glob("*.json"))
     if not files:
         raise FileNotFoundError(f"{run_dir}/records holds no run records; run "
-                                "`sfbench-agent-eval run --out {run_dir}` first")
+                                f"`sfbench-agent-eval run --out {run_dir}` first")
     records = [json.loads(p.read_text(encoding="utf-8")) for p in files]
     return sorted(records, key=lambda r: r["run_id"])
 

@@ -1,5 +1,6 @@
 """CI gate: every scenario's scripted reference solution passes all its validators, identically on
-three repeats, through the real server launched as a stdio subprocess
+three repeats in tools_provided mode and once more with the whole catalogue visible
+(unknown_tools), through one real server launched as a stdio subprocess
 (``python -m sfbench_jax.mcp.server``)."""
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from sfbench_jax.agent_eval.toolbox import connect
 @pytest.mark.anyio
 async def test_every_reference_solution_passes_over_stdio(scenarios: list[Scenario],
                                                           data_root: Path) -> None:
+    assert len(scenarios) >= 99
     async with connect(stdio_params(data_root)) as session:
         assert session.catalog, "the stdio server listed no tools"
         problems = await check_reference_solutions(scenarios, session, repeats=3)
-    assert problems == {}, problems
+        assert problems == {}, problems
+        unknown = await check_reference_solutions(scenarios, session, repeats=1,
+                                                  mode="unknown_tools")
+        assert unknown == {}, unknown

@@ -14,9 +14,10 @@ from mcp.server import MCPServer
 from sfbench_jax.agent_eval import cli
 from sfbench_jax.agent_eval.agents import ReplayAgent, ScriptedAgent
 from sfbench_jax.agent_eval.agents.base import AgentResult
-from sfbench_jax.agent_eval.report import summarise, to_markdown, write_report
+from sfbench_jax.agent_eval.report import aggregate, summarise, to_markdown, write_report
 from sfbench_jax.agent_eval.runner import execute_run, score_trace
 from sfbench_jax.agent_eval.scenario import Scenario, canonical_json
+from sfbench_jax.agent_eval.stats import wilson_interval
 from sfbench_jax.agent_eval.toolbox import ToolBudgetError, connect
 from sfbench_jax.agent_eval.trace import TraceRecorder, read_trace, write_trace
 
@@ -154,6 +155,23 @@ def test_report_rows_markdown_and_csv(tmp_path: Path) -> None:
     summary = json.loads(paths["json"].read_text())
     assert summary["failure_labels"] == {"reasoning": 1}
     assert summary["excluded"][0]["status"] == "harness_error"
+
+
+def test_report_scores_the_transfer_split_and_asset_classes() -> None:
+    records = [dict(_record("s1", "cost_benefit", True, 0), split="in_distribution",
+                    asset_class="compressor"),
+               dict(_record("s2", "cost_benefit", False, 0, "reasoning"), split="transfer",
+                    asset_class="gearbox"),
+               dict(_record("s3", "safety_policy", True, 0), split="transfer",
+                    asset_class="gearbox")]
+    rows = {(r["split"], r["task_type"]): r for r in summarise(records)}
+    assert rows[("in_distribution", "all")]["pass_at_1"] == 1.0
+    transfer = rows[("transfer", "all")]
+    assert (transfer["scenarios"], transfer["pass_at_1"]) == (2, 0.5)
+    assert rows[("all", "all")]["scenarios"] == 3
+    classes = {r["asset_class"]: r for r in aggregate(records)["by_asset_class"]}
+    assert classes["gearbox"]["split"] == "transfer" and classes["gearbox"]["runs"] == 2
+    assert classes["gearbox"]["pass_at_1_ci_high"] == pytest.approx(wilson_interval(1, 2)[1])
 
 
 def test_cli_run_score_report(tmp_path: Path, data_root: Path,

@@ -9,17 +9,55 @@ from pathlib import Path
 import pytest
 from mcp.server import MCPServer
 
+from sfbench_jax.agent_eval import cli
 from sfbench_jax.agent_eval.lint import lint_static
-from sfbench_jax.agent_eval.scenario import TASK_TYPES, Scenario, ScenarioError, load_scenario
+from sfbench_jax.agent_eval.scenario import (
+    TASK_TYPES,
+    TRANSFER_ASSET_CLASSES,
+    TRANSFER_TAG,
+    Scenario,
+    ScenarioError,
+    load_scenario,
+)
 from sfbench_jax.agent_eval.toolbox import connect
 
 
-def test_at_least_thirty_scenarios_over_five_categories(scenarios: list[Scenario]) -> None:
-    assert len(scenarios) >= 30
+def test_breadth_of_phmforge_v2(scenarios: list[Scenario]) -> None:
+    assert len(scenarios) >= 99
     counts = Counter(s.task_type for s in scenarios)
     assert set(counts) == set(TASK_TYPES)
-    assert min(counts.values()) >= 5, counts
-    assert {s.asset_class for s in scenarios} >= {"turbofan", "li_ion_cell", "rolling_bearing"}
+    assert min(counts.values()) >= 15, counts
+    classes = Counter(s.asset_class for s in scenarios)
+    main_classes = {"turbofan", "li_ion_cell", "rolling_bearing", "induction_motor",
+                    "centrifugal_pump", "gearbox", "compressor", "safety_instrumented_system"}
+    assert set(classes) >= main_classes and len(classes) >= 8
+    assert min(classes[c] for c in main_classes) >= 5, classes
+    assert all(2 <= len(s.distractor_tools) <= 4 for s in scenarios)
+
+
+def test_transfer_split_holds_out_whole_asset_classes(scenarios: list[Scenario]) -> None:
+    held_out = {s.asset_class for s in scenarios if s.split == "transfer"}
+    assert held_out == set(TRANSFER_ASSET_CLASSES)
+    assert all((s.asset_class in held_out) == (TRANSFER_TAG in s.tags) for s in scenarios)
+    transfer = [s for s in scenarios if s.split == "transfer"]
+    assert len(transfer) >= 15 and len({s.task_type for s in transfer}) == len(TASK_TYPES)
+
+
+def test_list_summary_prints_the_counts(scenarios: list[Scenario],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["list", "--summary"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"scenarios: {len(scenarios)}"
+    assert lines[1].startswith("task types (5): cost_benefit ")
+    n_classes = len({s.asset_class for s in scenarios})
+    assert lines[2].startswith(f"asset classes ({n_classes}): ")
+    assert lines[3] == ("splits: in_distribution "
+                        f"{sum(s.split == 'in_distribution' for s in scenarios)}, transfer "
+                        f"{sum(s.split == 'transfer' for s in scenarios)}")
+    assert cli.main(["list", "--split", "transfer", "--task-type", "safety_policy"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed and all(line.endswith("\tsafety_policy\t" + line.split("\t")[2] + "\ttransfer")
+                          for line in listed)
 
 
 def test_scenarios_are_on_real_registered_data(scenarios: list[Scenario]) -> None:
@@ -40,7 +78,9 @@ def test_lint_catches_broken_scenarios(tmp_path: Path, scenarios: list[Scenario]
     source = next(s for s in scenarios if s.id == "safety_sis_sil_verification")
     raw = json.loads(json.dumps(source.raw))
     raw.update(id="broken_case", ground_truth_ref="ground_truth/broken_case.gt.json",
-               distractor_tools=["calculate_pfd", "teleport"],
+               distractor_tools=["calculate_pfd", "teleport", "weather_data_loader",
+                                 "check_voltage_unbalance", "assess_noise_exposure"],
+               asset_class="gearbox",
                precedence=[["web_search", "check_compliance"]],
                validators=[{"kind": "required_fields"}])
     raw["reference_answer"].pop("meets_sil3")
@@ -50,7 +90,8 @@ def test_lint_catches_broken_scenarios(tmp_path: Path, scenarios: list[Scenario]
     problems = " | ".join(lint_static([broken], ["calculate_pfd", "check_compliance",
                                                  "web_search"])["broken_case"])
     for rule in ("tools_exist: 'teleport'", "disjoint_tools", "substantive_validator",
-                 "ground_truth:", "precedence: edge (web_search", "answer lacks required"):
+                 "ground_truth:", "precedence: edge (web_search", "answer lacks required",
+                 "distractors: 5 distractor", "transfer_split: asset class 'gearbox'"):
         assert rule in problems, rule
     raw["id"] = "not_the_stem"
     (tmp_path / "other.json").write_text(json.dumps(raw))
