@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import integrate, optimize, special, stats
+from scipy import optimize, special, stats
 
 from sfbench_jax.agent_eval.scenario import default_scenario_dir, load_scenarios
 
@@ -164,18 +164,29 @@ def fmea_levels(severity: int, occurrence: int, detection: int) -> tuple[int, st
     return rpn, ("low", "medium", "high", "critical")[max(band, 2) if raised else band], raised
 
 
-def truncated_normal_cdf(t: float, mean: float, std: float) -> float:
-    """CDF of Normal(mean, std) truncated to t >= 0."""
+def truncated_normal_cdf(t: Any, mean: float, std: float) -> Any:
+    """CDF of Normal(mean, std) truncated to t >= 0 (0 below zero)."""
     at_zero = stats.norm.cdf(-mean / std)
-    return float((stats.norm.cdf((t - mean) / std) - at_zero) / (1.0 - at_zero)) if t > 0 else 0.0
+    cdf = (stats.norm.cdf((np.asarray(t, dtype=np.float64) - mean) / std) - at_zero) / (
+        1.0 - at_zero)
+    return np.where(np.asarray(t) > 0, cdf, 0.0)
 
 
-def renewal_cost_rate(t: float, mean: float, std: float, c_p: float, c_f: float) -> float:
+def truncated_normal_survival_integral(t: Any, mean: float, std: float) -> Any:
+    """int_0^t (1 - F(u)) du in closed form: with Q the normal tail, x Q(x) - phi(x) is an
+    antiderivative of Q(x), so the integral is std [G(b) - G(a)] / Q(a), a = -mean/std."""
+    def antiderivative(x: Any) -> Any:
+        return x * stats.norm.sf(x) - stats.norm.pdf(x)
+
+    a = -mean / std
+    b = (np.asarray(t, dtype=np.float64) - mean) / std
+    return std * (antiderivative(b) - antiderivative(a)) / stats.norm.sf(a)
+
+
+def renewal_cost_rate(t: Any, mean: float, std: float, c_p: float, c_f: float) -> Any:
     """[c_p (1 - F(t)) + c_f F(t)] / int_0^t (1 - F(u)) du for a truncated-normal life."""
-    survival, _ = integrate.quad(lambda u: 1.0 - truncated_normal_cdf(u, mean, std), 0.0, t,
-                                 limit=200)
     cdf = truncated_normal_cdf(t, mean, std)
-    return (c_p * (1.0 - cdf) + c_f * cdf) / survival
+    return (c_p * (1.0 - cdf) + c_f * cdf) / truncated_normal_survival_integral(t, mean, std)
 
 
 def schedule(mean: float, std: float, c_p: float, c_f: float,
@@ -184,15 +195,14 @@ def schedule(mean: float, std: float, c_p: float, c_f: float,
     if margin is not None:
         t_star = (1.0 - margin) * mean
     else:
-        grid = np.linspace(mean * 1e-3, mean + 6.0 * std, 2001)
-        rates = [renewal_cost_rate(t, mean, std, c_p, c_f) for t in grid]
-        best = int(np.argmin(rates))
+        grid = np.linspace(1e-3, 1.0, 20001) * (mean + 6.0 * std)
+        best = int(np.argmin(renewal_cost_rate(grid, mean, std, c_p, c_f)))
         lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
         t_star = float(optimize.minimize_scalar(
-            lambda t: renewal_cost_rate(t, mean, std, c_p, c_f), bounds=(lo, hi),
-            method="bounded", options={"xatol": 1e-6}).x)
+            lambda t: float(renewal_cost_rate(t, mean, std, c_p, c_f)), bounds=(lo, hi),
+            method="bounded", options={"xatol": 1e-9 * (mean + std)}).x)
     return {"maintain_in": t_star, "rul_threshold": mean - t_star,
-            "p_fail_before": truncated_normal_cdf(t_star, mean, std)}
+            "p_fail_before": float(truncated_normal_cdf(t_star, mean, std))}
 
 
 def weibull_age_cost_rate(age: float, beta: float, eta: float, c_p: float, c_f: float) -> float:
