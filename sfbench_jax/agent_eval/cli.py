@@ -127,8 +127,11 @@ def _select(args: argparse.Namespace) -> list[Scenario]:
     scenarios = load_scenarios(args.scenarios, ids=args.ids, task_types=args.task_type)
     if args.split:
         scenarios = [s for s in scenarios if s.split in set(args.split)]
+    if args.asset_class:
+        scenarios = [s for s in scenarios if s.asset_class in set(args.asset_class)]
     if not scenarios:
-        raise SystemExit("no scenario matches the selection (--ids / --task-type / --split)")
+        raise SystemExit("no scenario matches the selection (--ids / --task-type / --split / "
+                         "--asset-class); `sfbench-agent-eval list --summary` shows what exists")
     return scenarios
 
 
@@ -292,6 +295,8 @@ def _add_selection_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", nargs="+", choices=SPLITS, default=None,
                         help="only this side of the cross-equipment split (transfer = held-out "
                              "asset classes)")
+    parser.add_argument("--asset-class", nargs="+", default=None,
+                        help="only these asset classes, e.g. li_ion_cell")
 
 
 def _add_server_args(parser: argparse.ArgumentParser) -> None:
