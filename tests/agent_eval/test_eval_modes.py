@@ -29,7 +29,7 @@ from sfbench_jax.agent_eval.modes import (
     allowed_tools,
     canonical_mode,
 )
-from sfbench_jax.agent_eval.runner import execute_run
+from sfbench_jax.agent_eval.runner import execute_run, score_trace
 from sfbench_jax.agent_eval.scenario import Scenario
 from sfbench_jax.agent_eval.toolbox import connect
 from sfbench_jax.mcp.datasets import DataStore
@@ -166,6 +166,7 @@ async def test_llm_agent_in_rag_mode_over_http(eval_server: MCPServer, evidence:
     trace_checks = [r for r in record["validator_results"] if r["kind"] == "trace_order"]
     assert trace_checks[0]["observed"] == "not_applicable" and trace_checks[0]["passed"]
     assert record["metrics"]["n_tool_calls"] == 0 and len(chat.requests) == 1
+    assert score_trace(scenario, events)["record_hash"] == record["record_hash"]  # offline
     async with connect(eval_server) as session:
         with pytest.raises(ValueError, match="needs an EvidenceLibrary"):
             await execute_run(scenario, agent_for(chat), session, mode="rag")
