@@ -20,6 +20,7 @@ a 12-48 kHz vibration signal.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -250,11 +251,15 @@ class EvidenceLibrary:
 
         Raises:
             ValueError: If ``top_k < 1``.
+            ModuleNotFoundError: If ``bm25s`` is not installed (checked before any work).
         """
         from sfbench_jax.mcp.datasets import DataStore
 
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if importlib.util.find_spec("bm25s") is None:
+            raise ModuleNotFoundError("mode rag retrieves with the bm25s package, which is not "
+                                      "installed; install it with: pip install 'bm25s>=0.3,<0.4'")
         self.top_k = top_k
         self._store = DataStore(data_root)
         self._chunks: dict[str, list[Chunk]] = {"standards": notes_chunks()}

@@ -23,6 +23,7 @@ from typing import Annotated, Any
 
 import numpy as np
 from mcp.server import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -30,6 +31,7 @@ from sfbench_jax.agent_eval.calculator import CalculatorError, evaluate_expressi
 from sfbench_jax.agent_eval.modes import GENERIC_SERVER
 from sfbench_jax.mcp.datasets import PHM_DATASETS, DataStore, resolve_dataset
 from sfbench_jax.mcp.errors import DomainToolError, InvalidArgumentsError
+from sfbench_jax.mcp.strict import strict_tool
 
 __all__ = ["MAX_ROWS", "build_generic_server", "main"]
 
@@ -134,9 +136,6 @@ def build_generic_server(data_root: Path | None) -> MCPServer:
         The server, for ``mcp.Client(server)`` in-process or ``run()`` over stdio.
     """
     store = DataStore(data_root)
-    server = MCPServer("sfbench-generic-tools", log_level="WARNING", instructions=(
-        "Generic tools without any PHM algorithm: read raw rows of the registered datasets "
-        "page by page, and evaluate arithmetic expressions over numbers and lists."))
 
     def list_raw_datasets() -> RawDatasetList:
         """List the registered datasets whose raw rows read_raw_data returns."""
@@ -192,9 +191,12 @@ def build_generic_server(data_root: Path | None) -> MCPServer:
         return CalculatorResult(expression=expression, result=value)
 
     meta = {"server": GENERIC_SERVER, "group": "generic", "offline_stub": False}
-    for tool in (list_raw_datasets, read_raw_data, calculator):
-        server.add_tool(tool, name=tool.__name__, annotations=_PURE, meta=meta)
-    return server
+    # Strict like the domain server: an undeclared argument is an [invalid_arguments] error.
+    tools = [strict_tool(Tool.from_function(fn, name=fn.__name__, annotations=_PURE, meta=meta))
+             for fn in (list_raw_datasets, read_raw_data, calculator)]
+    return MCPServer("sfbench-generic-tools", log_level="WARNING", tools=tools, instructions=(
+        "Generic tools without any PHM algorithm: read raw rows of the registered datasets "
+        "page by page, and evaluate arithmetic expressions over numbers and lists."))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

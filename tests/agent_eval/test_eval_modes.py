@@ -112,7 +112,9 @@ async def test_generic_server_serves_raw_rows_never_ground_truth(
         assert "rul" not in json.dumps(fleet.structured).lower()
         refused = await box.call("read_raw_data", {"dataset_name": "../phm/cmapss"})
         bad = await box.call("calculator", {"expression": "open('x')"})
+        undeclared = await box.call("read_raw_data", {"dataset_name": "B0005", "rows": 3})
         assert (refused.status, bad.status) == ("invalid_arguments", "domain_error")
+        assert undeclared.status == "invalid_arguments" and "'rows'" in undeclared.text
     async with connect(build_generic_server(None)) as bare:  # bundled data only
         box = bare.toolbox(allowed=None, recorder=_recorder())
         bundled = await box.call("read_raw_data", {"dataset_name": "cmapss_fd001", "max_rows": 1})
