@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> dict:
         return result
     print(f"device: {result['device']} (jax {result['jax']}); default hyperparameters of each architecture")
     header = (f"{'dataset':<18} {'arch':<10} {'B':>3} {'m':>4} {'compile s':>9} {'steps/s':>9} {'val s':>7} "
-              f"{'s/epoch':>9} {'G':>3} {'D':>2} {'vmap s/ep':>9} {'seq s/ep':>9} {'x step':>7} {'x val':>7} {'x epoch':>7}")
+              f"{'s/epoch':>9} {'G':>3} {'D':>2} {'vmap s/ep':>9} {'seq s/ep':>9} "
+              f"{'x step':>7} {'x val':>7} {'x epoch':>7}")
     print(header)
     print("-" * len(header))
     for row in result["rows"]:
@@ -143,7 +144,8 @@ def main(argv: list[str] | None = None) -> dict:
                      f"{p['speedup_validation']:>6.2f}x {p['speedup_epoch']:>6.2f}x")
         print(line)
     print("s/epoch: one candidate, full epoch (625 or 156 steps) + validation. vmap/seq s/ep: a full epoch of all "
-          "G candidates, vectorised over D devices / one after another; x step, x val, x epoch: sequential / vectorised time.")
+          "G candidates, vectorised over D devices / one after another; "
+          "x step, x val, x epoch: sequential / vectorised time.")
     return result
 
 

@@ -3,6 +3,11 @@
 `data_root` is the folder laid out like `../shared/data` (CI points SFBENCH_DATA_ROOT at it). Tests that
 need real data request this fixture; a missing or wrong root is a failure with a clear message, never a skip.
 `load_script` imports a file of `scripts/` as a module (scripts are not a package).
+
+Shape annotations (jaxtyping) are checked at test time, not in production: pytest's
+`--jaxtyping-packages` option (pyproject.toml) instruments the fault functions, the window gathers and the
+evaluation kernel; `_check_model_forwards` wraps every architecture's forward the same way (the model
+modules also hold config dataclasses, whose bad values must stay ValueErrors with their own messages).
 """
 
 from __future__ import annotations
@@ -16,6 +21,21 @@ from types import ModuleType
 import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _check_model_forwards() -> None:
+    """Check the shape annotations of every architecture's forward (`__call__`, `predict_all_channels`)."""
+    from beartype import beartype
+    from jaxtyping import jaxtyped
+
+    from sfbench_jax.models import MODELS, RevIN
+
+    for module_cls in {spec.module_cls for spec in MODELS.values()} | {RevIN}:
+        for name in ("__call__", "predict_all_channels"):
+            method = module_cls.__dict__.get(name)
+            if method is not None and not hasattr(method, "__wrapped__"):
+                setattr(module_cls, name, jaxtyped(typechecker=beartype)(method))
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,13 @@ from jaxtyping import Array, Float, Int
 
 from sfbench_jax.data.registry import DatasetSpec
 
+#: Model inputs: a batch of windows, all channels (a host array is accepted too).
+Inputs = Float[Array | np.ndarray, "batch time channel"]
+#: A model's forecast of the target channels.
+Forecast = Float[Array, "batch horizon target"]
+#: A channel-independent model's forecast of every input channel (before target selection).
+AllChannelForecast = Float[Array, "batch horizon channel"]
+
 
 @dataclass(frozen=True)
 class WindowShape:

@@ -1,11 +1,20 @@
 """Static facts a fault needs about the dataset: window length, channels, the continuous pool and the
-channel-count rule. Hashable, so it can be a static argument of jitted code."""
+channel-count rule (hashable, so it can be a static argument of jitted code), and the shape types of the
+fault functions' arguments."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+from jaxtyping import Array, Float, UInt32
+
 from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION, largest_channel_count
+
+#: One window `(n, m)` as the fault functions see it (time first, then channels).
+Window = Float[Array | np.ndarray, "time channel"]
+#: The two uint32 words of a (scenario, window) key that every JAX-mode draw is expanded from.
+StreamWords = UInt32[Array, "2"]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sfbench_jax.faults.context import FaultContext
+from sfbench_jax.faults.context import FaultContext, StreamWords, Window
 from sfbench_jax.faults.selection import distinct_keys, pool_to_channels, smallest_k_mask
 from sfbench_jax.faults.severity import (
     SEVERITY_BITS,
@@ -153,13 +153,13 @@ def missing_duration(units: jax.Array, input_len: int) -> jax.Array:
 # Apply functions: (x (n, m), params, ctx) -> x'
 
 
-def apply_drift(x: jax.Array, params: ChannelFault, ctx: FaultContext) -> jax.Array:
+def apply_drift(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
     """Add `0.75 s` to every step of the selected channels."""
     del ctx
     return jnp.where(params.selected[None, :], x + drift_offset(params.severity_units), x)
 
 
-def apply_attenuation(x: jax.Array, params: ChannelFault, ctx: FaultContext) -> jax.Array:
+def apply_attenuation(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
     """Scale the selected channels by `1 - 0.75 s`."""
     del ctx
     return jnp.where(params.selected[None, :], x * attenuation_factor(params.severity_units), x)
@@ -172,7 +172,7 @@ def noise_values(params: NoiseFault | NoiseDraw, ctx: FaultContext) -> jax.Array
     return params.noise.reshape(-1)
 
 
-def apply_noise(x: jax.Array, params: NoiseFault | NoiseDraw, ctx: FaultContext) -> jax.Array:
+def apply_noise(x: Window, params: NoiseFault | NoiseDraw, ctx: FaultContext) -> Window:
     """Add `s * z` (z standard normal) to the selected channels.
 
     Works on the flattened window `(n*m,)`: the normals are generated where they are used, and their
@@ -184,7 +184,7 @@ def apply_noise(x: jax.Array, params: NoiseFault | NoiseDraw, ctx: FaultContext)
     return jnp.where(selected, flat + scale * noise_values(params, ctx), flat).reshape(x.shape)
 
 
-def apply_spike(x: jax.Array, params: SpikeFault, ctx: FaultContext) -> jax.Array:
+def apply_spike(x: Window, params: SpikeFault, ctx: FaultContext) -> Window:
     """Add `7.5 s` at one step `p_j in [1, n-1]` of each selected channel."""
     steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
     hit = (steps == params.positions[None, :]) & params.selected[None, :]
@@ -255,7 +255,7 @@ def plan_time_compress(params: TimeWarpFault, ctx: FaultContext) -> TimeWarpPlan
     return plan_time_warp(params, ctx, stretch=False)
 
 
-def apply_time_warp(x: jax.Array, plan: TimeWarpPlan, ctx: FaultContext) -> jax.Array:
+def apply_time_warp(x: Window, plan: TimeWarpPlan, ctx: FaultContext) -> Window:
     """Replace steps `a .. a+D-1` of the selected channels by the channel linearly interpolated between
     the planned source steps (row gathers: the same source step for every channel)."""
     duration = time_warp_duration(ctx.input_len)
@@ -266,7 +266,7 @@ def apply_time_warp(x: jax.Array, plan: TimeWarpPlan, ctx: FaultContext) -> jax.
     return jax.lax.dynamic_update_slice_in_dim(x, segment, plan.start, axis=0)
 
 
-def apply_stuck_sensor(x: jax.Array, params: StuckFault, ctx: FaultContext) -> jax.Array:
+def apply_stuck_sensor(x: Window, params: StuckFault, ctx: FaultContext) -> Window:
     """Hold `x[a_j - 1, j]` for `L = ceil(s (n-1))` steps from `a_j` on each selected channel."""
     duration = stuck_duration(params.severity_units, ctx.input_len)
     steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
@@ -275,7 +275,7 @@ def apply_stuck_sensor(x: jax.Array, params: StuckFault, ctx: FaultContext) -> j
     return jnp.where(inside & params.selected[None, :], held, x)
 
 
-def apply_missing_data(x: jax.Array, params: MissingFault, ctx: FaultContext) -> jax.Array:
+def apply_missing_data(x: Window, params: MissingFault, ctx: FaultContext) -> Window:
     """Forward-fill a gap of `L = ceil(0.5 s (n-1))` steps from `a` on all channels."""
     duration = missing_duration(params.severity_units, ctx.input_len)
     steps = jnp.arange(ctx.input_len, dtype=jnp.int32)
@@ -305,26 +305,26 @@ def draw_selection(words: jax.Array, units: jax.Array, ctx: FaultContext) -> jax
     return pool_to_channels(smallest_k_mask(keys, count), ctx, fill=False)
 
 
-def sample_channel_fault(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> ChannelFault:
+def sample_channel_fault(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> ChannelFault:
     """Drift / attenuation parameters."""
     units = _severity(words, units)
     return ChannelFault(units, draw_selection(words, units, ctx))
 
 
-def sample_noise(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> NoiseDraw:
+def sample_noise(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> NoiseDraw:
     """Noise parameters: severity, channels and the stream the normals are expanded from."""
     units = _severity(words, units)
     return NoiseDraw(units, draw_selection(words, units, ctx), words)
 
 
-def sample_spike(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> SpikeFault:
+def sample_spike(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> SpikeFault:
     """Spike parameters: a position in [1, n-1] per channel."""
     units = _severity(words, units)
     bits = stream_bits(words, POSITION_OFFSET, (ctx.num_channels,))
     return SpikeFault(units, draw_selection(words, units, ctx), bits_to_int(bits, 1, ctx.input_len))
 
 
-def sample_time_warp(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> TimeWarpFault:
+def sample_time_warp(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> TimeWarpFault:
     """TimeStretch / TimeCompress parameters: one start in [1, n-D]."""
     units = _severity(words, units)
     high = ctx.input_len - time_warp_duration(ctx.input_len) + 1
@@ -332,7 +332,7 @@ def sample_time_warp(words: jax.Array, ctx: FaultContext, units: jax.Array | Non
     return TimeWarpFault(units, draw_selection(words, units, ctx), start)
 
 
-def sample_stuck_sensor(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> StuckFault:
+def sample_stuck_sensor(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> StuckFault:
     """StuckSensor parameters: a start in [1, n-L] per channel."""
     units = _severity(words, units)
     duration = stuck_duration(units, ctx.input_len)
@@ -341,7 +341,7 @@ def sample_stuck_sensor(words: jax.Array, ctx: FaultContext, units: jax.Array | 
     return StuckFault(units, draw_selection(words, units, ctx), starts)
 
 
-def sample_missing_data(words: jax.Array, ctx: FaultContext, units: jax.Array | None = None) -> MissingFault:
+def sample_missing_data(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> MissingFault:
     """MissingData parameters: one start in [1, n-L]."""
     units = _severity(words, units)
     duration = missing_duration(units, ctx.input_len)

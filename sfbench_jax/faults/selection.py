@@ -31,7 +31,7 @@ def smallest_k_mask(keys: jax.Array, count: jax.Array) -> jax.Array:
         keys: distinct uint32 keys `(M,)` (see `distinct_keys`).
         count: int32 scalar in `[0, M]`.
     """
-    def refine(bit: int, threshold: jax.Array) -> jax.Array:
+    def refine(bit: jax.Array, threshold: jax.Array) -> jax.Array:
         candidate = threshold | (jnp.uint32(1) << (31 - bit).astype(jnp.uint32))
         below = jnp.sum(keys < candidate, dtype=jnp.int32)
         return jnp.where(below < count, candidate, threshold)

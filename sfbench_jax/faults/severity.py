@@ -19,7 +19,7 @@ SEVERITY_ONE = 1 << SEVERITY_BITS  # units of s = 1
 DEFAULT_CHANNEL_FRACTION = 0.5  # gamma = PERTURBATION_CHANNEL_FRACTION_MAX
 
 
-def severity_to_units(severity: float | np.ndarray) -> np.ndarray:
+def severity_to_units(severity: float | np.ndarray) -> np.ndarray | np.int32:
     """Host-side: severities in [0, 1] -> int32 units (rounded to the 24-bit grid).
 
     Raises:

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.data.windows import select_targets
+from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
 from sfbench_jax.models.hparams import require_bool, require_int
 from sfbench_jax.models.layers import (
     check_input,
@@ -116,7 +116,7 @@ class DLinear(nnx.Module):
         trend = jnp.einsum("ts,bsm->btm", counts, x) / self.config.moving_avg
         return x - trend, trend
 
-    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+    def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
         seasonal, trend = self.decompose(x)
         if self.config.individual:
@@ -131,7 +131,7 @@ class DLinear(nnx.Module):
                    + self.trend_bias[...][:, None])
         return out
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         check_input(x, input_len=self.input_len, num_channels=self.num_channels, model="DLinear")
         return select_targets(self.predict_all_channels(x), self.target_indices)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.data.windows import select_targets
+from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
 from sfbench_jax.models.hparams import require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
     check_input,
@@ -204,7 +204,7 @@ class GRU(nnx.Module):
         predictions = jnp.concatenate([first[:, None], jnp.swapaxes(predictions, 0, 1)], axis=1)
         return predictions, jnp.swapaxes(fed, 0, 1)
 
-    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+    def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Direct mode only: forecast every channel, `(batch, n, m) -> (batch, H, m)`."""
         if self.config.autoregressive:
             raise ValueError("The autoregressive GRU only forecasts its target channels; "
@@ -212,7 +212,7 @@ class GRU(nnx.Module):
         _, states = self.encode(x)
         return self.head(states[-1]).reshape(x.shape[0], self.horizon, self.num_channels)
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         check_input(x, input_len=self.input_len, num_channels=self.num_channels, model="GRU")
         if self.config.autoregressive:

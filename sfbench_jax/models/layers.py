@@ -129,11 +129,11 @@ class TorchBatchNorm(nnx.Module):
             raise ValueError("feature_axes must be increasing.")
         reduce_axes = tuple(a for a in range(ndim) if a not in axes)
         shape = [1] * ndim
-        for axis, size in zip(axes, self.feature_shape):
+        for axis, size in zip(axes, self.feature_shape, strict=True):
             shape[axis] = size
         return reduce_axes, tuple(shape)
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
         """Normalise `x`; in train mode also update the running statistics."""
         reduce_axes, shape = self._layout(x.ndim)
         if self.use_running_average:
@@ -172,7 +172,7 @@ class SlabLayerNorm(nnx.Module):
         self.scale = nnx.Param(jnp.ones(shape, jnp.float32))
         self.bias = nnx.Param(jnp.zeros(shape, jnp.float32))
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
         """Normalise each `(time, channel)` slab of `x` `(batch, time, channel)`."""
         mean = jnp.mean(x, axis=(-2, -1), keepdims=True)
         var = jnp.mean(jnp.square(x - mean), axis=(-2, -1), keepdims=True)

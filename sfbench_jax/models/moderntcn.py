@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from sfbench_jax.data.windows import select_targets
+from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
 from sfbench_jax.models.hparams import require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
     TorchBatchNorm,
@@ -137,7 +137,7 @@ class ModernTCNBlock(nnx.Module):
         self.variables_out = _GroupedPointwise(d, m * r, m, rngs=rngs)
         self.dropouts = nnx.List([nnx.Dropout(config.dropout, rngs=rngs) for _ in range(4)])
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
         """`(batch, m, d, P) -> (batch, m, d, P)`."""
         b, m, d, p = x.shape
         flat = x.reshape(b, m * d, p)  # channel index c·d + j, as in the reference
@@ -230,14 +230,14 @@ class ModernTCN(nnx.Module):
         y = jnp.einsum("bmdp,dph->bmh", features, self.head_kernel[...]) + self.head_bias[...]
         return self.head_dropout(y)
 
-    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+    def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
         features = self.stem(x)
         for block in self.blocks:
             features = block(features)
         return jnp.swapaxes(self.head(features), 1, 2)
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         check_input(x, input_len=self.input_len, num_channels=self.num_channels,
                     model="ModernTCN")

@@ -121,7 +121,7 @@ class _Loader:
                 raise AssertionError(f"layout error for {keys}: {value.shape} vs "
                                      f"{variable[...].shape}")
             values.append(value)
-        for (variable, _, _), value in zip(self.assignments, values):
+        for (variable, _, _), value in zip(self.assignments, values, strict=True):
             variable[...] = jnp.asarray(value)
 
 

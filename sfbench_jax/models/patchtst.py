@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.data.windows import select_targets
+from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
@@ -212,13 +212,13 @@ class PatchTST(nnx.Module):
         y = jnp.einsum("bmpd,dph->bmh", tokens, self.head_kernel[...]) + self.head_bias[...]
         return self.head_dropout(y)
 
-    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+    def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
         x_norm, mean, std = self.normalize(x)
         tokens = self.encode(self.embed_patches(x_norm))
         return jnp.swapaxes(self.head(tokens), 1, 2) * std + mean
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         check_input(x, input_len=self.input_len, num_channels=self.num_channels,
                     model="PatchTST")

@@ -79,7 +79,8 @@ class ModelSpec:
 
 def _spec(name: str, module: types.ModuleType, config_cls: type, module_cls: type, *,
           is_trainable: bool, is_channel_independent: bool, supports_revin: bool) -> ModelSpec:
-    return ModelSpec(name=name, config_cls=config_cls, is_valid=module.is_valid, module_cls=module_cls, is_trainable=is_trainable,
+    return ModelSpec(name=name, config_cls=config_cls, is_valid=module.is_valid, module_cls=module_cls,
+                     is_trainable=is_trainable,
                      is_channel_independent=is_channel_independent,
                      supports_revin=supports_revin)
 
@@ -117,7 +118,7 @@ def expand_grid(name: str, *, input_len: int = 96) -> list[dict[str, Any]]:
     """
     spec = get_spec(name)
     keys = list(spec.grid)
-    combos = (dict(zip(keys, values)) for values in itertools.product(*spec.grid.values()))
+    combos = (dict(zip(keys, values, strict=True)) for values in itertools.product(*spec.grid.values()))
     return [c for c in combos if spec.is_valid(c, input_len=input_len)]
 
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs
 from sfbench_jax.models.hparams import require_bool
 
 REVIN_ARCHITECTURES: tuple[str, ...] = ("dlinear", "gru", "moderntcn", "tsmixer")
@@ -86,7 +87,7 @@ class RevIN(nnx.Module):
                 self.affine_weight[...][targets] + self.config.eps ** 2)
         return y * std[..., targets] + mean[..., targets]
 
-    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+    def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Forecast every input channel in data space: `(batch, n, m) -> (batch, H, m)`.
 
         Needs a base model with `predict_all_channels` (not the autoregressive GRU, whose
@@ -98,7 +99,7 @@ class RevIN(nnx.Module):
             y = (y - self.affine_bias[...]) / (self.affine_weight[...] + self.config.eps ** 2)
         return y * std + mean
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         if x.ndim != 3 or x.shape[1:] != (self.input_len, self.num_channels):
             raise ValueError(f"RevIN expects input of shape (batch, {self.input_len}, "

@@ -10,11 +10,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from sfbench_jax.data.windows import select_targets
+from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
 from sfbench_jax.models.hparams import require_int
 from sfbench_jax.models.layers import validate_dataset_shape
 
@@ -69,7 +68,7 @@ class SeasonalNaive(nnx.Module):
         self.horizon = horizon
         self.target_indices = tuple(int(i) for i in target_indices)
 
-    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+    def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`.
 
         The last season tiled forward: static slices and a concatenation, no gather (gathers fused
@@ -79,6 +78,6 @@ class SeasonalNaive(nnx.Module):
         repeats = -(-self.horizon // self.season_steps)
         return jnp.concatenate([season] * repeats, axis=1)[:, : self.horizon]
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: Inputs) -> Forecast:
         """Map `(batch, n, channels)` to `(batch, H, targets)` by copying input values."""
         return select_targets(self.predict_all_channels(x), self.target_indices)

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from sfbench_jax.data.windows import select_targets
+from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
@@ -93,7 +93,7 @@ class MixerBlock(nnx.Module):
         self.feature_out = _keras_dense(config.ff_dim, num_channels, rngs=rngs)
         self.feature_dropout_out = nnx.Dropout(config.dropout, rngs=rngs)
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
         """`(batch, n, m) -> (batch, n, m)`."""
         act = ACTIVATIONS[self.activation]
         # The time-mixing Dense acts along time: move time last and back.
@@ -129,13 +129,13 @@ class TSMixer(nnx.Module):
                                            rngs=rngs) for _ in range(cfg.n_block)])
         self.projection = _keras_dense(input_len, horizon, rngs=rngs)
 
-    def predict_all_channels(self, x: jax.Array) -> jax.Array:
+    def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
         for block in self.blocks:
             x = block(x)
         return jnp.swapaxes(self.projection(jnp.swapaxes(x, 1, 2)), 1, 2)
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         check_input(x, input_len=self.input_len, num_channels=self.num_channels, model="TSMixer")
         return select_targets(self.predict_all_channels(x), self.target_indices)

@@ -44,7 +44,7 @@ def table4_block(summary: pd.DataFrame, *, method: str = "baseline") -> pd.DataF
     rows = summary[summary["method"].astype(str) == method]
     duplicated = rows.duplicated(["dataset", "architecture"], keep=False)
     if duplicated.any():
-        cells = sorted(set(zip(rows.loc[duplicated, "dataset"], rows.loc[duplicated, "architecture"])))
+        cells = sorted(set(zip(rows.loc[duplicated, "dataset"], rows.loc[duplicated, "architecture"], strict=True)))
         raise ValueError(f"Cells with more than one row: {cells}; Table 4 needs one winner per cell.")
     datasets = ordered(list(rows["dataset"].astype(str).unique()), DISPLAY_ORDER)
     architectures = ordered(list(rows["architecture"].astype(str).unique()), ARCHITECTURE_ORDER)
@@ -68,7 +68,7 @@ def table4_markdown(block: pd.DataFrame) -> str:
     header = "| dataset | measure | " + " | ".join(ARCHITECTURE_LABELS.get(a, a) for a in architectures) + " |"
     lines = [header, "|" + "---|" * (len(architectures) + 2)]
     for row in block.itertuples(index=False):
-        values = dict(zip(block.columns, row))
+        values = dict(zip(block.columns, row, strict=True))
         finite = [round(values[a], 3) for a in architectures if not np.isnan(values[a])]
         lowest = min(finite) if finite else None
         cells = []

@@ -20,6 +20,14 @@ from sfbench_jax.files import write_atomically
 WHITE, PALE, RED = "#FFFFFF", "#F3D5C7", "#D92523"
 
 
+def save_figure(fig: plt.Figure, target: Path, *, dpi: int = 150) -> Path:
+    """Write a figure as PNG atomically and close it."""
+    try:
+        return write_atomically(target, lambda path: fig.savefig(path, dpi=dpi, format="png"))
+    finally:
+        plt.close(fig)
+
+
 def scenario_heatmap(summary: pd.DataFrame, target: Path) -> Path:
     """Heatmap of D_p per model (rows) and scenario (columns, canonical order, grouped by class).
 
@@ -49,14 +57,7 @@ def scenario_heatmap(summary: pd.DataFrame, target: Path) -> Path:
     colorbar.set_label("degradation D")
     ax.set_title("Per-scenario degradation D = MSE_p / MSE_c")
     fig.tight_layout()
-
-    def save(path: Path) -> None:
-        fig.savefig(path, dpi=150, format="png")
-
-    try:
-        return write_atomically(target, save)
-    finally:
-        plt.close(fig)
+    return save_figure(fig, target)
 
 
 #: Family colours of the trade-off figure (paper Figure 5 families).
@@ -119,11 +120,4 @@ def tradeoff_figure(summary: pd.DataFrame, target: Path) -> Path:
     handles.append(plt.Line2D([], [], linestyle="--", color="black", label="Pareto frontier"))
     fig.legend(handles=handles, loc="center right", fontsize=7, frameon=False)
     fig.tight_layout(rect=(0, 0, 1 - 1.1 / fig.get_figwidth(), 1))
-
-    def save(path: Path) -> None:
-        fig.savefig(path, dpi=150, format="png")
-
-    try:
-        return write_atomically(target, save)
-    finally:
-        plt.close(fig)
+    return save_figure(fig, target)

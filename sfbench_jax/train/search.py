@@ -83,7 +83,7 @@ def search_space(architecture: str, grid: Mapping[str, Sequence[Any]] | None = N
 def expand_space(architecture: str, space: Mapping[str, Sequence[Any]], *, input_len: int) -> list[dict]:
     """All combinations of `space` in key order (first key slowest), invalid ones (spec 5.3) removed."""
     keys = list(space)
-    combos = (dict(zip(keys, values)) for values in itertools.product(*space.values()))
+    combos = (dict(zip(keys, values, strict=True)) for values in itertools.product(*space.values()))
     return [combo for combo in combos if is_valid_combination(architecture, combo, input_len=input_len)]
 
 
@@ -106,7 +106,7 @@ def check_search_space(architecture: str, grid: Mapping[str, Sequence[Any]] | No
     architecture or hyperparameter, a value the architecture rejects (its own message), or no combination
     that can be built for the dataset's window."""
     space = search_space(architecture, grid, fixed)
-    combinations = [dict(zip(space, values)) for values in itertools.product(*space.values())]
+    combinations = [dict(zip(space, values, strict=True)) for values in itertools.product(*space.values())]
     builds = [_builds(architecture, combination) for combination in combinations]
     for key, values in space.items():
         for value in values:

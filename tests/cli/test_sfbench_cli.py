@@ -55,7 +55,8 @@ def test_main_job_writes_all_outputs(tmp_path: Path) -> None:
     assert manifest["timings"]["total_seconds"] > 0
     png = (run_dir / "scenario_heatmap.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "done in" in completed.stderr and "selected trial" in completed.stderr and "season_length=24" in completed.stderr
+    assert "done in" in completed.stderr
+    assert "selected trial" in completed.stderr and "season_length=24" in completed.stderr
 
 
 def test_reference_mode_on_beijing(tmp_path: Path, data_root: Path) -> None:
@@ -119,7 +120,8 @@ def test_compiled_programs_are_cached_and_reused_without_changing_results(tmp_pa
     reference = (tmp_path / "run_off" / "summary.csv").read_bytes()
     for run_dir in runs:
         assert (run_dir / "summary.csv").read_bytes() == reference
-        assert (run_dir / "per_window.parquet").read_bytes() == (tmp_path / "run_off" / "per_window.parquet").read_bytes()
+        off = tmp_path / "run_off" / "per_window.parquet"
+        assert (run_dir / "per_window.parquet").read_bytes() == off.read_bytes()
 
 
 def test_unwritable_compilation_cache_is_reported_before_work(tmp_path: Path) -> None:

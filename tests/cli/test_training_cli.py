@@ -72,7 +72,7 @@ def test_multirun_two_datasets_two_architectures(tmp_path: Path, data_root: Path
     assert "Joblib.Parallel" in completed.stdout + completed.stderr  # fanned out by the joblib launcher
     assert len([p for p in sweep.iterdir() if (p / "cell.json").is_file()]) == 4
     merged = pd.read_csv(sweep / "summary.csv")
-    assert sorted(zip(merged.dataset, merged.architecture, merged.method)) == sorted(
+    assert sorted(zip(merged.dataset, merged.architecture, merged.method, strict=True)) == sorted(
         (d, a, "baseline") for d in ("etth1", "beijing_air_tiantan") for a in ("dlinear", "seasonal_naive"))
     table = (sweep / "table4_architectures.md").read_text().splitlines()
     assert table[0] == "| dataset | measure | SeasonalNaive | DLinear |"
@@ -136,7 +136,8 @@ def _compose(overrides: list[str], hydra_config: bool = False):
     (["train.candidate_budget=0"], "train.candidate_budget must be >= 1"),
     (["model=dlinear", "model.grid.lr=[0.001,-1.0]"], "Learning rate lr=-1.0 for 'dlinear' must be a finite"),
     (["model=dlinear", "model.grid.moving_avg=[10]"], "moving_avg must be odd, got 10"),
-    (["model=seasonal_naive", "model.hparams={season:24}"], r"Unknown hyperparameter\(s\) \['season'\] in model.hparams"),
+    (["model=seasonal_naive", "model.hparams={season:24}"],
+     r"Unknown hyperparameter\(s\) \['season'\] in model.hparams"),
 ])
 def test_bad_training_config_is_rejected(overrides: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):

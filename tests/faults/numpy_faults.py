@@ -132,10 +132,7 @@ def packet_loss(x, s, channels, anchors, uniforms):
     for j, anchor in zip(channels, anchors, strict=True):
         in_burst = False
         for pos in range(1, n):
-            if pos == anchor:
-                in_burst = True
-            else:
-                in_burst = uniforms[pos, j] < (p_continue if in_burst else p_start)
+            in_burst = True if pos == anchor else uniforms[pos, j] < (p_continue if in_burst else p_start)
             if in_burst:
                 y[pos, j] = y[pos - 1, j]
     return y

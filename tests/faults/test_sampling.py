@@ -55,7 +55,7 @@ def test_channel_scoped_draws_select_k_pool_channels(key: str) -> None:
     np.testing.assert_array_equal(params.selected.sum(axis=1), counts)
     assert not params.selected[:, 11].any(), "the discrete channel wd must never be faulted"
     severity = params.severity_units / 2**24
-    assert 0.0 <= severity.min() and severity.max() < 1.0
+    assert severity.min() >= 0.0 and severity.max() < 1.0
     assert abs(severity.mean() - 0.5) < 0.02  # U[0, 1)
 
 

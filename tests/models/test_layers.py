@@ -180,6 +180,6 @@ def test_seed_determines_parameters() -> None:
         return jax.tree.leaves(nnx.state(model, nnx.Param))
 
     first, again, other = params(0), params(0), params(1)
-    for a, b in zip(first, again):
+    for a, b in zip(first, again, strict=True):
         np.testing.assert_array_equal(a, b)
-    assert any(not np.array_equal(a, c) for a, c in zip(first, other))
+    assert any(not np.array_equal(a, c) for a, c in zip(first, other, strict=True))

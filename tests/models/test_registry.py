@@ -68,7 +68,7 @@ def test_grid_matches_spec_in_key_order(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(SPEC_GRIDS))
 def test_expand_grid_order_and_counts(name: str) -> None:
     keys = list(SPEC_GRIDS[name])
-    expected = [dict(zip(keys, values)) for values in itertools.product(*SPEC_GRIDS[name].values())]
+    expected = [dict(zip(keys, values, strict=True)) for values in itertools.product(*SPEC_GRIDS[name].values())]
     expected = [c for c in expected if not _spec_invalid(name, c)]
     got = expand_grid(name)
     assert len(got) == SPEC_COUNTS[name]
@@ -121,7 +121,7 @@ def test_make_config_typed_frozen_and_ignores_lr() -> None:
 
 
 def _build(name: str, hparams: dict, **overrides):
-    kwargs = dict(input_len=96, horizon=6, num_channels=12, target_indices=[0], seed=0)
+    kwargs = {"input_len": 96, "horizon": 6, "num_channels": 12, "target_indices": [0], "seed": 0}
     kwargs.update(overrides)
     return build_model(name, hparams, **kwargs)
 

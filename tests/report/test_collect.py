@@ -24,7 +24,7 @@ from .summaries import summary_rows
 def _job(sweep: Path, name: str, cell: Cell, values: tuple[float, float, float] | None, error: str = "") -> None:
     folder = sweep / name
     folder.mkdir(parents=True)
-    (folder / "cell.json").write_text(json.dumps(dict(zip(("dataset", "architecture", "method"), cell))))
+    (folder / "cell.json").write_text(json.dumps(dict(zip(("dataset", "architecture", "method"), cell, strict=True))))
     if values is not None:
         summary_rows({(cell.dataset, cell.architecture): values}).to_csv(folder / "summary.csv", index=False)
     elif error:
@@ -42,7 +42,7 @@ def test_complete_sweep_is_merged(tmp_path: Path) -> None:
     assert sorted(read_expected_cells(tmp_path)) == sorted(CELLS)
     collection = collect(tmp_path, figures=False)
     merged = pd.read_csv(tmp_path / "summary.csv")
-    assert list(zip(merged.dataset, merged.architecture)) == [
+    assert list(zip(merged.dataset, merged.architecture, strict=True)) == [
         ("beijing_air_tiantan", "seasonal_naive"), ("beijing_air_tiantan", "dlinear"),
         ("etth1", "seasonal_naive"), ("etth1", "dlinear")]
     assert len(collection.summary) == 4

@@ -28,7 +28,7 @@ def test_table4_block_layout_and_bold_best() -> None:
     block = table4_block(summary.iloc[::-1])  # input order does not matter
     assert list(block.columns) == ["dataset", "measure", "seasonal_naive", "dlinear", "gru", "moderntcn", "tsmixer",
                                    "patchtst", "best"]
-    assert list(zip(block.dataset, block.measure)) == [
+    assert list(zip(block.dataset, block.measure, strict=True)) == [
         ("beijing_air_tiantan", "D_w"), ("beijing_air_tiantan", "MSE_c"), ("beijing_air_tiantan", "MSE_w"),
         ("etth1", "D_w"), ("etth1", "MSE_c"), ("etth1", "MSE_w")]  # paper dataset order
     assert list(block.best) == ["gru", "gru", "gru", "gru", "patchtst", "dlinear"]  # paper Table 4 ETTh1 bolds

@@ -68,7 +68,7 @@ def test_budget_is_capped_by_the_valid_count() -> None:
 def test_pinned_hyperparameters_restrict_the_space() -> None:
     space = search_space("gru", fixed={"n_layers": 2, "lr": 0.001})
     combos = expand_space("gru", space, input_len=96)
-    expected = [dict(zip(space, values)) for values in itertools.product(*space.values())]
+    expected = [dict(zip(space, values, strict=True)) for values in itertools.product(*space.values())]
     assert combos == expected  # with two layers every dropout is valid
     assert len(combos) == 4 * 2 * 2 and {c["lr"] for c in combos} == {0.001}
     # one layer: dropout 0.1 is removed before sampling

@@ -60,7 +60,8 @@ def test_plan_identities_include_data_and_protocol(etth1) -> None:
 
 
 def test_failed_candidate_is_recorded_and_the_sweep_goes_on(etth1, tmp_path: Path) -> None:
-    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=5), grid={"lr": [1e30, 1e-3]}, fixed=FIXED)
+    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=5), grid={"lr": [1e30, 1e-3]},
+                       fixed=FIXED)
     store = CandidateStore(tmp_path / "store")
     results = run_search(etth1, plan, store=store, options=OPTIONS)
     failed = [r for r in results if r.hparams["lr"] == 1e30]
