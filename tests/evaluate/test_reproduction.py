@@ -1,5 +1,7 @@
-"""SeasonalNaive reproduces the paper's Table 4 rows (reference RNG mode) and the JAX RNG mode agrees
-with them statistically (same worst scenario, overlapping 95% intervals)."""
+"""SeasonalNaive reproduces the published six-digit values (reference RNG mode) and the JAX RNG mode agrees
+with them statistically (same worst scenario, overlapping 95% intervals).
+
+The six digits are those the README quotes; the paper's Table 4 rounds them to three (spec 8.1)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ from sfbench_jax.evaluate import evaluate_predictor, predict_fn
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 from sfbench_jax.selection import select_model
 
-# Paper Table 4 (SeasonalNaive column): MSE_c, D_w, MSE_w, worst scenario, selected season.
+# Published SeasonalNaive results (reference implementation, six digits; Table 4 shows them to three):
+# MSE_c, D_w, MSE_w, worst scenario, selected season. Pinned to PINNED_ABS.
 PUBLISHED = {
-    "etth1": (0.634, 1.288, 0.817, "missing_data", 24),
-    "beijing_air_tiantan": (0.353, 1.353, 0.477, "noise", 1),
+    "etth1": (0.633996, 1.287904, 0.816527, "missing_data", 24),
+    "beijing_air_tiantan": (0.352628, 1.353165, 0.477164, "noise", 1),
 }
+PINNED_ABS = 1e-6
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,7 @@ def _evaluate(data, season: int, rng: str):
 
 
 @pytest.mark.parametrize("key", sorted(PUBLISHED))
-def test_reference_mode_reproduces_table_4(prepared: dict, key: str) -> None:
+def test_reference_mode_reproduces_the_published_digits(prepared: dict, key: str) -> None:
     mse_c, d_w, mse_w, worst, season = PUBLISHED[key]
     data = prepared[key]
     cfg = RunConfig(dataset=DatasetConfig(name=key))
@@ -43,11 +47,10 @@ def test_reference_mode_reproduces_table_4(prepared: dict, key: str) -> None:
     assert selected == season
     result = _evaluate(data, selected, "reference")
     scores = result.scores
-    assert round(scores.mse_c, 3) == mse_c
-    assert round(scores.d_w, 3) == d_w
-    assert round(scores.mse_w, 3) == mse_w
+    assert scores.mse_c == pytest.approx(mse_c, abs=PINNED_ABS)
+    assert scores.d_w == pytest.approx(d_w, abs=PINNED_ABS)
+    assert scores.mse_w == pytest.approx(mse_w, abs=PINNED_ABS)
     assert result.losses.scenario_keys[scores.worst_index] == worst
-    assert scores.d_w == pytest.approx(d_w, abs=5e-4) and scores.mse_c == pytest.approx(mse_c, abs=5e-4)
 
 
 def test_beijing_time_compress_is_exactly_one_for_season_one(prepared: dict) -> None:
