@@ -1,8 +1,14 @@
-"""Tests for phm_kernels.rul_model: layers, reproducibility, checkpoints, FD001 accuracy."""
+"""Tests for phm_kernels.rul_model: layers, reproducibility, checkpoints, FD001 accuracy.
+
+FD001 accuracy in the default run: the stored MLP behind the README's "RMSE 15.2"
+(fixtures/fd001_mlp_seed0, provenance in its PROVENANCE.md) scores within STORED_RMSE_ABS of its recorded
+RMSE, and retraining its configuration stays within RETRAINED_MLP_RMSE_BOUND. The CNN's bound is slow.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +17,13 @@ import pytest
 from flax import nnx
 from phm_kernels import loaders, rul_model
 from phm_kernels.errors import DomainError, UnknownOptionError
+
+#: `scripts/train_rul.py --subsets FD001 --architectures mlp --seed 0`, checkpoint as written (148 kB).
+STORED_FD001_MLP = Path(__file__).parent / "fixtures" / "fd001_mlp_seed0"
+#: Its last-cycle test RMSE (official uncapped truth) when it was trained, and the tolerance on re-scoring it.
+STORED_RMSE, STORED_RMSE_ABS = 15.2040, 0.005
+#: Retraining the same configuration on any CPU: the seed-to-seed spread is about one RMSE point.
+RETRAINED_MLP_RMSE_BOUND = 16.0
 
 
 @pytest.fixture(scope="module")
@@ -105,10 +118,24 @@ def test_subset_mismatch_is_rejected(fd001):
         rul_model.train_rul_model(fd001, rul_model.RulTrainConfig(subset="FD002"))
 
 
+def test_stored_fd001_mlp_scores_the_quoted_rmse(fd001):
+    model = rul_model.load_rul_checkpoint(STORED_FD001_MLP)
+    assert model.config == rul_model.default_train_config("FD001", "mlp", seed=0)
+    predictions = rul_model.predict_rul_last_cycle(model, fd001.test)
+    metrics = rul_model.evaluate_last_cycle(fd001.test_rul, predictions, cap=model.config.cap,
+                                            clip_truth=False)
+    assert metrics["n_units"] == 100 and metrics["cap"] == 125.0
+    assert metrics["rmse"] == pytest.approx(STORED_RMSE, abs=STORED_RMSE_ABS)
+
+
+def test_default_fd001_mlp_retrains_within_its_bound(fd001):
+    result = rul_model.train_rul_model(fd001, rul_model.default_train_config("FD001", "mlp", seed=0))
+    assert result.test_metrics["rmse"] <= RETRAINED_MLP_RMSE_BOUND
+    assert result.test_metrics["cap"] == 125.0 and result.test_metrics["n_units"] == 100
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("architecture", rul_model.ARCHITECTURES)
-def test_fd001_last_cycle_rmse_at_most_18(fd001, architecture):
-    result = rul_model.train_rul_model(fd001, rul_model.default_train_config("FD001",
-                                                                              architecture))
+def test_fd001_cnn_last_cycle_rmse_at_most_18(fd001):
+    result = rul_model.train_rul_model(fd001, rul_model.default_train_config("FD001", "cnn"))
     assert result.test_metrics["rmse"] <= 18.0
     assert result.test_metrics["cap"] == 125.0 and result.test_metrics["n_units"] == 100
