@@ -7,13 +7,21 @@ sweep killed mid-way leaves at most unfinished folders, which the next run overw
 
 A candidate's identity is the SHA-256 of its resolved configuration (dataset key, data-config
 signature and content checksum, architecture, method, hyperparameters, model seed, shuffling seed,
-the training protocol) plus the store format and package version. Concurrent sweeps coordinate
-through one POSIX advisory lock per candidate (`<hash>.lock`, released when a process dies).
+the training protocol) plus the store format and package version.
+
+Many processes may share one store at the same moment (the jobs of a multirun on one machine or on a
+cluster's shared file system). A process trains a candidate only while it holds the candidate's claim, a
+POSIX record lock on `<dataset>/<architecture>/<hash>.lock` (released by the kernel when the process dies,
+so a killed job never leaves a stale claim). Every write happens under the claim and lands by an atomic
+rename (Orbax renames its finished checkpoint folder into place; `result.json` is renamed last), so a
+reader sees a candidate either finished and complete or not at all, and a claim holder re-reads the store
+before training, so a candidate another process finished meanwhile is never trained twice.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import importlib.metadata
@@ -159,12 +167,16 @@ class CandidateStore:
         return result
 
     def save(self, result: CandidateResult, checkpoint: Mapping[str, Mapping[str, np.ndarray]] | None) -> Path:
-        """Write the checkpoint (if any), then the result JSON atomically (last)."""
+        """Write the checkpoint (if any), then the result JSON atomically (last).
+
+        Call it while holding the candidate's claim (`claim`): it first removes what an interrupted
+        writer left in the folder (a checkpoint without `result.json`, Orbax's temporary folders).
+        """
         folder = self.candidate_dir(result.dataset, result.architecture, result.candidate_hash)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / CHECKPOINT_DIR
-        if target.exists():  # left by an interrupted run: never finished, safe to replace
-            shutil.rmtree(target)
+        for leftover in folder.glob(f"{CHECKPOINT_DIR}*"):  # never finished (no result.json): safe to replace
+            shutil.rmtree(leftover)
         if checkpoint is not None:
             with ocp.StandardCheckpointer() as checkpointer:
                 checkpointer.save(target, {group: dict(values) for group, values in checkpoint.items()})
@@ -186,22 +198,90 @@ class CandidateStore:
         return {group: {name: np.asarray(jax.device_get(value)) for name, value in values.items()}
                 for group, values in restored.items()}
 
-    @contextlib.contextmanager
-    def locked(self, dataset: str, architecture: str, keys: Sequence[str]) -> Iterator[None]:
-        """Hold the advisory locks of `keys` (taken in sorted order, so sweeps never deadlock)."""
+    def claim(self, dataset: str, architecture: str, keys: Sequence[str], *, wait: bool = True) -> Claim | None:
+        """Lock the candidates `keys` for this process (in sorted order, so processes never deadlock).
+
+        Args:
+            wait: block until every lock is free; with False, return None at once if another process
+                holds any of them (nothing is kept locked then).
+
+        Returns:
+            The held `Claim` (a context manager that releases it), or None (only with `wait=False`).
+
+        Raises:
+            OSError: the store's file system does not support POSIX locks (naming the fix).
+        """
         folder = self.root / dataset / architecture
         folder.mkdir(parents=True, exist_ok=True)
-        handles = []
-        try:
-            for key in sorted(set(keys)):
-                handle = open(folder / f"{key}.lock", "a+")  # noqa: SIM115 - held until the block ends
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-                handles.append(handle)
+        claim = Claim()
+        for key in sorted(set(keys)):
+            if not claim.add(folder / f"{key}.lock", wait=wait):
+                claim.release()
+                return None
+        return claim
+
+    def claim_first_free(self, dataset: str, architecture: str,
+                         groups: Sequence[Sequence[str]]) -> tuple[int, Claim]:
+        """Claim the first group of candidates that no other process holds; if every group is held,
+        wait for the first one. Returns the group's index and its claim.
+
+        Two processes working through the same list thus train different groups at the same time; the one
+        that waits gets the group only after its holder released it, i.e. finished it or died.
+        """
+        if not groups:
+            raise ValueError("claim_first_free needs at least one group of candidate keys.")
+        for index, keys in enumerate(groups):
+            claim = self.claim(dataset, architecture, keys, wait=False)
+            if claim is not None:
+                return index, claim
+        claim = self.claim(dataset, architecture, groups[0], wait=True)
+        assert claim is not None  # a waiting claim always returns one
+        return 0, claim
+
+    @contextlib.contextmanager
+    def locked(self, dataset: str, architecture: str, keys: Sequence[str]) -> Iterator[None]:
+        """Hold the claim of `keys` for the block (waiting until no other process holds any of them)."""
+        with self.claim(dataset, architecture, keys, wait=True):
             yield
-        finally:
-            for handle in reversed(handles):
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-                handle.close()
+
+
+class Claim:
+    """POSIX record locks on candidate lock files, held by this process until `release` (or its death).
+
+    Record locks (`fcntl.lockf`) rather than `flock`, because shared cluster file systems (NFS, Lustre with
+    `-o flock`, GPFS) implement them across nodes.
+    """
+
+    def __init__(self) -> None:
+        self._handles: list[Any] = []
+
+    def add(self, path: Path, *, wait: bool) -> bool:
+        """Lock `path` too; False if another process holds it and `wait` is False."""
+        handle = open(path, "a+")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.lockf(handle.fileno(), fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            handle.close()
+            if error.errno in (errno.EACCES, errno.EAGAIN):
+                return False
+            raise OSError(error.errno, f"Cannot lock {path} ({error.strerror}): the candidate store needs a file "
+                          "system with POSIX record locks shared by all jobs (local disk, NFS, GPFS, Lustre mounted "
+                          "with -o flock). Choose such a folder with train.store_dir=PATH.") from error
+        self._handles.append(handle)
+        return True
+
+    def release(self) -> None:
+        """Unlock and close every lock file (in reverse order)."""
+        while self._handles:
+            handle = self._handles.pop()
+            fcntl.lockf(handle.fileno(), fcntl.LOCK_UN)
+            handle.close()
+
+    def __enter__(self) -> Claim:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
 
 
 def finite_curve(values: Sequence[float]) -> list[float | None]:

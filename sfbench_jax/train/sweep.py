@@ -146,10 +146,13 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
             f"(tuning seed {plan.tuning_seed}, model seed {plan.model_seed}); {len(results)} already in "
             f"the store, {len(pending)} to train")
     groups = _groups(plan, pending, group_size(options))
-    for number, group in enumerate(groups, start=1):
-        keys = [plan.keys[position] for position in group]
-        with store.locked(spec.key, plan.architecture, keys):
-            # another sweep may have finished some of them while we waited for the lock
+    unclaimed = list(enumerate(groups, start=1))
+    while unclaimed:  # the first group no other process is training; processes sharing the store split the work
+        index, claim = store.claim_first_free(spec.key, plan.architecture,
+                                              [[plan.keys[p] for p in group] for _, group in unclaimed])
+        number, group = unclaimed.pop(index)
+        with claim:
+            # another process may have finished some of them before we got the claim
             done = {p: r for p in group if (r := store.load(spec.key, plan.architecture, plan.keys[p]))}
             results.update(done)
             todo = [position for position in group if position not in done]
