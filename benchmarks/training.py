@@ -1,19 +1,30 @@
 """Training throughput: optimiser steps per second and seconds per epoch for each architecture, and the
-candidate-parallel speed-up (G candidates vectorised with vmap vs the same candidates one after another).
+candidate-parallel speed-up split into its two effects: vectorisation (G candidates in one vmapped program vs
+the same candidates one after another, both on one device) and the device split (the vmapped group split over
+D devices vs on one device).
 
 Prints a table; `--json` prints one JSON object. Every number comes from the engine's own compiled epoch
 program (`sfbench_jax.train.loop`): an epoch of S steps plus the clean validation pass. Steps per second
 come from the difference between a 2S-step and an S-step epoch (so the validation pass cancels); the
 validation seconds are what remains; seconds per full epoch = full steps / steps per second + validation.
-Compile time is measured separately; timings are medians of `--repeats` runs after a warm-up, with
-`block_until_ready` semantics (the host reads the epoch's losses).
+If timing noise makes the 2S-step epoch no slower than the S-step one, or the S-step epoch shorter than its
+S steps, the benchmark stops with an error instead of reporting a clamped number (rerun with more `--steps`
+or `--repeats`, or on a quieter machine). Compile time is measured separately; timings are medians of
+`--repeats` runs after a warm-up, with `block_until_ready` semantics (the host reads the epoch's losses).
 
-The speed-up compares G candidates with the architecture's default hyperparameters (learning rates
-1e-3 / 5e-4 / 1e-4, three seeds) in one vmapped program, split over every local device (like the
-`sfbench` CLI, every CPU core is a JAX device; `--devices` overrides), against the single-candidate
-program run G times,
-per training step, per validation pass and for a full epoch derived from both (S- and 2S-step epochs
-again). Example:
+The speed-up uses G candidates with the architecture's default hyperparameters (learning rates
+1e-3 / 5e-4 / 1e-4, three seeds) and three programs, all measured in the same run:
+
+* sequential: the single-candidate program run G times on one device;
+* vmap, one device: the G candidates vectorised in one program on one device;
+* vmap, D devices: the same program with the candidates split over D devices (like the `sfbench` CLI, every
+  CPU core is a JAX device; `--devices` sets D, default all local devices).
+
+`x vmap` = sequential / vmap-one-device (vectorisation alone), `x devices` = vmap-one-device / vmap-D-devices
+(the device split alone), `x total` = sequential / vmap-D-devices = their product; each per training step,
+per validation pass and for a full epoch derived from both (S- and 2S-step epochs again). On CPU one device
+is one XLA host device: XLA may still spread a single large operation over several cores (its intra-op
+thread pool), so `x devices` is what running the two halves of the group concurrently adds on top. Example:
 
     python benchmarks/training.py                                  # ETTh1 + traffic_synthetic, all five
     python benchmarks/training.py --datasets etth1 --architectures dlinear gru --json
@@ -57,43 +68,72 @@ def _epoch_seconds(program: EpochProgram, repeats: int) -> float:
     return statistics.median(times)
 
 
+def step_and_validation_seconds(t_short: float, t_long: float, steps: int, what: str) -> tuple[float, float]:
+    """(seconds per step, validation seconds) from the median times of an S-step and a 2S-step epoch.
+
+    Raises:
+        RuntimeError: the times are inconsistent (timing noise larger than the quantity measured).
+    """
+    if not t_long > t_short:
+        raise RuntimeError(f"{what}: the {2 * steps}-step epoch ({t_long:.4f} s) was not slower than the "
+                           f"{steps}-step epoch ({t_short:.4f} s), so steps/s cannot be derived; timing noise "
+                           "exceeds the work timed. Rerun with a larger --steps or --repeats, or on a quieter machine.")
+    step_seconds = (t_long - t_short) / steps
+    validation = t_short - steps * step_seconds
+    if validation < 0:
+        raise RuntimeError(f"{what}: the {steps}-step epoch ({t_short:.4f} s) took less than its {steps} steps "
+                           f"alone ({steps * step_seconds:.4f} s, from the {2 * steps}-step epoch), so the validation "
+                           "time would be negative; timing noise exceeds the validation pass. Rerun with a larger "
+                           "--repeats, or on a quieter machine.")
+    return step_seconds, validation
+
+
 def throughput(data, architecture: str, steps: int, repeats: int) -> dict:
     """Steps/s, validation seconds and seconds per full epoch of one candidate."""
     full_steps = len(data.train_starts) // data.spec.batch_size
     short, long = (EpochProgram(data, architecture, {}, _members(1), TrainConfig(steps_per_epoch=length),
                                 vectorize=False) for length in (steps, 2 * steps))
-    t_short, t_long = _epoch_seconds(short, repeats), _epoch_seconds(long, repeats)
-    step_seconds = max(t_long - t_short, 1e-9) / steps
-    validation = max(t_short - steps * step_seconds, 0.0)
+    step_seconds, validation = step_and_validation_seconds(
+        _epoch_seconds(short, repeats), _epoch_seconds(long, repeats), steps, f"{architecture} one candidate")
     return {"steps_timed": steps, "compile_seconds": short.compile_seconds, "steps_per_second": 1.0 / step_seconds,
             "validation_seconds": validation, "epoch_seconds": full_steps * step_seconds + validation,
             "steps_per_epoch": full_steps}
 
 
-def _split(t_short: float, t_long: float, steps: int) -> tuple[float, float]:
-    """(seconds per step, validation seconds) from an S-step and a 2S-step epoch."""
-    step_seconds = max(t_long - t_short, 1e-9) / steps
-    return step_seconds, max(t_short - steps * step_seconds, 0.0)
+#: The three ways of training G candidates: (label, vectorised, devices or None for `--devices`).
+LAYOUTS = (("sequential", False, 1), ("vmap_one_device", True, 1), ("vmap_devices", True, None))
+
+
+def layout_seconds(data, architecture: str, steps: int, repeats: int, candidates: int, vectorize: bool,
+                   devices: int | None) -> dict:
+    """Per-step, validation and full-epoch seconds of all G candidates in one layout, and its device count."""
+    full_steps = len(data.train_starts) // data.spec.batch_size
+    times, used = [], 1
+    for length in (steps, 2 * steps):
+        program = EpochProgram(data, architecture, {}, _members(candidates),
+                               TrainConfig(steps_per_epoch=length, devices=devices), vectorize=vectorize)
+        used = program.num_devices
+        times.append(_epoch_seconds(program, repeats))
+    what = f"{architecture} {candidates} candidates, {'vmap' if vectorize else 'sequential'} on {used} device(s)"
+    step, validation = step_and_validation_seconds(*times, steps, what)
+    return {"devices": used, "step": step, "validation": validation, "epoch": full_steps * step + validation}
 
 
 def speedup(data, architecture: str, steps: int, repeats: int, candidates: int, devices: int | None) -> dict:
-    """G candidates vectorised vs one after another: per training step, per validation pass, and for a
-    full epoch (full steps x step time + validation) derived from both."""
-    full_steps = len(data.train_starts) // data.spec.batch_size
-    seconds = {}
-    for vectorize in (True, False):
-        for length in (steps, 2 * steps):
-            options = TrainConfig(steps_per_epoch=length, devices=devices)
-            program = EpochProgram(data, architecture, {}, _members(candidates), options, vectorize=vectorize)
-            if vectorize:
-                used = program.num_devices
-            seconds[vectorize, length] = _epoch_seconds(program, repeats)
-    vec_step, vec_val = _split(seconds[True, steps], seconds[True, 2 * steps], steps)
-    seq_step, seq_val = _split(seconds[False, steps], seconds[False, 2 * steps], steps)
-    vec_epoch, seq_epoch = full_steps * vec_step + vec_val, full_steps * seq_step + seq_val
-    return {"candidates": candidates, "devices": used, "steps_timed": steps, "vectorised_epoch_seconds": vec_epoch,
-            "sequential_epoch_seconds": seq_epoch, "speedup_epoch": seq_epoch / vec_epoch,
-            "speedup_step": seq_step / vec_step, "speedup_validation": seq_val / max(vec_val, 1e-9)}
+    """G candidates one after another, vectorised on one device, and vectorised over D devices: epoch seconds
+    of each, and the vectorisation, device-split and total speed-ups per step, validation pass and epoch."""
+    seconds = {label: layout_seconds(data, architecture, steps, repeats, candidates, vectorize,
+                                     devices if layout_devices is None else layout_devices)
+               for label, vectorize, layout_devices in LAYOUTS}
+    sequential, one, split = (seconds[label] for label, _, _ in LAYOUTS)
+    ratios = {}
+    for part in ("step", "validation", "epoch"):
+        ratios[f"vmap_{part}"] = sequential[part] / one[part]
+        ratios[f"devices_{part}"] = one[part] / split[part]
+        ratios[f"total_{part}"] = sequential[part] / split[part]
+    return {"candidates": candidates, "devices": split["devices"], "steps_timed": steps,
+            "sequential_epoch_seconds": sequential["epoch"], "vmap_one_device_epoch_seconds": one["epoch"],
+            "vmap_devices_epoch_seconds": split["epoch"], **ratios}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -129,8 +169,8 @@ def main(argv: list[str] | None = None) -> dict:
         return result
     print(f"device: {result['device']} (jax {result['jax']}); default hyperparameters of each architecture")
     header = (f"{'dataset':<18} {'arch':<10} {'B':>3} {'m':>4} {'compile s':>9} {'steps/s':>9} {'val s':>7} "
-              f"{'s/epoch':>9} {'G':>3} {'D':>2} {'vmap s/ep':>9} {'seq s/ep':>9} "
-              f"{'x step':>7} {'x val':>7} {'x epoch':>7}")
+              f"{'s/epoch':>9} {'G':>3} {'D':>2} {'seq s/ep':>9} {'vmap1 s/ep':>10} {'vmapD s/ep':>10} "
+              f"{'x vmap':>7} {'x devices':>9} {'x total':>7}")
     print(header)
     print("-" * len(header))
     for row in result["rows"]:
@@ -139,13 +179,14 @@ def main(argv: list[str] | None = None) -> dict:
                 f"{row['epoch_seconds']:>9.1f}")
         if "parallel" in row:
             p = row["parallel"]
-            line += (f" {p['candidates']:>3} {p['devices']:>2} {p['vectorised_epoch_seconds']:>9.1f} "
-                     f"{p['sequential_epoch_seconds']:>9.1f} {p['speedup_step']:>6.2f}x "
-                     f"{p['speedup_validation']:>6.2f}x {p['speedup_epoch']:>6.2f}x")
+            line += (f" {p['candidates']:>3} {p['devices']:>2} {p['sequential_epoch_seconds']:>9.2f} "
+                     f"{p['vmap_one_device_epoch_seconds']:>10.2f} {p['vmap_devices_epoch_seconds']:>10.2f} "
+                     f"{p['vmap_epoch']:>6.2f}x {p['devices_epoch']:>8.2f}x {p['total_epoch']:>6.2f}x")
         print(line)
-    print("s/epoch: one candidate, full epoch (625 or 156 steps) + validation. vmap/seq s/ep: a full epoch of all "
-          "G candidates, vectorised over D devices / one after another; "
-          "x step, x val, x epoch: sequential / vectorised time.")
+    print("s/epoch: one candidate, full epoch (625 or 156 steps) + validation. seq / vmap1 / vmapD s/ep: a full "
+          "epoch of all G candidates one after another on one device / vectorised on one device / vectorised "
+          "over D devices. x vmap = seq / vmap1 (vectorisation), x devices = vmap1 / vmapD (device split), "
+          "x total = seq / vmapD; per step and per validation pass in --json.")
     return result
 
 
