@@ -99,13 +99,26 @@ def _is_positive_number(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class MethodConfig:
-    """Which robustness method the architecture is trained or wrapped with.
+    """Which robustness method the architecture is trained or wrapped with (spec 4).
 
     Attributes:
-        name: method registry key (`baseline`: plain training, spec 5.3).
+        name: method registry key: baseline (plain training, spec 5.3), adversarial_training,
+            randomized_training, fault_augmentation, revin, adaptive_robust_loss (train kind: inherit the
+            baseline winner's hyperparameters and train each recipe from scratch), ensemble,
+            randomized_smoothing (wrap kind: wrap stored baseline predictors).
+        grid: recipe grid `{key: [values]}`; empty uses the preset's (`conf/method/<name>.yaml`). A sweep may
+            narrow it, e.g. `method.grid.eps=[0.1]`.
     """
 
     name: str = "baseline"
+    grid: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.grid, dict):
+            raise ValueError(f"method.grid must be a mapping of recipe keys to value lists, got {self.grid!r}.")
+        for key, values in self.grid.items():
+            if not isinstance(values, (list, tuple)):
+                raise ValueError(f"method.grid.{key} must be a list of values, got {values!r}.")
 
 
 @dataclass(frozen=True)

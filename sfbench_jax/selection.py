@@ -1,14 +1,24 @@
-"""Clean-validation selection of one (dataset, architecture, method) cell (spec 5.3-5.4), the same path for
-every model: sample the candidates, fit the trainable ones through the resumable candidate store (a
-model without trainable weights skips fitting and is scored on clean validation as built), pick the
-winner, rebuild its predictor and evaluate it with the fused engine.
+"""Clean-validation selection of one (dataset, architecture, method) cell (spec 4, 5.3-5.4) and the
+evaluation of its winner: the same path for every model and method.
 
-This module joins training and evaluation (it sits above both); what each step does lives in
-`sfbench_jax.train` and `sfbench_jax.evaluate`.
+* baseline: sample the architecture's candidates, fit the trainable ones through the resumable candidate
+  store (a model without trainable weights skips fitting and is scored on clean validation as built), pick
+  the lowest validation loss;
+* train-kind method: select the baseline first (from the store), then sample the method's recipe variants,
+  each inheriting the baseline winner's hyperparameters, train them from scratch through the store (the
+  method acts inside the compiled step) and pick the lowest validation loss;
+* wrap-kind method: select the baseline first, wrap stored baseline predictors with every recipe variant
+  (ensemble, randomized smoothing) and pick the lowest clean validation MSE of the wrapper.
+
+The winner is then rebuilt as a predictor and scored by the fused engine. This module joins training and
+evaluation (it sits above both); what each step does lives in `sfbench_jax.train`, `sfbench_jax.methods`
+and `sfbench_jax.evaluate`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +26,14 @@ from typing import Any
 
 from flax import nnx
 
-from sfbench_jax.config import RunConfig
+from sfbench_jax.config import MethodConfig, RunConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, validation_mse
-from sfbench_jax.evaluate.kernel import PredictFn
+from sfbench_jax.methods import check_trimming, get_method, method_grid
+from sfbench_jax.methods.training import revin_config
+from sfbench_jax.methods.wrappers import SmoothingPredictor, ensemble_predictor
 from sfbench_jax.models.registry import get_spec
+from sfbench_jax.predictors import Predictor
 from sfbench_jax.train import (
     CandidateResult,
     CandidateStore,
@@ -29,9 +42,11 @@ from sfbench_jax.train import (
     restore_model,
     run_search,
     select_winner,
+    selection_key,
     untrained_record,
 )
 from sfbench_jax.train.fit import build_for
+from sfbench_jax.train.sweep import plan_method_search
 
 #: The checkpoint of a model without trainable weights.
 NO_WEIGHTS: dict[str, dict] = {"params": {}, "batch_stats": {}}
@@ -44,21 +59,39 @@ class Selection:
     """The outcome of a cell's clean-validation selection.
 
     Attributes:
-        plan: the sampled candidates and their identities.
+        plan: the sampled candidates (or method variants) and their identities.
         candidates: every candidate's record, in trial order.
         winner: the selected candidate.
-        is_trained: whether the candidates were trained (their weights are in the store).
+        kind: "trained" (weights in the store), "untrained" (SeasonalNaive) or "wrapped" (a wrapper of
+            stored baseline predictors).
+        baseline: the cell's baseline selection (method cells only).
     """
 
     plan: SearchPlan
     candidates: list[CandidateResult] = field(repr=False)
     winner: CandidateResult
-    is_trained: bool
+    kind: str
+    baseline: Selection | None = None
+
+    @property
+    def is_trained(self) -> bool:
+        """Whether the candidates were trained (their weights are in the store)."""
+        return self.kind == "trained"
+
+    @property
+    def selection_metric(self) -> str:
+        """What the winner was selected by."""
+        return "mse_val" if self.kind in ("untrained", "wrapped") else "best_val_loss"
 
 
 @dataclass(frozen=True)
 class EvaluatedModel:
-    """One evaluated model and how it was chosen."""
+    """One evaluated model and how it was chosen.
+
+    Attributes:
+        variant: the spec's variant id of a method winner ("baseline" for the baseline).
+        selection_metric, selection_value: what the winner was selected by, and its value.
+    """
 
     dataset: str
     architecture: str
@@ -66,6 +99,9 @@ class EvaluatedModel:
     hyperparameters: dict[str, Any]
     mse_val: float
     evaluation: Evaluation
+    variant: str = "baseline"
+    selection_metric: str = "best_val_loss"
+    selection_value: float | None = None
 
 
 def candidate_store(cfg: RunConfig, output_dir: Path) -> CandidateStore:
@@ -75,54 +111,155 @@ def candidate_store(cfg: RunConfig, output_dir: Path) -> CandidateStore:
 
 
 def select_model(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
-    """Fit (trainable) or score (untrained) every sampled candidate on clean validation; pick the winner.
+    """Select the cell's winner on clean validation (by the method's kind)."""
+    return SELECTORS[get_method(cfg.method.name).kind](data, cfg, store, log)
+
+
+def select_baseline(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
+    """Fit (trainable) or score (untrained) every sampled baseline candidate; pick the winner.
 
     Raises:
         ValueError: a trainable model without a candidate store.
     """
     name = cfg.model.name
-    plan = plan_search(data, name, options=cfg.train, grid=cfg.model.grid or None, fixed=cfg.model.hparams,
-                       method=cfg.method.name)
-    is_trained = get_spec(name).is_trainable
-    if is_trained:
-        if store is None:
-            raise ValueError(f"{name} is trained: give a candidate store (train.store_dir).")
-        candidates = run_search(data, plan, store=store, options=cfg.train, log=log)
+    plan = plan_search(data, name, options=cfg.train, grid=cfg.model.grid or None, fixed=cfg.model.hparams)
+    if get_spec(name).is_trainable:
+        candidates = run_search(data, plan, store=_required(store, name), options=cfg.train, log=log)
+        kind = "trained"
     else:
         candidates = score_untrained(data, plan)
-    winner = select_winner(candidates)
+        kind = "untrained"
+    return _announce(Selection(plan=plan, candidates=candidates, winner=select_winner(candidates), kind=kind), log)
+
+
+def select_trained_method(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
+    """Train the method's recipe variants (inheriting the baseline winner's hyperparameters); pick the winner."""
+    baseline = _baseline_of(data, cfg, store, log)
+    recipes = method_grid(cfg.method.name, cfg.method.grid)
+    budget = min(cfg.train.candidate_budget, baseline.plan.num_valid, math.prod(len(v) for v in recipes.values()))
+    plan = plan_method_search(data, cfg.model.name, cfg.method.name, recipes=recipes,
+                              variant_id=get_method(cfg.method.name).variant_id, inherited=baseline.winner.hparams,
+                              options=cfg.train, budget=budget)
+    candidates = run_search(data, plan, store=_required(store, cfg.model.name), options=cfg.train, log=log)
+    selection = Selection(plan=plan, candidates=candidates, winner=select_winner(candidates), kind="trained",
+                          baseline=baseline)
+    return _announce(selection, log)
+
+
+def select_wrapper(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
+    """Wrap stored baseline predictors with every recipe variant; pick the lowest clean validation MSE."""
+    baseline = _baseline_of(data, cfg, store, log)
+    plan = plan_method_search(data, cfg.model.name, cfg.method.name, recipes=method_grid(cfg.method.name,
+                              cfg.method.grid), variant_id=get_method(cfg.method.name).variant_id,
+                              inherited=baseline.winner.hparams, options=cfg.train, budget=None)
+    stored = StoredPredictors(data, _required(store, cfg.model.name))
+    records = []
+    for position, candidate in enumerate(plan.candidates):
+        predict, state = wrapped_predictor(data, cfg.method.name, candidate.recipe, baseline, stored)
+        records.append(untrained_record(plan, position, validation_mse(predict, state, data), data))
+    selection = Selection(plan=plan, candidates=records, winner=select_winner(records), kind="wrapped",
+                          baseline=baseline)
+    return _announce(selection, log)
+
+
+#: Method kind -> how its cell is selected.
+SELECTORS: dict[str, Callable[..., Selection]] = {
+    "baseline": select_baseline, "train": select_trained_method, "wrap": select_wrapper,
+}
+
+
+def _baseline_of(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
+    log(f"{cfg.method.name}: the baseline winner of {cfg.model.name} first (from the candidate store)")
+    return select_baseline(data, dataclasses.replace(cfg, method=MethodConfig()), store, log)
+
+
+def _required(store: CandidateStore | None, name: str) -> CandidateStore:
+    if store is None:
+        raise ValueError(f"{name} is trained: give a candidate store (train.store_dir).")
+    return store
+
+
+def _announce(selection: Selection, log: Log) -> Selection:
+    winner, candidates = selection.winner, selection.candidates
     failed = sum(not result.is_finished for result in candidates)
-    settings = ", ".join(f"{key}={value}" for key, value in winner.hparams.items())
-    log(f"{name}: selected trial {winner.trial_number} ({settings}; validation loss {winner.best_val_loss:.5f}) "
-        f"of {len(candidates)} candidate(s), {failed} failed")
-    return Selection(plan=plan, candidates=candidates, winner=winner, is_trained=is_trained)
+    settings = ", ".join(f"{key}={value}" for key, value in {**winner.hparams, **winner.recipe}.items())
+    variant = "" if winner.method == "baseline" else f" {winner.variant}"
+    log(f"{winner.architecture} {winner.method}:{variant} selected trial {winner.trial_number} ({settings}; "
+        f"{selection.selection_metric} {winner.best_val_loss:.5f}) of {len(candidates)} candidate(s), {failed} failed")
+    return selection
 
 
 def score_untrained(data: PreparedData, plan: SearchPlan) -> list[CandidateResult]:
     """Records of candidates without trainable weights: each scored on clean validation as built."""
     records = []
     for position, candidate in enumerate(plan.candidates):
-        model = build_for(data, plan.architecture, candidate.architecture_hparams, plan.model_seed)
+        model = build_for(data, plan.architecture, candidate.architecture_hparams, plan.candidate_seeds[position])
         records.append(untrained_record(plan, position, validation_mse(*predict_fn(model), data), data))
     return records
 
 
-def winner_model(data: PreparedData, selection: Selection, store: CandidateStore | None) -> nnx.Module:
-    """The selected candidate rebuilt with its weights, in eval mode."""
+class StoredPredictors:
+    """Predictors of stored candidates, each restored from the store once (a wrapper's variants share them)."""
+
+    def __init__(self, data: PreparedData, store: CandidateStore) -> None:
+        self.data, self.store = data, store
+        self._cache: dict[str, tuple[Predictor, Any]] = {}
+
+    def get(self, result: CandidateResult) -> tuple[Predictor, Any]:
+        """`(predict, state)` of a finished candidate."""
+        if result.candidate_hash not in self._cache:
+            model = trained_model(self.data, result, self.store.restore(result))
+            self._cache[result.candidate_hash] = predict_fn(model)
+        return self._cache[result.candidate_hash]
+
+
+def trained_model(data: PreparedData, result: CandidateResult, weights: dict) -> nnx.Module:
+    """A candidate rebuilt with its weights (in RevIN when its method recipe asks for it), in eval mode."""
+    hparams = {key: value for key, value in result.hparams.items() if key != "lr"}
+    return restore_model(data, result.architecture, hparams, result.model_seed, weights,
+                         revin=revin_config(result.method, result.recipe))
+
+
+def wrapped_predictor(data: PreparedData, method: str, recipe: dict[str, Any], baseline: Selection,
+                      stored: StoredPredictors) -> tuple[Predictor, Any]:
+    """The wrap-kind variant's predictor: the top-k ensemble of the baseline candidates, or the smoothed
+    baseline winner."""
+    if method == "ensemble":
+        ranked = sorted((r for r in baseline.candidates if r.is_finished), key=selection_key)
+        if recipe["top_k"] > len(ranked):
+            raise ValueError(f"Ensemble top_k={recipe['top_k']} exceeds the {len(ranked)} finished baseline "
+                             "candidates in the store; lower method.grid.top_k or raise train.candidate_budget.")
+        members = [stored.get(result) for result in ranked[: recipe["top_k"]]]
+        predict = ensemble_predictor([member for member, _ in members], str(recipe["combine"]))
+        return predict, tuple(state for _, state in members)
+    backbone, state = stored.get(baseline.winner)
+    smoothing = SmoothingPredictor(backbone=backbone, sigma=float(recipe["sigma"]), samples=int(recipe["samples"]),
+                                   trimmed=check_trimming(alpha=float(recipe["alpha"]), samples=int(recipe["samples"])),
+                                   seed=data.spec.seeds.seed_eval)
+    return smoothing, state
+
+
+def winner_predictor(data: PreparedData, selection: Selection, store: CandidateStore | None) -> tuple[Predictor, Any]:
+    """The selected candidate as a predictor with its state."""
     winner = selection.winner
-    weights = store.restore(winner) if selection.is_trained else NO_WEIGHTS
-    hparams = {key: value for key, value in winner.hparams.items() if key != "lr"}
-    return restore_model(data, winner.architecture, hparams, winner.model_seed, weights)
+    if selection.kind == "wrapped":
+        return wrapped_predictor(data, winner.method, winner.recipe, selection.baseline,
+                                 StoredPredictors(data, _required(store, winner.architecture)))
+    weights = _required(store, winner.architecture).restore(winner) if selection.is_trained else NO_WEIGHTS
+    return predict_fn(trained_model(data, winner, weights))
 
 
 def evaluate_selection(data: PreparedData, cfg: RunConfig, selection: Selection,
                        store: CandidateStore | None) -> EvaluatedModel:
     """Evaluate the winner under the eight scenarios (with its clean validation MSE)."""
-    predict, state = predict_fn(winner_model(data, selection, store))
-    return evaluate_model(data, cfg, predict, state, hyperparameters=dict(selection.winner.hparams))
+    predict, state = winner_predictor(data, selection, store)
+    winner = selection.winner
+    evaluated = evaluate_model(data, cfg, predict, state, hyperparameters={**winner.hparams, **winner.recipe})
+    return dataclasses.replace(evaluated, variant=winner.variant, selection_metric=selection.selection_metric,
+                               selection_value=winner.best_val_loss)
 
 
-def evaluate_model(data: PreparedData, cfg: RunConfig, predict: PredictFn, state: Any, *,
+def evaluate_model(data: PreparedData, cfg: RunConfig, predict: Predictor, state: Any, *,
                    hyperparameters: dict[str, Any]) -> EvaluatedModel:
     """Clean validation MSE and the fused evaluation of one predictor, as a summary-ready record."""
     mse_val = validation_mse(predict, state, data)

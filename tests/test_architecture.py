@@ -13,14 +13,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 #: Each layer may import only itself and the layers listed (transitively lower ones are listed too).
 ALLOWED_IMPORTS = {
     "files": set(),
+    "presets": set(),
+    "predictors": set(),
     "data": {"files"},
     "faults": {"data"},
     "config": {"data", "faults"},
-    "models": {"data"},
-    "methods": set(),
-    "evaluate": {"config", "data", "faults"},
-    "train": {"config", "data", "files", "models"},
-    "selection": {"config", "data", "evaluate", "faults", "models", "train"},
+    "models": {"data", "presets"},
+    "methods": {"data", "faults", "models", "predictors", "presets"},
+    "evaluate": {"config", "data", "faults", "predictors"},
+    "train": {"config", "data", "files", "methods", "models", "predictors", "presets"},
+    "selection": {"config", "data", "evaluate", "faults", "methods", "models", "predictors", "train"},
 }
 MAX_FUNCTION_LINES = 60
 

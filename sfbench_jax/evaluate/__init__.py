@@ -11,9 +11,23 @@ from sfbench_jax.evaluate.scores import (
     robustness_scores,
 )
 from sfbench_jax.evaluate.validation import validation_mse
+from sfbench_jax.predictors import CLEAN_CONTEXT, VALIDATION_CONTEXT, PredictFn, Predictor, RowAwarePredictor
 
 __all__ = [
-    "BootstrapIntervals", "EngineStats", "Evaluation", "RobustnessScores", "WindowLosses",
-    "bootstrap_intervals", "evaluate_predictor", "predict_fn", "robustness_scores", "score_windows",
+    "CLEAN_CONTEXT",
+    "VALIDATION_CONTEXT",
+    "BootstrapIntervals",
+    "EngineStats",
+    "Evaluation",
+    "PredictFn",
+    "Predictor",
+    "RobustnessScores",
+    "RowAwarePredictor",
+    "WindowLosses",
+    "bootstrap_intervals",
+    "evaluate_predictor",
+    "predict_fn",
+    "robustness_scores",
+    "score_windows",
     "validation_mse",
 ]

@@ -33,7 +33,6 @@ from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import WindowShape, gather_windows, window_shape
 from sfbench_jax.evaluate.kernel import (
-    PredictFn,
     apply_scenario,
     draw_block,
     map_blocks,
@@ -43,6 +42,7 @@ from sfbench_jax.evaluate.kernel import (
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
 from sfbench_jax.faults.registry import SCENARIOS, Fault
+from sfbench_jax.predictors import Predictor
 
 DEFAULT_CHUNK_PER_DEVICE = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 3 * 2**20  # window data per inner block on CPU (stays in cache; tuned on Traffic)
@@ -99,14 +99,18 @@ class ScoreProgram:
     Hashable (the predict function by identity): it keys the kernel cache.
     """
 
-    predict: PredictFn
+    predict: Predictor
     scenarios: tuple[Fault, ...]
     ctx: FaultContext
     shape: WindowShape
 
-    def block(self, state: Any, series: jax.Array, starts: jax.Array, prepared: tuple) -> tuple:
+    #: Stage two receives the windows' sample ids (a row-aware predictor keys its randomness by them).
+    uses_window_ids = True
+
+    def block(self, state: Any, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
+              prepared: tuple) -> tuple:
         """`(clean (c,), faulted (c, P), severity units (c, P))` of one block of windows."""
-        return score_block(self.predict, state, series, starts, prepared, scenarios=self.scenarios,
+        return score_block(self.predict, state, series, starts, window_ids, prepared, scenarios=self.scenarios,
                            ctx=self.ctx, shape=self.shape)
 
 
@@ -241,19 +245,20 @@ def chunk_kernel(program: WindowProgram, rng: str, block_size: int, mesh: jax.sh
     """
     scenarios, ctx = program.scenarios, program.ctx
 
-    def stage_two(state: Any, series: jax.Array, starts: jax.Array, prepared: tuple) -> tuple:
-        return map_blocks(functools.partial(program.block, state, series), (starts, prepared), block_size)
+    def stage_two(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array, prepared: tuple) -> tuple:
+        batched = (starts, ids, prepared) if getattr(program, "uses_window_ids", False) else (starts, prepared)
+        return map_blocks(functools.partial(program.block, state, series), batched, block_size)
 
     if rng == "jax":
         def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array, ids: jax.Array) -> tuple:
             draw = functools.partial(draw_block, base_key, scenarios=scenarios, ctx=ctx)
-            return stage_two(state, series, starts, map_blocks(draw, (ids,), block_size))
+            return stage_two(state, series, starts, ids, map_blocks(draw, (ids,), block_size))
         specs = (P(), P(), P(), P("data"), P("data"))
     else:
-        def local(state: Any, series: jax.Array, starts: jax.Array, params: tuple) -> tuple:
+        def local(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array, params: tuple) -> tuple:
             prepare = functools.partial(prepare_block, scenarios=scenarios, ctx=ctx)
-            return stage_two(state, series, starts, map_blocks(prepare, (params,), block_size))
-        specs = (P(), P(), P("data"), P("data"))
+            return stage_two(state, series, starts, ids, map_blocks(prepare, (params,), block_size))
+        specs = (P(), P(), P("data"), P("data"), P("data"))
     # check_vma=False: models build constants inside (e.g. the GRU's zero initial state, a scan carry)
     # that are not marked as varying over the window axis; windows are independent and nothing is
     # communicated between devices, so there is nothing for the check to protect.
@@ -276,12 +281,13 @@ class DeviceInputs:
         ids = _padded(ids, plan.chunk_size)
         sharded = NamedSharding(plan.mesh, P("data"))
         starts = jax.device_put(plan.starts[ids], sharded)
+        window_ids = jax.device_put(ids.astype(np.int32), sharded)
         if self.options.rng == "jax":
-            return (self.state, self.series, self.base_key, starts, jax.device_put(ids.astype(np.int32), sharded))
+            return (self.state, self.series, self.base_key, starts, window_ids)
         params = tuple(jax.device_put(reference_params(
             fault, scenario_seeds(self.options.seed, fault.index, ids), self.ctx), sharded)
             for fault in self.scenarios)
-        return (self.state, self.series, starts, params)
+        return (self.state, self.series, starts, window_ids, params)
 
 
 def device_inputs(program: WindowProgram, state: Any, data: PreparedData, options: EvalConfig,
@@ -420,13 +426,13 @@ def _concatenate(outputs: list, index: int) -> np.ndarray:
 # --- public entry points ----------------------------------------------------------------------------
 
 
-def score_windows(predict: PredictFn, state: Any, data: PreparedData, options: EvalConfig, *,
+def score_windows(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
                   scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
                   test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
     """Score K test windows clean and under every scenario with the fused kernel.
 
     Args:
-        predict: `predict(state, x) -> y_hat` (pure; the model in eval mode).
+        predict: `predict(state, x) -> y_hat` (pure; the model in eval mode), or a `RowAwarePredictor`.
         state: the model state pytree (replicated on every device).
         data: the prepared dataset.
         options: evaluation settings (seed, RNG mode, K, chunking, devices).

@@ -9,13 +9,13 @@ from typing import Any
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluate.engine import EngineStats, WindowLosses, score_windows
-from sfbench_jax.evaluate.kernel import PredictFn
 from sfbench_jax.evaluate.scores import (
     BootstrapIntervals,
     RobustnessScores,
     bootstrap_intervals,
     robustness_scores,
 )
+from sfbench_jax.predictors import Predictor
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Evaluation:
     options: EvalConfig
 
 
-def evaluate_predictor(predict: PredictFn, state: Any, data: PreparedData, options: EvalConfig, *,
+def evaluate_predictor(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
                        label: str = "evaluate") -> Evaluation:
     """Score a predictor on K test windows clean and under the eight scenarios, with 95% intervals
     (`options.bootstrap_draws` resamples). `Evaluation.options` holds the settings with the seed resolved."""

@@ -20,9 +20,7 @@ from sfbench_jax.data.windows import WindowShape, gather_windows
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
 from sfbench_jax.faults.streams import pair_key, stream_words
-
-#: `predict(state, x (B, n, m)) -> (B, H, targets)`; `state` is any pytree (e.g. an NNX State).
-PredictFn = Callable[[Any, jax.Array], jax.Array]
+from sfbench_jax.predictors import VALIDATION_CONTEXT, Predictor, run_predictor
 
 #: Per-window arrays of one block of windows.
 Windows = Float[Array, "window n channel"]
@@ -35,11 +33,14 @@ def window_mse(prediction: Float[Array, "window h target"],
     return jnp.mean(error * error, axis=(1, 2))
 
 
-def clean_mse(predict: PredictFn, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
+def clean_mse(predict: Predictor, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
               shape: WindowShape) -> Float[Array, " window"]:
-    """Per-window clean MSE `(C,)` (used for validation passes and the clean column)."""
+    """Per-window clean MSE `(C,)` of a validation pass (a row-aware predictor sees the validation context
+    and the windows' positions)."""
     x, y = gather_windows(series, starts, shape)
-    return window_mse(predict(state, x), y)
+    positions = jnp.arange(starts.shape[0], dtype=jnp.int32)
+    contexts = jnp.full_like(positions, VALIDATION_CONTEXT)
+    return window_mse(run_predictor(predict, state, x, contexts, positions), y)
 
 
 def sample_scenario_params(fault: Fault, base_key: jax.Array, window_ids: Int[Array, " window"],
@@ -88,8 +89,9 @@ def model_inputs_block(x: Windows, prepared: Sequence[Any], *, scenarios: Sequen
     return jax.lax.map(lambda index: jax.lax.switch(index, branches, x, tuple(prepared)), branch_ids)
 
 
-def score_block(predict: PredictFn, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
-                prepared: Sequence[Any], *, scenarios: Sequence[Fault], ctx: FaultContext,
+def score_block(predict: Predictor, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
+                window_ids: Int[Array, " window"], prepared: Sequence[Any], *, scenarios: Sequence[Fault],
+                ctx: FaultContext,
                 shape: WindowShape) -> tuple[Float[Array, " window"], Float[Array, "window scenario"],
                                              Int[Array, "window scenario"]]:
     """Stage 2: clean MSE `(c,)`, faulted MSE `(c, P)` and severity units `(c, P)` of a block.
@@ -101,7 +103,9 @@ def score_block(predict: PredictFn, state: Any, series: Float[Array, "row channe
     x, y = gather_windows(series, starts, shape)
     inputs = model_inputs_block(x, prepared, scenarios=scenarios, ctx=ctx)
     branches, count = inputs.shape[:2]
-    prediction = predict(state, inputs.reshape(branches * count, *x.shape[1:]))
+    contexts = jnp.repeat(jnp.arange(branches, dtype=jnp.int32), count)  # CLEAN_CONTEXT, then 1 + scenario
+    prediction = run_predictor(predict, state, inputs.reshape(branches * count, *x.shape[1:]), contexts,
+                               jnp.tile(window_ids, branches))
     targets = jnp.broadcast_to(y[None], (branches, *y.shape)).reshape(-1, *y.shape[1:])
     losses = window_mse(prediction, targets).reshape(branches, count)
     units = jnp.stack([p.severity_units for p in prepared], axis=1)

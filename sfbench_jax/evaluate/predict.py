@@ -8,7 +8,7 @@ from typing import Any
 import jax
 from flax import nnx
 
-from sfbench_jax.evaluate.kernel import PredictFn
+from sfbench_jax.predictors import PredictFn
 
 #: Predict functions kept per graph definition (one per model structure seen in a process).
 PREDICT_CACHE_SIZE = 64

@@ -18,30 +18,20 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import types
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from typing import Any
 
 import jax
-import yaml
 from flax import nnx
 
 from sfbench_jax.models import dlinear, gru, moderntcn, patchtst, seasonal_naive, tsmixer
 from sfbench_jax.models.revin import RevIN, RevINConfig
+from sfbench_jax.presets import preset_grid
 
 NON_ARCHITECTURE_KEYS: tuple[str, ...] = ("lr",)
 """Grid keys that are not architecture hyperparameters; `build_model` accepts and ignores them."""
-
-
-@functools.cache
-def preset_grid(name: str) -> types.MappingProxyType:
-    """The search space of a model preset (`conf/model/<name>.yaml`, key `grid`), in file order."""
-    text = (resources.files("sfbench_jax.conf") / "model" / f"{name}.yaml").read_text()
-    grid = yaml.safe_load(text)["grid"]
-    return types.MappingProxyType({key: tuple(values) for key, values in grid.items()})
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -69,7 +59,7 @@ class ModelSpec:
     @property
     def grid(self) -> Mapping[str, tuple[Any, ...]]:
         """Search space in the spec's key order (first key varies slowest), `lr` included where trained."""
-        return preset_grid(self.name)
+        return preset_grid("model", self.name)
 
     @property
     def hyperparameter_names(self) -> tuple[str, ...]:

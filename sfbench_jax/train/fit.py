@@ -22,7 +22,9 @@ from flax import nnx
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import window_shape
+from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts, revin_config, train_transform
 from sfbench_jax.models.registry import build_model
+from sfbench_jax.models.revin import RevINConfig
 from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.loop import (
     EpochGeometry,
@@ -120,11 +122,38 @@ def epoch_geometry(data: PreparedData, options: TrainConfig) -> EpochGeometry:
                          val_batches_per_block=per_block)
 
 
-def build_for(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int) -> nnx.Module:
-    """The architecture for this dataset's shape (train mode)."""
+@dataclass(frozen=True)
+class TrainingRecipe:
+    """How a candidate is trained beyond its architecture: the method's step transform and the RevIN wrapper
+    (the baseline: plain training, no wrapper).
+
+    Attributes:
+        transform: the step transform (`sfbench_jax.methods.training`).
+        revin: RevIN options when the method wraps the model in RevIN.
+    """
+
+    transform: TrainTransform = PLAIN_TRAINING
+    revin: RevINConfig | None = None
+
+
+PLAIN_RECIPE = TrainingRecipe()
+
+
+def training_recipe(data: PreparedData, method: str, recipe: Mapping[str, Any]) -> TrainingRecipe:
+    """The training recipe of a method recipe on this dataset (`{}` / baseline: plain training)."""
+    if not recipe:
+        return PLAIN_RECIPE
+    spec = data.spec
+    facts = dataset_facts(mean=data.mean, std=data.std, pool=spec.continuous_pool, input_len=spec.input_len)
+    return TrainingRecipe(transform=train_transform(method, recipe, facts), revin=revin_config(method, recipe))
+
+
+def build_for(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
+              revin: RevINConfig | None = None) -> nnx.Module:
+    """The architecture for this dataset's shape (train mode), wrapped in RevIN when asked."""
     spec = data.spec
     return build_model(architecture, dict(hparams), input_len=spec.input_len, horizon=spec.horizon,
-                       num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed)
+                       num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed, revin=revin)
 
 
 def state_to_flat(state: Any) -> dict[str, np.ndarray]:
@@ -152,13 +181,13 @@ def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:
 
 
 def restore_model(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
-                  checkpoint: Mapping[str, Mapping[str, np.ndarray]]) -> nnx.Module:
+                  checkpoint: Mapping[str, Mapping[str, np.ndarray]], revin: RevINConfig | None = None) -> nnx.Module:
     """Rebuild a trained candidate from its checkpoint, in eval mode.
 
     Raises:
         ValueError: the checkpoint does not fit the architecture (names or shapes).
     """
-    model = build_for(data, architecture, hparams, seed)
+    model = build_for(data, architecture, hparams, seed, revin)
     graphdef, params, batch_stats, other = nnx.split(model, nnx.Param, nnx.BatchStat, ...)
     _assign_flat(params, checkpoint["params"], "parameters")
     _assign_flat(batch_stats, checkpoint.get("batch_stats", {}), "batch statistics")
@@ -176,7 +205,8 @@ class EpochProgram:
     """
 
     def __init__(self, data: PreparedData, architecture: str, hparams: Mapping[str, Any],
-                 members: Sequence[GroupMember], options: TrainConfig, vectorize: bool) -> None:
+                 members: Sequence[GroupMember], options: TrainConfig, vectorize: bool,
+                 recipe: TrainingRecipe = PLAIN_RECIPE) -> None:
         geometry = epoch_geometry(data, options)
         self.vectorize = vectorize
         self.size = len(members)
@@ -184,14 +214,17 @@ class EpochProgram:
         # A group split over D devices is padded to a multiple of D with inactive copies of its last member.
         padded = list(members) + [members[-1]] * (-self.size % num_devices) if vectorize else list(members)
         self.width = len(padded)
-        splits = [split_model(build_for(data, architecture, hparams, member.seed)) for member in padded]
+        splits = [split_model(build_for(data, architecture, hparams, member.seed, recipe.revin))
+                  for member in padded]
         train_graphdef, eval_graphdef = splits[0][0], splits[0][1]
-        states = [initial_state(params, batch_stats) for _, _, params, batch_stats, _ in splits]
+        latents = recipe.transform.initial_latents(data.spec.horizon, len(data.spec.target_indices))
+        states = [initial_state(params, batch_stats, latents) for _, _, params, batch_stats, _ in splits]
         others = [other for *_, other in splits]
         mesh = candidate_mesh(num_devices) if num_devices > 1 else None
         self.num_devices = num_devices
         self.fn = make_epoch_fn(train_graphdef, eval_graphdef, geometry, min_delta=options.min_delta,
-                                num_candidates=self.width if vectorize else None, mesh=mesh)
+                                num_candidates=self.width if vectorize else None, mesh=mesh,
+                                transform=recipe.transform)
         split, replicated = candidate_shardings(mesh) if mesh is not None else (None, None)
         self._split = split
         batch = geometry.batch_size
@@ -264,7 +297,7 @@ class EpochProgram:
 
 def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any],
                 members: Sequence[GroupMember], options: TrainConfig, *, vectorize: bool = True,
-                log: Callable[[str], None] | None = None) -> list[TrainOutcome]:
+                log: Callable[[str], None] | None = None, recipe: TrainingRecipe = PLAIN_RECIPE) -> list[TrainOutcome]:
     """Train candidates that share `architecture` and its (non-lr) hyperparameters.
 
     Args:
@@ -276,13 +309,14 @@ def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any
         vectorize: one vmapped program for the whole group (True) or the single-candidate program
             run for each candidate in turn (False).
         log: receives one progress line per epoch.
+        recipe: the method's training recipe (default: plain training).
 
     Returns:
         One outcome per member, in order.
     """
     if not members:
         return []
-    program = EpochProgram(data, architecture, hparams, members, options, vectorize)
+    program = EpochProgram(data, architecture, hparams, members, options, vectorize, recipe)
     size = len(members)
     states = [StoppingState() for _ in members]
     curves: list[tuple[list[float], list[float]]] = [([], []) for _ in members]

@@ -29,9 +29,12 @@ from flax import nnx
 from jax.sharding import PartitionSpec as P
 
 from sfbench_jax.data.windows import WindowShape, gather_windows
+from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform
 
 #: Mesh axis over which a vectorised group's candidates are split.
 CANDIDATE_AXIS = "candidates"
+#: Folded into a candidate's dropout key to start the method keys' namespace (larger than any epoch index).
+METHOD_NAMESPACE = 1_000_003
 
 #: Adam of the protocol (spec 5.1): beta (0.9, 0.999), eps 1e-8, no weight decay, no schedule, no
 #: clipping. The learning rate multiplies its direction outside, so it can differ per candidate.
@@ -49,7 +52,9 @@ class TrainState(NamedTuple):
     Attributes:
         params: `nnx.Param` state.
         batch_stats: `nnx.BatchStat` state (empty for models without BatchNorm).
-        opt_state: Adam moments and step count.
+        latents: extra parameters of the training loss trained with the model (the adaptive robust loss's
+            alpha and scale latents; empty otherwise).
+        opt_state: Adam moments and step count of `(params, latents)`.
         best_params: parameters of the best epoch so far.
         best_batch_stats: batch statistics of the best epoch so far.
         best_loss: float32 best validation loss so far (inf until one is finite).
@@ -57,6 +62,7 @@ class TrainState(NamedTuple):
 
     params: Any
     batch_stats: Any
+    latents: Any
     opt_state: Any
     best_params: Any
     best_batch_stats: Any
@@ -121,18 +127,18 @@ def split_model(model: nnx.Module) -> tuple[nnx.GraphDef, nnx.GraphDef, Any, Any
     return train_graphdef, eval_graphdef, params, batch_stats, other
 
 
-def initial_state(params: Any, batch_stats: Any) -> TrainState:
+def initial_state(params: Any, batch_stats: Any, latents: Any = None) -> TrainState:
     """Fresh optimiser state; the best checkpoint starts as the initial parameters with loss inf."""
-    return TrainState(params=params, batch_stats=batch_stats, opt_state=adam_direction().init(params),
-                      best_params=params, best_batch_stats=batch_stats,
-                      best_loss=jnp.asarray(jnp.inf, jnp.float32))
+    latents = {} if latents is None else latents
+    return TrainState(params=params, batch_stats=batch_stats, latents=latents,
+                      opt_state=adam_direction().init((params, latents)), best_params=params,
+                      best_batch_stats=batch_stats, best_loss=jnp.asarray(jnp.inf, jnp.float32))
 
 
-def squared_error_loss(prediction: jax.Array, target: jax.Array) -> jax.Array:
-    """Mean over batch, horizon and targets of the squared error (the training loss and the
-    per-batch validation loss)."""
-    error = prediction.astype(jnp.float32) - target
-    return jnp.mean(error * error)
+def method_key(dropout_key: jax.Array, epoch: jax.Array, step: jax.Array) -> jax.Array:
+    """The key of a method's randomness at one step (noise, augmentation draws, the attack's start): its own
+    namespace under the candidate's dropout key, never equal to a dropout or evaluation key."""
+    return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(dropout_key, METHOD_NAMESPACE), epoch), step)
 
 
 #: Jitted epoch programs kept for reuse (candidates differing only in learning rate or seed share one).
@@ -142,7 +148,8 @@ EPOCH_PROGRAM_CACHE_SIZE = 8
 @functools.lru_cache(maxsize=EPOCH_PROGRAM_CACHE_SIZE)
 def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, *,
                   min_delta: float = 0.0, num_candidates: int | None = None,
-                  mesh: jax.sharding.Mesh | None = None) -> Callable[..., Any]:
+                  mesh: jax.sharding.Mesh | None = None,
+                  transform: TrainTransform = PLAIN_TRAINING) -> Callable[..., Any]:
     """Build the jitted epoch program (cached by its static structure: graph definitions, geometry,
     min_delta, group width and mesh; JAX keeps its compiled programs per argument shape, so learning-rate
     and seed siblings compile once).
@@ -154,25 +161,32 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     `dropout_key`, `lr` (float32) and `active` (bool). With `num_candidates=G` every per-candidate
     argument carries a leading axis of size G. `mesh` (one axis, `CANDIDATE_AXIS`, whose size divides G)
     splits that axis over the mesh's devices; per-candidate arguments are then expected sharded along it
-    and the shared ones replicated (`candidate_shardings`).
+    and the shared ones replicated (`candidate_shardings`). `transform` is the method's step transform
+    (`sfbench_jax.methods.training`): the batch the step trains on, and the training/validation loss.
     """
     window, batch = geometry.window, geometry.batch_size
     direction = adam_direction()
 
-    def loss_fn(params: Any, batch_stats: Any, other: Any, key: jax.Array, x: jax.Array,
+    def loss_fn(trainable: tuple[Any, Any], batch_stats: Any, other: Any, key: jax.Array, x: jax.Array,
                 y: jax.Array) -> tuple[jax.Array, Any]:
+        params, latents = trainable
         module = nnx.merge(train_graphdef, params, batch_stats, other, copy=True)
         nnx.reseed(module, dropout=key)
-        loss = squared_error_loss(module(x), y)
+        loss = transform.loss(module(x), y, latents)
         return loss, nnx.state(module, nnx.BatchStat)
 
-    def validation_loss(params: Any, batch_stats: Any, other: Any, series: jax.Array,
+    def eval_loss_at(params: Any, batch_stats: Any, other: Any, latents: Any, y: jax.Array) -> Callable:
+        """The batch loss of the frozen eval-mode model as a function of its input (for the attack)."""
+        module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
+        return lambda x: transform.loss(module(x), y, latents)
+
+    def validation_loss(params: Any, batch_stats: Any, other: Any, latents: Any, series: jax.Array,
                         val_starts: jax.Array) -> jax.Array:
         module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
 
         def batch_mean(starts: jax.Array) -> jax.Array:
             x, y = gather_windows(series, starts, window)
-            return squared_error_loss(module(x), y)
+            return transform.loss(module(x), y, latents)
 
         means = jax.lax.map(batch_mean, val_starts, batch_size=geometry.val_batches_per_block)
         return jnp.mean(means)
@@ -185,20 +199,22 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         epoch_key = jax.random.fold_in(dropout_key, epoch)
 
         def step(carry: tuple[Any, Any, Any], inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
-            params, batch_stats, opt_state = carry
+            (params, latents), batch_stats, opt_state = carry
             step_index, batch_ids = inputs
             x, y = gather_windows(series, train_starts[batch_ids], window)
+            x = transform.training_inputs(method_key(dropout_key, epoch, step_index), x,
+                                          eval_loss_at(params, batch_stats, other, latents, y))
             key = jax.random.fold_in(epoch_key, step_index)
             (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-                params, batch_stats, other, key, x, y)
-            updates, opt_state = direction.update(grads, opt_state, params)
-            params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
-            return (params, batch_stats, opt_state), loss
+                (params, latents), batch_stats, other, key, x, y)
+            updates, opt_state = direction.update(grads, opt_state, (params, latents))
+            params, latents = jax.tree.map(lambda p, u: p - lr * u, (params, latents), updates)
+            return ((params, latents), batch_stats, opt_state), loss
 
         steps = jnp.arange(geometry.steps_per_epoch, dtype=jnp.int32)
-        (params, batch_stats, opt_state), losses = jax.lax.scan(
-            step, (state.params, state.batch_stats, state.opt_state), (steps, batches))
-        val_loss = validation_loss(params, batch_stats, other, series, val_starts)
+        ((params, latents), batch_stats, opt_state), losses = jax.lax.scan(
+            step, ((state.params, state.latents), state.batch_stats, state.opt_state), (steps, batches))
+        val_loss = validation_loss(params, batch_stats, other, latents, series, val_starts)
         improved = active & jnp.isfinite(val_loss) & (val_loss < state.best_loss - min_delta)
 
         def choose(flag: jax.Array, new: Any, old: Any) -> Any:
@@ -207,6 +223,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         new_state = TrainState(
             params=choose(active, params, state.params),
             batch_stats=choose(active, batch_stats, state.batch_stats),
+            latents=choose(active, latents, state.latents),
             opt_state=choose(active, opt_state, state.opt_state),
             best_params=choose(improved, params, state.best_params),
             best_batch_stats=choose(improved, batch_stats, state.best_batch_stats),

@@ -35,12 +35,17 @@ class Candidate:
     Attributes:
         trial_number: 1-based position in the shuffled subgrid (the selection tie-break).
         grid_index: position in the expanded valid grid.
-        hparams: the combination in grid key order, `lr` included.
+        hparams: the model's hyperparameters in grid key order, `lr` included (a method variant: those it
+            inherits from the baseline winner).
+        recipe: the method recipe (empty for the baseline).
+        variant: the spec's variant id ("baseline" for the baseline).
     """
 
     trial_number: int
     grid_index: int
     hparams: dict[str, Any] = field(hash=False)
+    recipe: dict[str, Any] = field(default_factory=dict, hash=False)
+    variant: str = "baseline"
 
     @property
     def learning_rate(self) -> float:

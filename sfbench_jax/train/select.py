@@ -1,5 +1,5 @@
 """Clean-validation selection (spec 5.4): the winner is the finished candidate with the lowest best
-validation loss; ties go to the smaller trial number, then the smaller variant id (candidate hash).
+validation loss; ties go to the smaller trial number, then the smaller variant id, then the candidate hash.
 
 The reference breaks ties by (score, -end_time, run_id), bookkeeping artefacts of its tracker; this
 order is deterministic and documented instead. Test metrics never enter selection.
@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from sfbench_jax.train.store import CandidateResult
 
 
-def selection_key(result: CandidateResult) -> tuple[float, int, str]:
-    """`(best_val_loss, trial_number, variant_id)` of a finished candidate."""
+def selection_key(result: CandidateResult) -> tuple[float, int, str, str]:
+    """`(best_val_loss, trial_number, variant id, candidate hash)` of a finished candidate."""
     if result.best_val_loss is None:
         raise ValueError(f"Candidate {result.candidate_hash} has no finite validation loss.")
-    return (float(result.best_val_loss), int(result.trial_number), result.candidate_hash)
+    return (float(result.best_val_loss), int(result.trial_number), result.variant, result.candidate_hash)
 
 
 def select_winner(results: Sequence[CandidateResult]) -> CandidateResult:

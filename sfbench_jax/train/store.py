@@ -100,6 +100,8 @@ class CandidateResult:
         train_seconds: wall time of the candidate's training (shared by a vectorised group).
         group_size: candidates trained together in its compiled program.
         code_version: package version that trained it.
+        recipe: the method recipe (empty for the baseline).
+        variant: the spec's variant id ("baseline" for the baseline).
     """
 
     candidate_hash: str
@@ -121,6 +123,8 @@ class CandidateResult:
     train_seconds: float
     group_size: int
     code_version: str
+    recipe: dict[str, Any] = field(default_factory=dict, hash=False)
+    variant: str = "baseline"
 
     @property
     def is_finished(self) -> bool:

@@ -9,6 +9,7 @@ it again trains only the rest. Selection is `select.py`'s.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +19,7 @@ from typing import Any
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
-from sfbench_jax.train.fit import GroupMember, TrainOutcome, group_size, train_group
+from sfbench_jax.train.fit import GroupMember, TrainOutcome, group_size, train_group, training_recipe
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
 from sfbench_jax.train.seeds import model_seed, tuning_seed
 from sfbench_jax.train.store import (
@@ -39,23 +40,33 @@ class SearchPlan:
 
     Attributes:
         architecture: registry name.
-        method: robustness method ("baseline").
-        model_seed: shared by all candidates of the cell (spec 1.6).
+        method: robustness method.
+        model_seed: the cell's model seed, shared by all baseline candidates (spec 1.6); None for a method
+            plan, whose variants each have their own (`candidate_seeds`).
         tuning_seed: seeds the subgrid shuffle.
-        num_valid: valid combinations in the search space.
+        num_valid: valid combinations in the search space (baseline) or recipe combinations (method).
         candidates: the sampled candidates in trial order.
         identities: resolved configuration of each candidate (hashed into its store key).
         keys: candidate hashes.
+        candidate_seeds: each candidate's model seed.
     """
 
     architecture: str
     method: str
-    model_seed: int
+    model_seed: int | None
     tuning_seed: int
     num_valid: int
     candidates: list[Candidate] = field(hash=False)
     identities: list[dict[str, Any]] = field(hash=False)
     keys: list[str] = field(hash=False)
+    candidate_seeds: list[int] = field(hash=False)
+
+
+def _identity(data: PreparedData, plan_fields: dict[str, Any], options: TrainConfig) -> dict[str, Any]:
+    spec = data.spec
+    return {"format": STORE_FORMAT_VERSION, "code_version": code_version(), "dataset": spec.key,
+            "signature": spec.signature, "data_sha256": data.series.content_sha256, "data_seed": spec.seeds.data_seed,
+            **plan_fields, "protocol": options.protocol()}
 
 
 def plan_search(data: PreparedData, architecture: str, *, options: TrainConfig,
@@ -76,23 +87,48 @@ def plan_search(data: PreparedData, architecture: str, *, options: TrainConfig,
     seed = model_seed(spec, architecture, master_seed=options.master_seed)
     tuning = tuning_seed(spec, architecture, master_seed=options.master_seed)
     candidates = random_subgrid(combinations, tuning_seed=tuning, budget=options.candidate_budget)
-    identities = [{
-        "format": STORE_FORMAT_VERSION, "code_version": code_version(),
-        "dataset": spec.key, "signature": spec.signature, "data_sha256": data.series.content_sha256,
-        "data_seed": spec.seeds.data_seed, "architecture": architecture, "method": method,
-        "hparams": dict(candidate.hparams), "model_seed": seed, "protocol": options.protocol(),
-    } for candidate in candidates]
+    identities = [_identity(data, {"architecture": architecture, "method": method, "hparams": dict(candidate.hparams),
+                                   "model_seed": seed}, options) for candidate in candidates]
     return SearchPlan(architecture=architecture, method=method, model_seed=seed, tuning_seed=tuning,
                       num_valid=len(combinations), candidates=candidates, identities=identities,
-                      keys=[candidate_hash(identity) for identity in identities])
+                      keys=[candidate_hash(identity) for identity in identities],
+                      candidate_seeds=[seed] * len(candidates))
+
+
+def plan_method_search(data: PreparedData, architecture: str, method: str, *, recipes: Mapping[str, Sequence[Any]],
+                       variant_id: Callable[[Mapping[str, Any]], str], inherited: Mapping[str, Any],
+                       options: TrainConfig, budget: int | None) -> SearchPlan:
+    """The variants of a method cell (spec 4, 5.3): recipe combinations in key order (first key slowest),
+    shuffled with the method's tuning seed and cut to `budget` (None: every combination, in grid order, as
+    for wrap methods); each variant carries the `inherited` hyperparameters of the baseline winner and its own
+    model seed (`pipeline_id` = its variant id)."""
+    spec = data.spec
+    keys = list(recipes)
+    combinations = [dict(zip(keys, values, strict=True)) for values in itertools.product(*recipes.values())]
+    tuning = tuning_seed(spec, architecture, method=method, master_seed=options.master_seed)
+    if budget is None:
+        sampled = [Candidate(trial, trial - 1, dict(combo)) for trial, combo in enumerate(combinations, start=1)]
+    else:
+        sampled = random_subgrid(combinations, tuning_seed=tuning, budget=budget)
+    candidates = [Candidate(c.trial_number, c.grid_index, dict(inherited), recipe=dict(c.hparams),
+                            variant=variant_id(c.hparams)) for c in sampled]
+    seeds = [model_seed(spec, architecture, pipeline_id=c.variant, method=method, master_seed=options.master_seed)
+             for c in candidates]
+    identities = [_identity(data, {"architecture": architecture, "method": method, "hparams": dict(inherited),
+                                   "recipe": c.recipe, "variant": c.variant, "model_seed": seed}, options)
+                  for c, seed in zip(candidates, seeds, strict=True)]
+    return SearchPlan(architecture=architecture, method=method, model_seed=None, tuning_seed=tuning,
+                      num_valid=len(combinations), candidates=candidates, identities=identities,
+                      keys=[candidate_hash(identity) for identity in identities], candidate_seeds=seeds)
 
 
 def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int) -> list[list[int]]:
-    """Pending candidate positions grouped by architecture hyperparameters (trial order kept),
-    each group cut to at most `group_size`."""
+    """Pending candidate positions grouped by architecture hyperparameters and method recipe (trial order
+    kept), each group cut to at most `group_size`."""
     by_config: dict[str, list[int]] = {}
     for position in pending:
-        config = json.dumps(plan.candidates[position].architecture_hparams, sort_keys=True)
+        candidate = plan.candidates[position]
+        config = json.dumps([candidate.architecture_hparams, candidate.recipe], sort_keys=True)
         by_config.setdefault(config, []).append(position)
     groups = []
     for positions in by_config.values():
@@ -105,25 +141,28 @@ def _record(plan: SearchPlan, position: int, outcome: TrainOutcome, data: Prepar
     return CandidateResult(
         candidate_hash=plan.keys[position], identity=plan.identities[position], dataset=data.spec.key,
         architecture=plan.architecture, method=plan.method, trial_number=candidate.trial_number,
-        grid_index=candidate.grid_index, hparams=dict(candidate.hparams), model_seed=plan.model_seed,
+        grid_index=candidate.grid_index, hparams=dict(candidate.hparams), model_seed=plan.candidate_seeds[position],
         status=STATUS_FAILED if stopping.failed else STATUS_FINISHED,
         best_val_loss=None if stopping.failed else stopping.best_loss, best_epoch=stopping.best_epoch,
         epochs_run=stopping.epochs_run, stop_reason=stopping.stop_reason or STOP_NON_FINITE,
         val_curve=finite_curve(outcome.val_curve), train_curve=finite_curve(outcome.train_curve),
-        train_seconds=outcome.train_seconds, group_size=outcome.group_size, code_version=code_version())
+        train_seconds=outcome.train_seconds, group_size=outcome.group_size, code_version=code_version(),
+        recipe=dict(candidate.recipe), variant=candidate.variant)
 
 
 def untrained_record(plan: SearchPlan, position: int, val_loss: float, data: PreparedData) -> CandidateResult:
-    """The record of a candidate without trainable weights: its clean validation loss as built."""
+    """The record of a candidate without trainable weights (SeasonalNaive, a wrapper of stored predictors):
+    its clean validation loss as built."""
     candidate = plan.candidates[position]
     finite = finite_curve([val_loss])
     return CandidateResult(
         candidate_hash=plan.keys[position], identity=plan.identities[position], dataset=data.spec.key,
         architecture=plan.architecture, method=plan.method, trial_number=candidate.trial_number,
-        grid_index=candidate.grid_index, hparams=dict(candidate.hparams), model_seed=plan.model_seed,
+        grid_index=candidate.grid_index, hparams=dict(candidate.hparams), model_seed=plan.candidate_seeds[position],
         status=STATUS_FINISHED if finite[0] is not None else STATUS_FAILED, best_val_loss=finite[0],
         best_epoch=0, epochs_run=0, stop_reason=STOP_UNTRAINED, val_curve=finite, train_curve=[],
-        train_seconds=0.0, group_size=1, code_version=code_version())
+        train_seconds=0.0, group_size=1, code_version=code_version(), recipe=dict(candidate.recipe),
+        variant=candidate.variant)
 
 
 def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, options: TrainConfig,
@@ -158,16 +197,19 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
             todo = [position for position in group if position not in done]
             if not todo:
                 continue
-            hparams = plan.candidates[todo[0]].architecture_hparams
-            members = [GroupMember(learning_rate=plan.candidates[p].learning_rate, seed=plan.model_seed)
+            first = plan.candidates[todo[0]]
+            hparams = first.architecture_hparams
+            members = [GroupMember(learning_rate=plan.candidates[p].learning_rate, seed=plan.candidate_seeds[p])
                        for p in todo]
             trials = ", ".join(str(plan.candidates[p].trial_number) for p in todo)
             if log is not None:
-                log(f"{plan.architecture} group {number}/{len(groups)}: trials [{trials}] {hparams}, "
+                variant = "" if plan.method == "baseline" else f" {first.variant}"
+                log(f"{plan.architecture}{variant} group {number}/{len(groups)}: trials [{trials}] {hparams}, "
                     f"lr {[m.learning_rate for m in members]}")
             started = time.perf_counter()
-            outcomes = train_group(data, plan.architecture, hparams, members, options,
-                                   vectorize=len(members) > 1, log=log if options.progress else None)
+            outcomes = train_group(data, plan.architecture, hparams, members, options, vectorize=len(members) > 1,
+                                   log=log if options.progress else None,
+                                   recipe=training_recipe(data, plan.method, first.recipe))
             for position, outcome in zip(todo, outcomes, strict=True):
                 result = _record(plan, position, outcome, data)
                 store.save(result, outcome.checkpoint)

@@ -1,0 +1,94 @@
+"""Post-hoc method wrappers (spec 4.6, 4.7): pure predictors built from stored baseline predictors, scored by
+the same fused engine.
+
+What lives here: the combiners (`ensemble_combine`: mean or midpoint median; `trimmed_mean`: the
+alpha-trimmed mean), `ensemble_predictor` (top-k members, each its own predict function and state) and
+`SmoothingPredictor` (N noisy copies of each input through the frozen backbone; the noise of a row is keyed
+by its (context, window) ids, so it never depends on chunking). Which members and backbone are used, and
+how the variants are selected, is `sfbench_jax/selection.py`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from sfbench_jax.predictors import PredictFn, RowAwarePredictor
+
+COMBINERS = ("mean", "median")
+
+
+def ensemble_combine(predictions: jax.Array, combine: str) -> jax.Array:
+    """Combine member predictions `(k, ...)` per coordinate: the mean, or the median with midpoint
+    interpolation (even k: the average of the two middle values)."""
+    if combine == "mean":
+        return jnp.mean(predictions, axis=0)
+    if combine == "median":
+        return jnp.median(predictions, axis=0)
+    raise ValueError(f"Unknown ensemble combine {combine!r}; use one of {list(COMBINERS)}.")
+
+
+def trimmed_mean(values: jax.Array, trimmed: int) -> jax.Array:
+    """The alpha-trimmed mean over axis 0: sort, drop the `trimmed` smallest and largest, average the rest."""
+    count = values.shape[0]
+    if not 0 <= 2 * trimmed < count:
+        raise ValueError(f"Cannot trim {trimmed} from each end of {count} values.")
+    return jnp.mean(jnp.sort(values, axis=0)[trimmed:count - trimmed], axis=0)
+
+
+def ensemble_predictor(members: Sequence[PredictFn], combine: str) -> PredictFn:
+    """`predict(states, x)`: every member on the same input (`states[i]` is member i's), combined."""
+    members = tuple(members)
+    if combine not in COMBINERS:
+        raise ValueError(f"Unknown ensemble combine {combine!r}; use one of {list(COMBINERS)}.")
+
+    def predict(states: tuple[Any, ...], x: jax.Array) -> jax.Array:
+        outputs = jnp.stack([member(state, x) for member, state in zip(members, states, strict=True)])
+        return ensemble_combine(outputs, combine)
+
+    return predict
+
+
+@dataclass(frozen=True)
+class SmoothingPredictor(RowAwarePredictor):
+    """Randomized smoothing: per row, `samples` copies `x + sigma eps_j` (standard normal on every input
+    element, standardised space) through the backbone, then the alpha-trimmed mean per output coordinate.
+
+    The noise of a row comes from `fold_in(fold_in(key(seed), context), window id)`: the same in any chunk,
+    batch or device, and different for the clean pass, each scenario and validation.
+
+    Attributes:
+        backbone: the frozen baseline predictor.
+        sigma: noise standard deviation.
+        samples: N noisy copies per row.
+        trimmed: predictions dropped at each end, `floor(alpha N)`.
+        seed: the dataset's `seed_eval` (spec 1.6).
+    """
+
+    backbone: PredictFn
+    sigma: float
+    samples: int
+    trimmed: int
+    seed: int
+
+    def noise(self, rows: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+        """Standard normals `(rows, samples, *shape)`, one independent stream per (context, window) row."""
+        base = jax.random.key(self.seed)
+
+        def per_row(row: jax.Array) -> jax.Array:
+            key = jax.random.fold_in(jax.random.fold_in(base, row[0]), row[1])
+            return jax.random.normal(key, (self.samples, *shape), jnp.float32)
+
+        return jax.vmap(per_row)(rows)
+
+    def apply(self, state: Any, x: jax.Array, rows: jax.Array) -> jax.Array:
+        """Smoothed forecasts `(B, H, targets)` of rows `x (B, n, m)` with their (context, window) ids."""
+        noisy = x[:, None] + self.sigma * self.noise(rows, x.shape[1:])  # (B, N, n, m)
+        flat = noisy.reshape(-1, *x.shape[1:])
+        prediction = self.backbone(state, flat)
+        prediction = prediction.reshape(x.shape[0], self.samples, *prediction.shape[1:])
+        return trimmed_mean(jnp.moveaxis(prediction, 1, 0), self.trimmed)

@@ -1,0 +1,41 @@
+"""The engine's view of a model: a pure predict function `predict(state, x)`, or a row-aware predictor whose
+output for a row also depends on which (context, window) the row is (randomized smoothing keys its noise
+by them). Shared by the evaluation engine and the method wrappers; only JAX below it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+#: `predict(state, x (B, n, m)) -> (B, H, targets)`; `state` is any pytree (e.g. an NNX State).
+PredictFn = Callable[[Any, jax.Array], jax.Array]
+
+#: Context ids of the rows a row-aware predictor sees: the clean pass, scenario i (1 + i), validation.
+CLEAN_CONTEXT, VALIDATION_CONTEXT = 0, 1000
+
+
+class RowAwarePredictor:
+    """Base of predictors whose output for a row depends on which (context, window) the row is, e.g.
+    randomized smoothing's noise keyed by (context, window id), so that it never depends on chunking or
+    batching. Subclasses are frozen dataclasses (hashable: they key the compiled-kernel caches)."""
+
+    def apply(self, state: Any, x: jax.Array, rows: jax.Array) -> jax.Array:
+        """`(B, n, m) -> (B, H, targets)`; `rows (B, 2)` int32: the context (`CLEAN_CONTEXT`,
+        `1 + scenario index`, `VALIDATION_CONTEXT`) and the window's sample id of each row."""
+        raise NotImplementedError
+
+
+Predictor = PredictFn | RowAwarePredictor
+
+
+def run_predictor(predict: Predictor, state: Any, x: jax.Array, contexts: jax.Array,
+                  window_ids: jax.Array) -> jax.Array:
+    """Call a plain or row-aware predictor on rows `x` with their context and window ids (each `(B,)`)."""
+    if isinstance(predict, RowAwarePredictor):
+        rows = jnp.stack([contexts.astype(jnp.int32), window_ids.astype(jnp.int32)], axis=1)
+        return predict.apply(state, x, rows)
+    return predict(state, x)
