@@ -180,8 +180,8 @@ def test_launcher_presets() -> None:
     cfg = _compose(["model=dlinear"], hydra_config=True)
     assert cfg.hydra.launcher._target_ == "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
     assert cfg.hydra.launcher.n_jobs == 2
-    # the SLURM and Ray presets extend the plugins' own configs (installed with the slurm / ray extras)
+    # the SLURM and Ray presets extend their plugins' configs (extras slurm / ray; run by tests/cli/test_launchers.py)
     slurm = yaml.safe_load((CONF / "hydra" / "launcher" / "slurm.yaml").read_text())
     ray = yaml.safe_load((CONF / "hydra" / "launcher" / "ray.yaml").read_text())
     assert slurm["defaults"] == ["submitit_slurm"] and slurm["gpus_per_node"] == 1
-    assert ray["defaults"] == ["ray"] and ray["ray"]["remote"]["num_gpus"] == 1
+    assert ray["defaults"] == ["sfbench_ray"] and ray["remote"]["num_gpus"] == 0
