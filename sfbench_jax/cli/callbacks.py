@@ -3,6 +3,12 @@ merges the jobs into one table (with the paper views) when it ends, naming any m
 
 Registered in conf/config.yaml under `hydra.callbacks.collect`. Hydra turns exceptions raised in
 callbacks into warnings, so a missing cell ends the process with exit status 1 after the report.
+
+Both hooks run in the launching process, once per sweep, with every launcher (joblib, submitit's local
+and SLURM executors, Ray): the jobs themselves never collect, so jobs on other machines need only write
+their folders under the shared `hydra.sweep.dir` (tests/cli/test_launchers.py checks it for each launcher).
+If the launcher fails (a job process was killed), Hydra skips `on_multirun_end`; re-running the sweep, or
+`sfbench-collect SWEEP_DIR`, collects it.
 """
 
 from __future__ import annotations
