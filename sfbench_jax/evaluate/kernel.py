@@ -20,7 +20,10 @@ from sfbench_jax.data.windows import WindowShape, gather_windows
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
 from sfbench_jax.faults.streams import pair_key, stream_words
-from sfbench_jax.predictors import VALIDATION_CONTEXT, Predictor, run_predictor
+from sfbench_jax.predictors import VALIDATION_CONTEXT, Predictor, RowAwarePredictor, run_predictor
+
+#: Windows a row-aware predictor validates at once (its N copies of each window are materialised).
+ROW_AWARE_VALIDATION_BLOCK = 64
 
 #: Per-window arrays of one block of windows.
 Windows = Float[Array, "window n channel"]
@@ -35,12 +38,20 @@ def window_mse(prediction: Float[Array, "window h target"],
 
 def clean_mse(predict: Predictor, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
               shape: WindowShape) -> Float[Array, " window"]:
-    """Per-window clean MSE `(C,)` of a validation pass (a row-aware predictor sees the validation context
-    and the windows' positions)."""
+    """Per-window clean MSE `(C,)` of a validation pass. A row-aware predictor sees the validation context and
+    the windows' positions, in blocks of `ROW_AWARE_VALIDATION_BLOCK` windows (its copies of each window would
+    not fit in memory all at once)."""
+    if isinstance(predict, RowAwarePredictor):
+        positions = jnp.arange(starts.shape[0], dtype=jnp.int32)
+
+        def one(position: jax.Array, start: jax.Array) -> jax.Array:
+            x, y = gather_windows(series, start[None], shape)
+            rows = jnp.stack([jnp.int32(VALIDATION_CONTEXT), position])[None]
+            return window_mse(predict.apply(state, x, rows), y)[0]
+
+        return jax.lax.map(lambda args: one(*args), (positions, starts), batch_size=ROW_AWARE_VALIDATION_BLOCK)
     x, y = gather_windows(series, starts, shape)
-    positions = jnp.arange(starts.shape[0], dtype=jnp.int32)
-    contexts = jnp.full_like(positions, VALIDATION_CONTEXT)
-    return window_mse(run_predictor(predict, state, x, contexts, positions), y)
+    return window_mse(predict(state, x), y)
 
 
 def sample_scenario_params(fault: Fault, base_key: jax.Array, window_ids: Int[Array, " window"],

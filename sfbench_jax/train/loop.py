@@ -135,6 +135,14 @@ def initial_state(params: Any, batch_stats: Any, latents: Any = None) -> TrainSt
                       best_batch_stats=batch_stats, best_loss=jnp.asarray(jnp.inf, jnp.float32))
 
 
+def eval_mode_loss(eval_graphdef: nnx.GraphDef, transform: TrainTransform, params: Any, batch_stats: Any,
+                   other: Any, latents: Any, y: jax.Array) -> Callable[[jax.Array], jax.Array]:
+    """The batch loss of the frozen model in eval mode (dropout off, BatchNorm on its running statistics, which
+    it does not update) as a function of the input: what PGD's attack climbs (spec 4.1)."""
+    module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
+    return lambda x: transform.loss(module(x), y, latents)
+
+
 def method_key(dropout_key: jax.Array, epoch: jax.Array, step: jax.Array) -> jax.Array:
     """The key of a method's randomness at one step (noise, augmentation draws, the attack's start): its own
     namespace under the candidate's dropout key, never equal to a dropout or evaluation key."""
@@ -175,11 +183,6 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         loss = transform.loss(module(x), y, latents)
         return loss, nnx.state(module, nnx.BatchStat)
 
-    def eval_loss_at(params: Any, batch_stats: Any, other: Any, latents: Any, y: jax.Array) -> Callable:
-        """The batch loss of the frozen eval-mode model as a function of its input (for the attack)."""
-        module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
-        return lambda x: transform.loss(module(x), y, latents)
-
     def validation_loss(params: Any, batch_stats: Any, other: Any, latents: Any, series: jax.Array,
                         val_starts: jax.Array) -> jax.Array:
         module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
@@ -202,8 +205,8 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
             (params, latents), batch_stats, opt_state = carry
             step_index, batch_ids = inputs
             x, y = gather_windows(series, train_starts[batch_ids], window)
-            x = transform.training_inputs(method_key(dropout_key, epoch, step_index), x,
-                                          eval_loss_at(params, batch_stats, other, latents, y))
+            loss_at = eval_mode_loss(eval_graphdef, transform, params, batch_stats, other, latents, y)
+            x = transform.training_inputs(method_key(dropout_key, epoch, step_index), x, loss_at)
             key = jax.random.fold_in(epoch_key, step_index)
             (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(
                 (params, latents), batch_stats, other, key, x, y)
