@@ -24,6 +24,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from sfbench_jax.methods import METHODS
 from sfbench_jax.report.collect import Cell, MissingCellsError, collect, write_expected_cells
 
 
@@ -48,6 +49,11 @@ def job_cell(job: list[str], config_name: str | None, base: Cell) -> Cell:
                 values.get("method", values.get("method.name", base.method)))
 
 
+def applies(cell: Cell) -> bool:
+    """Whether a cell's method applies to its architecture (a job of an inapplicable pair is skipped)."""
+    return cell.method not in METHODS or METHODS[cell.method].applies_to(cell.architecture)
+
+
 class CollectOnMultirunEnd(Callback):
     """Write expected_cells.json at multirun start; collect the sweep at multirun end."""
 
@@ -55,6 +61,7 @@ class CollectOnMultirunEnd(Callback):
         base = Cell(str(config.dataset.name), str(config.model.name), str(config.method.name))
         jobs = sweep_jobs(config)
         cells = [job_cell(job, kwargs.get("config_name"), base) for job in jobs]
+        cells = [cell for cell in cells if applies(cell)]  # e.g. RevIN on PatchTST is no cell: its job is skipped
         write_expected_cells(Path(config.hydra.sweep.dir), cells, jobs)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

@@ -30,6 +30,7 @@ from sfbench_jax.config import (
     TrainConfig,
 )
 from sfbench_jax.files import write_json
+from sfbench_jax.methods import get_method
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
 
 CONFIG_PATH = "pkg://sfbench_jax.conf"
@@ -93,8 +94,15 @@ def cell_of(cfg: DictConfig) -> dict[str, str]:
 
 
 def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
-    """Run one multirun job; record its cell first and any failure instead of raising, so the sweep goes on."""
+    """Run one multirun job; record its cell first and any failure instead of raising, so the sweep goes on.
+
+    A (method, architecture) pair the benchmark does not define (e.g. RevIN on PatchTST) is skipped with a
+    one-line note: it is not a cell of the sweep (the collection does not expect it)."""
     cell = cell_of(cfg)
+    if not get_method(cell["method"]).applies_to(cell["architecture"]):
+        print(f"[sfbench] job {output_dir.name} skipped: method {cell['method']!r} does not apply to "
+              f"{cell['architecture']!r} (not a cell of the benchmark)", file=sys.stderr, flush=True)
+        return
     write_json({**cell, "overrides": list(HydraConfig.get().overrides.task)}, output_dir / CELL_FILE)
     try:
         run_job(cfg, output_dir)
