@@ -193,6 +193,9 @@ class EvalConfig:
         num_devices: devices to shard windows over; None: all local devices when the evaluation moves enough
             window data to pay for the per-device overhead, else fewer. Never changes a result.
         bootstrap_draws: bootstrap resamples for the 95% intervals.
+        channel_sparse: run a channel-independent model (DLinear, PatchTST, SeasonalNaive) only on the target
+            channels a fault touched; per-window losses equal the full computation to float rounding
+            (false: the full computation, e.g. to compare).
         progress: print progress lines to stderr.
     """
 
@@ -205,6 +208,7 @@ class EvalConfig:
     memory_budget_mb: int = 1024
     num_devices: int | None = None
     bootstrap_draws: int = 1000
+    channel_sparse: bool = True
     progress: bool = True
 
     def __post_init__(self) -> None:

@@ -6,6 +6,7 @@ by them). Shared by the evaluation engine and the method wrappers; only JAX belo
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -39,3 +40,22 @@ def run_predictor(predict: Predictor, state: Any, x: jax.Array, contexts: jax.Ar
         rows = jnp.stack([contexts.astype(jnp.int32), window_ids.astype(jnp.int32)], axis=1)
         return predict.apply(state, x, rows)
     return predict(state, x)
+
+
+@dataclass(frozen=True)
+class ChannelIndependentPredictor:
+    """A predictor whose forecast of channel i depends on input channel i only (DLinear, PatchTST,
+    SeasonalNaive). Called like a plain predict function; besides, `channels(state, x (B, n, k), ids (B, k))`
+    forecasts any k input channels `ids`, so the engine can run the model only on the channels a fault touched
+    (channel-sparse scoring).
+
+    Attributes:
+        full: `predict(state, x) -> (B, H, targets)`.
+        channels: `channels(state, x (B, n, k), channel ids (B, k)) -> (B, H, k)`.
+    """
+
+    full: PredictFn
+    channels: Callable[[Any, jax.Array, jax.Array], jax.Array]
+
+    def __call__(self, state: Any, x: jax.Array) -> jax.Array:
+        return self.full(state, x)

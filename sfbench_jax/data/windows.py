@@ -22,6 +22,10 @@ Inputs = Float[Array | np.ndarray, "batch time channel"]
 Forecast = Float[Array, "batch horizon target"]
 #: A channel-independent model's forecast of every input channel (before target selection).
 AllChannelForecast = Float[Array, "batch horizon channel"]
+#: A channel-independent model's inputs restricted to some channels, their channel ids, and their forecast.
+ChannelInputs = Float[Array | np.ndarray, "batch time selected"]
+ChannelIds = Int[Array | np.ndarray, "batch selected"]
+ChannelForecast = Float[Array, "batch horizon selected"]
 
 
 @dataclass(frozen=True)

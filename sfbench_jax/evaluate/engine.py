@@ -38,11 +38,12 @@ from sfbench_jax.evaluate.kernel import (
     map_blocks,
     prepare_block,
     score_block,
+    score_block_sparse,
 )
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
 from sfbench_jax.faults.registry import SCENARIOS, Fault
-from sfbench_jax.predictors import Predictor
+from sfbench_jax.predictors import ChannelIndependentPredictor, Predictor
 
 DEFAULT_CHUNK_PER_DEVICE = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 3 * 2**20  # window data per inner block on CPU (stays in cache; tuned on Traffic)
@@ -103,13 +104,18 @@ class ScoreProgram:
     scenarios: tuple[Fault, ...]
     ctx: FaultContext
     shape: WindowShape
+    channel_sparse: bool = True
 
     #: Stage two receives the windows' sample ids (a row-aware predictor keys its randomness by them).
     uses_window_ids = True
 
     def block(self, state: Any, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
               prepared: tuple) -> tuple:
-        """`(clean (c,), faulted (c, P), severity units (c, P))` of one block of windows."""
+        """`(clean (c,), faulted (c, P), severity units (c, P))` of one block of windows; a channel-independent
+        model runs only on the channels the faults touched (`channel_sparse`)."""
+        if self.channel_sparse and isinstance(self.predict, ChannelIndependentPredictor):
+            return score_block_sparse(self.predict, state, series, starts, prepared, scenarios=self.scenarios,
+                                      ctx=self.ctx, shape=self.shape)
         return score_block(self.predict, state, series, starts, window_ids, prepared, scenarios=self.scenarios,
                            ctx=self.ctx, shape=self.shape)
 
@@ -445,7 +451,8 @@ def score_windows(predict: Predictor, state: Any, data: PreparedData, options: E
         Per-window losses and engine statistics.
     """
     program = ScoreProgram(predict=predict, scenarios=tuple(scenarios),
-                           ctx=fault_context(data, options.channel_fraction), shape=window_shape(data.spec))
+                           ctx=fault_context(data, options.channel_fraction), shape=window_shape(data.spec),
+                           channel_sparse=options.channel_sparse)
     outputs, starts, stats = run_window_program(program, state, data, options, label=label, test_starts=test_starts)
     losses = WindowLosses(sample_starts=starts, clean=_concatenate(outputs, 0),
                           faulted=np.ascontiguousarray(_concatenate(outputs, 1).T),

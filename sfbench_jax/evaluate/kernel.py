@@ -10,17 +10,24 @@ reference mode the parameter pytrees arrive from the host. Both call the same ap
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from sfbench_jax.data.windows import WindowShape, gather_windows
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
 from sfbench_jax.faults.streams import pair_key, stream_words
-from sfbench_jax.predictors import VALIDATION_CONTEXT, Predictor, RowAwarePredictor, run_predictor
+from sfbench_jax.predictors import (
+    VALIDATION_CONTEXT,
+    ChannelIndependentPredictor,
+    Predictor,
+    RowAwarePredictor,
+    run_predictor,
+)
 
 #: Windows a row-aware predictor validates at once (its N copies of each window are materialised).
 ROW_AWARE_VALIDATION_BLOCK = 64
@@ -121,6 +128,102 @@ def score_block(predict: Predictor, state: Any, series: Float[Array, "row channe
     losses = window_mse(prediction, targets).reshape(branches, count)
     units = jnp.stack([p.severity_units for p in prepared], axis=1)
     return losses[0], losses[1:].T, units
+
+
+def score_block_sparse(predict: ChannelIndependentPredictor, state: Any, series: Float[Array, "row channel"],
+                       starts: Int[Array, " window"], prepared: Sequence[Any], *, scenarios: Sequence[Fault],
+                       ctx: FaultContext, shape: WindowShape) -> tuple[Float[Array, " window"],
+                                                                       Float[Array, "window scenario"],
+                                                                       Int[Array, "window scenario"]]:
+    """Stage 2 for a channel-independent model, running it only where the loss can change (the same
+    outputs as `score_block`, to float rounding; an unchanged window keeps bit-for-bit the clean loss).
+
+    The clean pass and the scenarios that touch every channel (MissingData) forecast the target channels;
+    a channel-scoped scenario changes only its selected channels, so only its selected target channels are
+    forecast again (`forecast_touched_rows`) and written over the clean forecast before the loss.
+    """
+    x, y = gather_windows(series, starts, shape)
+    count = x.shape[0]
+    targets = np.asarray(shape.target_indices)
+    target_ids = jnp.broadcast_to(jnp.asarray(targets, jnp.int32), (count, len(targets)))
+    clean_forecast = predict.channels(state, x[..., targets], target_ids)
+    touched = [touched_target_rows(fault, x, params, targets=targets, ctx=ctx)
+               for fault, params in zip(scenarios, prepared, strict=True) if fault.is_channel_scoped]
+    rows = forecast_touched_rows(predict, state, touched, sub_batch=count)
+    faulted, position = [], 0
+    for fault, params in zip(scenarios, prepared, strict=True):
+        if fault.is_channel_scoped:
+            window, slot, size = touched[position].window, touched[position].slot, touched[position].window.shape[0]
+            forecast = clean_forecast.at[window, :, slot].set(rows[:size], mode="drop")
+            rows, position = rows[size:], position + 1
+        else:
+            forecast = predict.channels(state, apply_scenario(fault, x, params, ctx)[..., targets], target_ids)
+        faulted.append(window_mse(forecast, y))
+    units = jnp.stack([p.severity_units for p in prepared], axis=1)
+    return window_mse(clean_forecast, y), jnp.stack(faulted, axis=1), units
+
+
+class TouchedRows(NamedTuple):
+    """The selected target channels of one channel-scoped scenario, as rows `(window, channel)`: at most
+    `k = min(max channel count, targets)` per window (selected first, the rest invalid).
+
+    Attributes:
+        series: float32 `(c k, n)` the faulted input channel of each row.
+        channel: int32 `(c k,)` its input channel id.
+        window: int32 `(c k,)` its window in the block.
+        slot: int32 `(c k,)` its target position; invalid rows point past the targets (dropped on write).
+        valid: bool `(c k,)`.
+    """
+
+    series: jax.Array
+    channel: jax.Array
+    window: jax.Array
+    slot: jax.Array
+    valid: jax.Array
+
+
+def touched_target_rows(fault: Fault, x: Windows, params: Any, *, targets: np.ndarray,
+                        ctx: FaultContext) -> TouchedRows:
+    """The rows of a channel-scoped scenario's faulted block that a channel-independent model must forecast."""
+    count, length = x.shape[0], x.shape[1]
+    capacity = max(1, min(ctx.max_count, len(targets)))
+    selected = params.selected[:, targets]  # (c, t)
+    order = jnp.argsort(~selected, axis=1, stable=True)[:, :capacity]  # selected target slots first
+    valid = jnp.take_along_axis(selected, order, axis=1)
+    channel = jnp.asarray(targets, jnp.int32)[order]
+    series = jnp.take_along_axis(apply_scenario(fault, x, params, ctx), channel[:, None, :], axis=2)
+    window = jnp.broadcast_to(jnp.arange(count, dtype=jnp.int32)[:, None], order.shape)
+    slot = jnp.where(valid, order, len(targets)).astype(jnp.int32)
+    return TouchedRows(series=jnp.swapaxes(series, 1, 2).reshape(-1, length), channel=channel.reshape(-1),
+                       window=window.reshape(-1), slot=slot.reshape(-1), valid=valid.reshape(-1))
+
+
+def forecast_touched_rows(predict: ChannelIndependentPredictor, state: Any, touched: Sequence[TouchedRows], *,
+                          sub_batch: int) -> jax.Array:
+    """Forecasts `(rows, H)` of every valid row (zeros for invalid ones), computed on the valid rows only:
+    valid rows are moved to the front and the model runs on sub-batches of `sub_batch` rows, skipping
+    (`lax.cond`) those without a valid row. The order depends only on the block's contents, so results do
+    not depend on the chunk size or the device count."""
+    series = jnp.concatenate([rows.series for rows in touched])
+    channel = jnp.concatenate([rows.channel for rows in touched])
+    valid = jnp.concatenate([rows.valid for rows in touched])
+    total, length = series.shape
+    order = jnp.argsort(~valid, stable=True)
+    batches = -(-total // sub_batch)
+    padding = batches * sub_batch - total
+    series = jnp.pad(series[order], ((0, padding), (0, 0))).reshape(batches, sub_batch, length, 1)
+    channel = jnp.pad(channel[order], (0, padding)).reshape(batches, sub_batch, 1)
+    valid_count = jnp.sum(valid)
+    horizon = jax.eval_shape(predict.channels, state, series[0], channel[0]).shape[1]
+
+    def one(args: tuple[jax.Array, jax.Array, jax.Array]) -> jax.Array:
+        index, rows, ids = args
+        return jax.lax.cond(index * sub_batch < valid_count,
+                            lambda: predict.channels(state, rows, ids)[..., 0].astype(jnp.float32),
+                            lambda: jnp.zeros((sub_batch, horizon), jnp.float32))
+
+    forecasts = jax.lax.map(one, (jnp.arange(batches), series, channel)).reshape(-1, horizon)[:total]
+    return jnp.zeros((total, horizon), jnp.float32).at[order].set(forecasts)
 
 
 def map_blocks(block_fn: Callable[..., Any], batched: Sequence[Any], block_size: int) -> Any:

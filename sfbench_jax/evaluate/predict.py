@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
 from flax import nnx
 
-from sfbench_jax.predictors import PredictFn
+from sfbench_jax.predictors import ChannelIndependentPredictor, PredictFn
 
 #: Predict functions kept per graph definition (one per model structure seen in a process).
 PREDICT_CACHE_SIZE = 64
@@ -18,13 +19,18 @@ def predict_fn(model: nnx.Module) -> tuple[PredictFn, Any]:
     """Split an NNX model once (in eval mode) into a pure predict function and its state.
 
     Models of one structure (equal graph definitions, e.g. two candidates that differ only in their
-    weights) get the same predict function, so the jitted kernels keyed by it are built once.
+    weights) get the same predict function, so the jitted kernels keyed by it are built once. A
+    channel-independent model (one with `predict_channels`, unless it says forecasting a subset of channels
+    does not save work) gets a `ChannelIndependentPredictor`, which the engine can run on the channels a fault
+    touched only.
 
     Returns:
         `(predict, state)` with `predict(state, x) = merge(graphdef, state)(x)`.
     """
     model.eval()
     graphdef, state = nnx.split(model)
+    if hasattr(model, "predict_channels") and getattr(model, "forecasts_channels_cheaply", True):
+        return ChannelIndependentPredictor(full=predict_with(graphdef), channels=channels_with(graphdef)), state
     return predict_with(graphdef), state
 
 
@@ -36,3 +42,14 @@ def predict_with(graphdef: nnx.GraphDef) -> PredictFn:
         return nnx.merge(graphdef, state)(x)
 
     return predict
+
+
+@functools.lru_cache(maxsize=PREDICT_CACHE_SIZE)
+def channels_with(graphdef: nnx.GraphDef) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
+    """The channel forecast `channels(state, x (B, n, k), ids (B, k)) -> (B, H, k)` of a channel-independent
+    model structure."""
+
+    def channels(state: Any, x: jax.Array, channel_ids: jax.Array) -> jax.Array:
+        return nnx.merge(graphdef, state).predict_channels(x, channel_ids)
+
+    return channels

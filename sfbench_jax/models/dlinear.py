@@ -15,7 +15,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
+from sfbench_jax.data.windows import (
+    AllChannelForecast,
+    ChannelForecast,
+    ChannelIds,
+    ChannelInputs,
+    Forecast,
+    Inputs,
+    select_targets,
+)
 from sfbench_jax.models.hparams import require_bool, require_int
 from sfbench_jax.models.layers import (
     check_input,
@@ -130,6 +138,26 @@ class DLinear(nnx.Module):
                    + jnp.einsum("bnm,nh->bhm", trend, self.trend_kernel[...])
                    + self.trend_bias[...][:, None])
         return out
+
+    @property
+    def forecasts_channels_cheaply(self) -> bool:
+        """Whether forecasting a subset of channels saves work: not with per-channel kernels, whose gather
+        for every forecast row costs more on CPU than the forecasts it saves (measured, docs/speed.md)."""
+        return not self.config.individual
+
+    def predict_channels(self, x: ChannelInputs, channel_ids: ChannelIds) -> ChannelForecast:
+        """Forecast the given channels only (channel-independent): `x (batch, n, k)` holds input channels
+        `channel_ids (batch, k)`; per-channel kernels (`individual`) are taken by channel id."""
+        seasonal, trend = self.decompose(x)
+        if not self.config.individual:
+            return (jnp.einsum("bnk,nh->bhk", seasonal, self.seasonal_kernel[...])
+                    + self.seasonal_bias[...][:, None]
+                    + jnp.einsum("bnk,nh->bhk", trend, self.trend_kernel[...])
+                    + self.trend_bias[...][:, None])
+        return (jnp.einsum("bnk,bknh->bhk", seasonal, self.seasonal_kernel[...][channel_ids])
+                + jnp.swapaxes(self.seasonal_bias[...][channel_ids], 1, 2)
+                + jnp.einsum("bnk,bknh->bhk", trend, self.trend_kernel[...][channel_ids])
+                + jnp.swapaxes(self.trend_bias[...][channel_ids], 1, 2))
 
     def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""

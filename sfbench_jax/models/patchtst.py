@@ -18,7 +18,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
+from sfbench_jax.data.windows import (
+    AllChannelForecast,
+    ChannelForecast,
+    ChannelIds,
+    ChannelInputs,
+    Forecast,
+    Inputs,
+    select_targets,
+)
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
@@ -217,6 +225,12 @@ class PatchTST(nnx.Module):
         x_norm, mean, std = self.normalize(x)
         tokens = self.encode(self.embed_patches(x_norm))
         return jnp.swapaxes(self.head(tokens), 1, 2) * std + mean
+
+    def predict_channels(self, x: ChannelInputs, channel_ids: ChannelIds) -> ChannelForecast:
+        """Forecast the given channels only: every channel goes through the same (shared) network on its own,
+        so `x (batch, n, k)` with any k gives those channels' forecasts (`channel_ids` is not needed)."""
+        del channel_ids
+        return self.predict_all_channels(x)
 
     def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""

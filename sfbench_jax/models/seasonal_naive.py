@@ -13,7 +13,15 @@ from typing import Any
 import jax.numpy as jnp
 from flax import nnx
 
-from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
+from sfbench_jax.data.windows import (
+    AllChannelForecast,
+    ChannelForecast,
+    ChannelIds,
+    ChannelInputs,
+    Forecast,
+    Inputs,
+    select_targets,
+)
 from sfbench_jax.models.hparams import require_int
 from sfbench_jax.models.layers import validate_dataset_shape
 
@@ -77,6 +85,11 @@ class SeasonalNaive(nnx.Module):
         season = x[:, x.shape[1] - self.season_steps:]
         repeats = -(-self.horizon // self.season_steps)
         return jnp.concatenate([season] * repeats, axis=1)[:, : self.horizon]
+
+    def predict_channels(self, x: ChannelInputs, channel_ids: ChannelIds) -> ChannelForecast:
+        """Forecast the given channels only (each channel's last season, whatever the channel)."""
+        del channel_ids
+        return self.predict_all_channels(x)
 
     def __call__(self, x: Inputs) -> Forecast:
         """Map `(batch, n, channels)` to `(batch, H, targets)` by copying input values."""
