@@ -28,7 +28,7 @@ from flax import nnx
 
 from sfbench_jax.config import MethodConfig, RunConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, validation_mse
+from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
 from sfbench_jax.methods import check_trimming, get_method, method_grid
 from sfbench_jax.methods.training import revin_config
 from sfbench_jax.methods.wrappers import SmoothingPredictor, ensemble_predictor
@@ -190,12 +190,11 @@ def _announce(selection: Selection, log: Log) -> Selection:
 
 
 def score_untrained(data: PreparedData, plan: SearchPlan) -> list[CandidateResult]:
-    """Records of candidates without trainable weights: each scored on clean validation as built."""
-    records = []
-    for position, candidate in enumerate(plan.candidates):
-        model = build_for(data, plan.architecture, candidate.architecture_hparams, plan.candidate_seeds[position])
-        records.append(untrained_record(plan, position, validation_mse(*predict_fn(model), data), data))
-    return records
+    """Records of candidates without trainable weights: all scored on clean validation as built, in one pass."""
+    models = [predict_fn(build_for(data, plan.architecture, candidate.architecture_hparams, seed))
+              for candidate, seed in zip(plan.candidates, plan.candidate_seeds, strict=True)]
+    return [untrained_record(plan, position, loss, data)
+            for position, loss in enumerate(validation_mses(models, data))]
 
 
 class StoredPredictors:

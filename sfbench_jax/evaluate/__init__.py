@@ -10,7 +10,7 @@ from sfbench_jax.evaluate.scores import (
     bootstrap_intervals,
     robustness_scores,
 )
-from sfbench_jax.evaluate.validation import validation_mse
+from sfbench_jax.evaluate.validation import validation_mse, validation_mses
 from sfbench_jax.predictors import CLEAN_CONTEXT, VALIDATION_CONTEXT, PredictFn, Predictor, RowAwarePredictor
 
 __all__ = [
@@ -29,5 +29,5 @@ __all__ = [
     "predict_fn",
     "robustness_scores",
     "score_windows",
-    "validation_mse",
+    "validation_mse", "validation_mses",
 ]

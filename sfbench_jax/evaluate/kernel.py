@@ -150,17 +150,20 @@ def score_block_sparse(predict: ChannelIndependentPredictor, state: Any, series:
     touched = [touched_target_rows(fault, x, params, targets=targets, ctx=ctx)
                for fault, params in zip(scenarios, prepared, strict=True) if fault.is_channel_scoped]
     rows = forecast_touched_rows(predict, state, touched, sub_batch=count)
-    faulted, position = [], 0
+    forecasts, position = [clean_forecast], 0
     for fault, params in zip(scenarios, prepared, strict=True):
         if fault.is_channel_scoped:
             window, slot, size = touched[position].window, touched[position].slot, touched[position].window.shape[0]
-            forecast = clean_forecast.at[window, :, slot].set(rows[:size], mode="drop")
+            forecasts.append(clean_forecast.at[window, :, slot].set(rows[:size], mode="drop"))
             rows, position = rows[size:], position + 1
         else:
-            forecast = predict.channels(state, apply_scenario(fault, x, params, ctx)[..., targets], target_ids)
-        faulted.append(window_mse(forecast, y))
+            forecasts.append(predict.channels(state, apply_scenario(fault, x, params, ctx)[..., targets], target_ids))
+    # one loss over all branches, shaped as in `score_block`, so equal forecasts give bit-equal losses
+    branches = len(forecasts)
+    targets_all = jnp.broadcast_to(y[None], (branches, *y.shape)).reshape(-1, *y.shape[1:])
+    losses = window_mse(jnp.stack(forecasts).reshape(-1, *y.shape[1:]), targets_all).reshape(branches, count)
     units = jnp.stack([p.severity_units for p in prepared], axis=1)
-    return window_mse(clean_forecast, y), jnp.stack(faulted, axis=1), units
+    return losses[0], losses[1:].T, units
 
 
 class TouchedRows(NamedTuple):
