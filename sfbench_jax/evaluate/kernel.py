@@ -29,6 +29,9 @@ from sfbench_jax.predictors import (
     run_predictor,
 )
 
+#: Sub-batches the touched rows of a block are forecast in (each skipped when it holds no touched row).
+TOUCHED_SUB_BATCHES = 16
+
 #: Windows a row-aware predictor validates at once (its N copies of each window are materialised).
 ROW_AWARE_VALIDATION_BLOCK = 64
 
@@ -149,7 +152,7 @@ def score_block_sparse(predict: ChannelIndependentPredictor, state: Any, series:
     clean_forecast = predict.channels(state, x[..., targets], target_ids)
     touched = [touched_target_rows(fault, x, params, targets=targets, ctx=ctx)
                for fault, params in zip(scenarios, prepared, strict=True) if fault.is_channel_scoped]
-    rows = forecast_touched_rows(predict, state, touched, sub_batch=count)
+    rows = forecast_touched_rows(predict, state, touched, sub_batches=TOUCHED_SUB_BATCHES)
     forecasts, position = [clean_forecast], 0
     for fault, params in zip(scenarios, prepared, strict=True):
         if fault.is_channel_scoped:
@@ -202,15 +205,16 @@ def touched_target_rows(fault: Fault, x: Windows, params: Any, *, targets: np.nd
 
 
 def forecast_touched_rows(predict: ChannelIndependentPredictor, state: Any, touched: Sequence[TouchedRows], *,
-                          sub_batch: int) -> jax.Array:
+                          sub_batches: int) -> jax.Array:
     """Forecasts `(rows, H)` of every valid row (zeros for invalid ones), computed on the valid rows only:
-    valid rows are moved to the front and the model runs on sub-batches of `sub_batch` rows, skipping
-    (`lax.cond`) those without a valid row. The order depends only on the block's contents, so results do
-    not depend on the chunk size or the device count."""
+    valid rows are moved to the front and the model runs on `sub_batches` equal sub-batches, skipping
+    (`lax.cond`) those without a valid row (at most one sub-batch of work is wasted). The order depends only
+    on the block's contents, so results do not depend on the chunk size or the device count."""
     series = jnp.concatenate([rows.series for rows in touched])
     channel = jnp.concatenate([rows.channel for rows in touched])
     valid = jnp.concatenate([rows.valid for rows in touched])
     total, length = series.shape
+    sub_batch = -(-total // sub_batches)
     order = jnp.argsort(~valid, stable=True)
     batches = -(-total // sub_batch)
     padding = batches * sub_batch - total

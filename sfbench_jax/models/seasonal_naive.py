@@ -86,6 +86,9 @@ class SeasonalNaive(nnx.Module):
         repeats = -(-self.horizon // self.season_steps)
         return jnp.concatenate([season] * repeats, axis=1)[:, : self.horizon]
 
+    #: Its forecast is a copy: running it on fewer channels saves nothing, the channel bookkeeping costs more.
+    forecasts_channels_cheaply = False
+
     def predict_channels(self, x: ChannelInputs, channel_ids: ChannelIds) -> ChannelForecast:
         """Forecast the given channels only (each channel's last season, whatever the channel)."""
         del channel_ids
