@@ -41,7 +41,8 @@ def _losses(predict, state, data, *, sparse: bool, chunk: int, rng: str) -> np.n
 
 
 CASES = [("patchtst", {"d_model": 16, "n_heads": 4, "d_ff": 128, "n_layers_enc": 2}),
-         ("dlinear", {"individual": False}), ("dlinear", {"individual": True}), ("seasonal_naive", {"season_length": 1})]
+         ("dlinear", {"individual": False}), ("dlinear", {"individual": True}),
+         ("seasonal_naive", {"season_length": 1})]
 
 
 @pytest.mark.parametrize(("architecture", "hparams"), CASES)
