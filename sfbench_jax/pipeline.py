@@ -3,20 +3,23 @@
 check the config against the registries -> load and validate the data -> prepare windows -> select the
 model on clean validation (every model the same way; trainable ones through the resumable candidate
 store) -> evaluate the winner under the eight scenarios -> write summary.csv, per_window.parquet,
-candidates.csv, training_curves.parquet (trained models), manifest.json and the heatmap. Nothing is
-written outside `output_dir` except finished candidates in the candidate store (`train.store_dir`) and
+candidates.csv, training_curves.parquet (trained models), manifest.json and the heatmap. The summary's
+reference-normalised scores (mCE, relative mCE) need the dataset's SeasonalNaive winner on the same windows and
+faults: it is selected and evaluated in the same run (no training; the run's own model when it is that winner).
+Nothing is written outside `output_dir` except finished candidates in the candidate store (`train.store_dir`) and
 derived data files under `cache_dir`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sfbench_jax.config import RunConfig
+from sfbench_jax.config import MethodConfig, ModelConfig, RunConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.files import ensure_writable_dir, write_csv, write_json, write_parquet
@@ -31,7 +34,10 @@ from sfbench_jax.report.tables import (
     training_curves_table,
 )
 from sfbench_jax.selection import EvaluatedModel, Selection, candidate_store, select_and_evaluate
-from sfbench_jax.train import CandidateResult, check_search_space
+from sfbench_jax.train import CandidateResult, check_search_space, search_space
+
+#: The reference model of the normalised scores (spec 6.5).
+ANCHOR_MODEL = "seasonal_naive"
 
 
 @dataclass(frozen=True)
@@ -68,11 +74,29 @@ def load_data(cfg: RunConfig) -> PreparedData:
     return prepare(series)
 
 
+def is_anchor_run(cfg: RunConfig) -> bool:
+    """Whether the run's model is its dataset's anchor: plain SeasonalNaive over the preset grid."""
+    if cfg.model.name != ANCHOR_MODEL or cfg.method.name != "baseline":
+        return False
+    return search_space(ANCHOR_MODEL, cfg.model.grid or None, cfg.model.hparams) == search_space(ANCHOR_MODEL)
+
+
+def evaluate_anchor(data: PreparedData, cfg: RunConfig, model: EvaluatedModel) -> EvaluatedModel:
+    """The dataset's SeasonalNaive winner (selected with the run's candidate budget) evaluated on the run's
+    windows and faults (same eval settings); the run's own model when it is that winner."""
+    if is_anchor_run(cfg):
+        return model
+    anchor_cfg = dataclasses.replace(cfg, model=ModelConfig(name=ANCHOR_MODEL), method=MethodConfig(),
+                                     eval=dataclasses.replace(cfg.eval, progress=False))
+    return select_and_evaluate(data, anchor_cfg, None, lambda message: None)[1]
+
+
 def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, selection: Selection,
-                  output_dir: Path, timings: dict[str, float]) -> dict[str, Path]:
-    """Write the run's tables, figure and manifest into `output_dir` (each file atomically)."""
+                  output_dir: Path, timings: dict[str, float], anchor: EvaluatedModel | None = None) -> dict[str, Path]:
+    """Write the run's tables, figure and manifest into `output_dir` (each file atomically); `anchor` (the
+    dataset's SeasonalNaive winner on the same windows and faults) fills the normalised scores."""
     files: dict[str, Path] = {}
-    summary = summary_table([model])
+    summary = summary_table([model], anchor)
     files["summary"] = write_csv(summary, output_dir / "summary.csv")
     files["per_window"] = write_parquet(per_window_table([model]), output_dir / "per_window.parquet")
     files["candidates"] = write_csv(candidates_table(selection), output_dir / "candidates.csv")
@@ -106,8 +130,10 @@ def run(cfg: RunConfig, output_dir: Path) -> RunResult:
         f"{'matches' if data.series.matches_reference else 'DIFFERS FROM'} the reference")
     selection, model = select_and_evaluate(data, cfg, store, log)
     timings["evaluate_seconds"] = time.perf_counter() - started - timings["load_seconds"]
+    anchor = evaluate_anchor(data, cfg, model)
+    timings["anchor_seconds"] = time.perf_counter() - started - timings["load_seconds"] - timings["evaluate_seconds"]
     timings["total_seconds"] = time.perf_counter() - started
-    files = write_outputs(cfg, data, model, selection, output_dir, timings)
+    files = write_outputs(cfg, data, model, selection, output_dir, timings, anchor)
     scores = model.evaluation.scores
     log(f"done in {time.perf_counter() - started:.1f} s: MSE_c {scores.mse_c:.3f}, D_w {scores.d_w:.3f} "
         f"({model.evaluation.losses.scenario_keys[scores.worst_index]}), MSE_w {scores.mse_w:.3f} -> {output_dir}")

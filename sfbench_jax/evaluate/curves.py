@@ -32,11 +32,12 @@ from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.seeds import bootstrap_seed
 from sfbench_jax.data.windows import WindowShape, gather_windows, window_shape
 from sfbench_jax.evaluate.engine import EngineStats, fault_context, run_window_program
-from sfbench_jax.evaluate.kernel import PredictFn, model_inputs_block, window_mse
+from sfbench_jax.evaluate.kernel import model_inputs_block, window_mse
 from sfbench_jax.evaluate.scores import CONFIDENCE, bootstrap_means
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import SCENARIOS, Fault
 from sfbench_jax.faults.severity import severity_to_units
+from sfbench_jax.predictors import Predictor, run_predictor
 
 #: The default grid: s = 0, 0.05, ..., 1.
 DEFAULT_SEVERITIES: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
@@ -63,16 +64,21 @@ class CurveProgram:
     """Stage two of the severity curves: per block, the clean MSE and the faulted MSE at every severity of the
     grid (the grid is the second element of the state, so it is data, not part of the program).
 
-    Hashable (the predict function by identity): it keys the kernel cache.
+    Hashable (the predictor by identity): it keys the kernel cache. A row-aware predictor sees the same
+    (context, window id) rows as in the evaluation at every severity.
     """
 
-    predict: PredictFn
+    predict: Predictor
     scenarios: tuple[Fault, ...]
     faults: tuple[Fault, ...]
     ctx: FaultContext
     shape: WindowShape
 
-    def block(self, state: Any, series: jax.Array, starts: jax.Array, prepared: tuple) -> tuple:
+    #: Stage two receives the windows' sample ids (a row-aware predictor keys its randomness by them).
+    uses_window_ids = True
+
+    def block(self, state: Any, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
+              prepared: tuple) -> tuple:
         """`(clean (c,), faulted (c, G, P))` of one block of windows; `prepared` holds the stream words."""
         model_state, units = state
         x, y = gather_windows(series, starts, self.shape)
@@ -82,7 +88,9 @@ class CurveProgram:
                 words) for fault, words in zip(self.faults, prepared, strict=True))
             inputs = model_inputs_block(x, params, scenarios=self.faults, ctx=self.ctx)
             branches, count = inputs.shape[:2]
-            prediction = self.predict(model_state, inputs.reshape(branches * count, *x.shape[1:]))
+            contexts = jnp.repeat(jnp.arange(branches, dtype=jnp.int32), count)  # clean, then 1 + scenario
+            prediction = run_predictor(self.predict, model_state, inputs.reshape(branches * count, *x.shape[1:]),
+                                       contexts, jnp.tile(window_ids, branches))
             targets = jnp.broadcast_to(y[None], (branches, *y.shape)).reshape(-1, *y.shape[1:])
             return window_mse(prediction, targets).reshape(branches, count)
 
@@ -146,7 +154,7 @@ def severity_units_grid(severities: Sequence[float]) -> np.ndarray:
     return np.asarray(severity_to_units(values), np.int32)
 
 
-def severity_curves(predict: PredictFn, state: Any, data: PreparedData, options: EvalConfig, *,
+def severity_curves(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
                     severities: Sequence[float] = DEFAULT_SEVERITIES, scenarios: Sequence[Fault] = SCENARIOS,
                     label: str = "severity curves") -> SeverityCurves:
     """D_p(s) per scenario at every severity of the grid, with 95% window-bootstrap bands.

@@ -1,5 +1,9 @@
 """Tidy result tables: one summary row per evaluated model, the per-window losses, and the candidates of a
-selection with their training curves."""
+selection with their training curves.
+
+A summary row carries the reference-normalised scores (`mce`, `rel_mce`, spec 6.5) when the run's anchor (its
+dataset's SeasonalNaive winner, evaluated on the same windows and faults) is given, and `rpc` always.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +13,46 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sfbench_jax.evaluate.normalised import normalised_scores, relative_performance
 from sfbench_jax.faults.registry import SCENARIOS
 from sfbench_jax.selection import EvaluatedModel, Selection
 
 SCENARIO_DISPLAY = {fault.key: fault.display_name for fault in SCENARIOS}
 
 
-def summary_row(model: EvaluatedModel) -> dict[str, Any]:
-    """The summary-table row of one evaluated model (scores, intervals, selection, settings)."""
+def anchor_columns(model: EvaluatedModel, anchor: EvaluatedModel | None) -> dict[str, Any]:
+    """`mce`, `rel_mce` (NaN without an anchor or when the anchor's denominators are not positive), `rpc` and
+    the anchor's hyperparameters.
+
+    Raises:
+        ValueError: the anchor was evaluated on other windows or faults than the model.
+    """
+    scores = model.evaluation.scores
+    columns: dict[str, Any] = {"mce": np.nan, "rel_mce": np.nan, "rpc": relative_performance(scores.mse_c, scores.mpc),
+                               "anchor_hyperparameters": ""}
+    if anchor is None:
+        return columns
+    losses, reference = model.evaluation.losses, anchor.evaluation.losses
+    normalised = normalised_scores(losses.clean, losses.faulted, losses.severity, reference.clean,
+                                   reference.faulted, reference.severity)
+    columns.update(mce=normalised.mce, rel_mce=normalised.rel_mce,
+                   anchor_hyperparameters=json.dumps(anchor.hyperparameters, sort_keys=True))
+    return columns
+
+
+def summary_row(model: EvaluatedModel, anchor: EvaluatedModel | None = None) -> dict[str, Any]:
+    """The summary-table row of one evaluated model (scores, intervals, selection, settings; `anchor`: the
+    dataset's SeasonalNaive winner on the same windows and faults, for `mce` and `rel_mce`)."""
     evaluation, scores, ci = model.evaluation, model.evaluation.scores, model.evaluation.intervals
     keys = evaluation.losses.scenario_keys
     row: dict[str, Any] = {
         "dataset": model.dataset,
         "architecture": model.architecture,
         "method": model.method,
+        "variant": model.variant,
         "hyperparameters": json.dumps(model.hyperparameters, sort_keys=True),
+        "selection_metric": model.selection_metric,
+        "selection_value": model.selection_value,
         "rng_mode": evaluation.options.rng,
         "eval_seed": evaluation.options.seed,
         "k": len(evaluation.losses.clean),
@@ -35,6 +64,7 @@ def summary_row(model: EvaluatedModel) -> dict[str, Any]:
         "d_mean": scores.d_mean, "d_mean_ci_lo": ci.d_mean.low, "d_mean_ci_hi": ci.d_mean.high,
         "mpc": scores.mpc, "mpc_ci_lo": ci.mpc.low, "mpc_ci_hi": ci.mpc.high,
         "worst_scenario": keys[scores.worst_index],
+        **anchor_columns(model, anchor),
     }
     for index, key in enumerate(keys):
         row[f"d_{key}"] = float(scores.d_p[index])
@@ -47,10 +77,10 @@ def summary_row(model: EvaluatedModel) -> dict[str, Any]:
     return row
 
 
-def summary_table(models: list[EvaluatedModel]) -> pd.DataFrame:
-    """One row per evaluated model."""
-    frame = pd.DataFrame([summary_row(model) for model in models])
-    for column in ("dataset", "architecture", "method", "rng_mode", "worst_scenario"):
+def summary_table(models: list[EvaluatedModel], anchor: EvaluatedModel | None = None) -> pd.DataFrame:
+    """One row per evaluated model (`anchor`: see `summary_row`)."""
+    frame = pd.DataFrame([summary_row(model, anchor) for model in models])
+    for column in ("dataset", "architecture", "method", "variant", "selection_metric", "rng_mode", "worst_scenario"):
         frame[column] = frame[column].astype("string")
     return frame
 
@@ -82,15 +112,17 @@ def candidates_table(selection: Selection) -> pd.DataFrame:
     winner = selection.winner.candidate_hash
     rows = [{
         "dataset": result.dataset, "architecture": result.architecture, "method": result.method,
+        "variant": result.variant, "recipe": json.dumps(result.recipe, sort_keys=True),
         "trial_number": result.trial_number, "grid_index": result.grid_index,
         "candidate_hash": result.candidate_hash, "hyperparameters": json.dumps(result.hparams, sort_keys=True),
         "lr": float(result.hparams["lr"]) if "lr" in result.hparams else np.nan, "model_seed": result.model_seed,
         "status": result.status, "best_val_loss": result.best_val_loss, "best_epoch": result.best_epoch,
         "epochs_run": result.epochs_run, "stop_reason": result.stop_reason, "train_seconds": result.train_seconds,
-        "group_size": result.group_size, "is_winner": result.candidate_hash == winner,
+        "group_size": result.group_size, "selection_metric": selection.selection_metric,
+        "is_winner": result.candidate_hash == winner,
     } for result in selection.candidates]
     frame = pd.DataFrame(rows)
-    for column in ("dataset", "architecture", "method", "status", "stop_reason"):
+    for column in ("dataset", "architecture", "method", "variant", "status", "stop_reason"):
         frame[column] = frame[column].astype("string")
     return frame
 
