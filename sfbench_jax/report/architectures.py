@@ -12,14 +12,14 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DATASETS, DISPLAY_ORDER
 
-#: Architecture display order and labels (paper Table 4 / Figure 2; Chronos-2 is not available here).
-ARCHITECTURE_ORDER = ("seasonal_naive", "dlinear", "gru", "moderntcn", "tsmixer", "patchtst")
+#: Architecture display order and labels (paper Table 4 / Figure 2).
+ARCHITECTURE_ORDER = ("seasonal_naive", "dlinear", "gru", "moderntcn", "tsmixer", "patchtst", "chronos2")
 ARCHITECTURE_LABELS = {"seasonal_naive": "SeasonalNaive", "dlinear": "DLinear", "gru": "GRU",
-                       "moderntcn": "ModernTCN", "tsmixer": "TSMixer", "patchtst": "PatchTST"}
+                       "moderntcn": "ModernTCN", "tsmixer": "TSMixer", "patchtst": "PatchTST", "chronos2": "Chronos-2"}
 #: Architecture families (paper Figure 5 colours).
 ARCHITECTURE_FAMILIES = {"seasonal_naive": "Statistical", "dlinear": "Fully Connected",
                          "tsmixer": "Fully Connected", "gru": "Recurrent", "moderntcn": "Convolution",
-                         "patchtst": "Attention"}
+                         "patchtst": "Attention", "chronos2": "Foundation"}
 #: Table 4 measures: (label, summary column).
 TABLE4_MEASURES = (("D_w", "d_w"), ("MSE_c", "mse_c"), ("MSE_w", "mse_w"))
 

@@ -1,12 +1,14 @@
-"""Collecting a multirun: merge the jobs' summary rows into one table per sweep and publish the
-paper views (Table 4 architecture block, Figure 5 trade-offs, the scenario heatmap) only when every
-expected (dataset, architecture, method) cell is present.
+"""Collecting a multirun: check that every expected job finished, merge the runs into one summary, and publish
+the paper views the runs support (Table 4 and Figures 2/5 for an architecture sweep, Table 10 for an eval-seed
+sweep, ...). Nothing is published while a job is missing.
 
-Each job folder holds `cell.json` (written when the job starts), then either `summary.csv` (done) or
-`job_failed.json` (the recorded error). The expected cells come from the sweep definition
-(`expected_cells.json`, written when the multirun starts) or from the caller. A missing cell is never
-dropped silently: collection writes `collect_report.json` naming every missing cell and why, and
-raises `MissingCellsError` without publishing the tables.
+Each job folder holds `cell.json` (written when the job starts, with the job's overrides), then either a
+finished run (`summary.csv`, `manifest.json`, ...) or `job_failed.json` (the recorded error). What was expected
+comes from the sweep definition (`expected_cells.json`, written when the multirun starts: every job's overrides
+and (dataset, architecture, method) cell) or from the caller (cells). Runs are keyed by every setting that
+changes their numbers (`report.runs`), so a sweep over `eval.seed`, `eval.channel_fraction` or `eval.rng`
+keeps one row per job. A missing job is never dropped silently: collection writes `collect_report.json` naming
+every missing job by the settings that tell it apart and why it is missing, and raises `MissingCellsError`.
 """
 
 from __future__ import annotations
@@ -20,15 +22,11 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
-from sfbench_jax.files import write_csv, write_json, write_text
-from sfbench_jax.report.architectures import (
-    ARCHITECTURE_ORDER,
-    ordered,
-    table4_block,
-    table4_markdown,
-)
+from sfbench_jax.files import write_csv, write_json
+from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
+from sfbench_jax.report.runs import SUMMARY_FILE, RunSet, gather_runs, is_run_folder
 
-CELL_FILE, FAILED_FILE, SUMMARY_FILE = "cell.json", "job_failed.json", "summary.csv"
+CELL_FILE, FAILED_FILE = "cell.json", "job_failed.json"
 EXPECTED_FILE, REPORT_FILE = "expected_cells.json", "collect_report.json"
 
 
@@ -43,13 +41,46 @@ class Cell(NamedTuple):
         return f"(dataset={self.dataset}, architecture={self.architecture}, method={self.method})"
 
 
-class MissingCellsError(RuntimeError):
-    """Expected cells have no result; `missing` maps each to the reason."""
+@dataclass(frozen=True)
+class ExpectedJob:
+    """One job a sweep launched: its number, overrides and cell."""
 
-    def __init__(self, missing: dict[Cell, str], sweep_dir: Path) -> None:
-        self.missing = missing
-        lines = "\n".join(f"  - {cell}: {reason}" for cell, reason in sorted(missing.items()))
-        super().__init__(f"{len(missing)} expected cell(s) missing in {sweep_dir}; the merged tables were NOT "
+    number: int
+    overrides: tuple[str, ...]
+    cell: Cell
+
+    def describe(self, varying: Sequence[str]) -> str:
+        """The cell plus the overrides that tell this job apart from the sweep's other jobs."""
+        shown = [item for item in self.overrides if _override_name(item) in varying
+                 and _override_name(item) not in ("dataset", "model", "method")]
+        text = str(self.cell)
+        return text[:-1] + "".join(f", {item}" for item in shown) + ")"
+
+
+def _override_name(item: str) -> str:
+    return item.lstrip("+~").split("=", 1)[0]
+
+
+def normalised_overrides(items: Iterable[str]) -> tuple[str, ...]:
+    """Overrides as a sorted tuple without hydra.* entries (the identity of a job)."""
+    return tuple(sorted(item.strip() for item in items if not _override_name(item.strip()).startswith("hydra")))
+
+
+class Missing(NamedTuple):
+    """An expected job (or cell) without a finished run: its name, cell and why."""
+
+    name: str
+    cell: Cell
+    reason: str
+
+
+class MissingCellsError(RuntimeError):
+    """Expected jobs have no result; `missing` lists each (named) job with the reason."""
+
+    def __init__(self, missing: Sequence[Missing], sweep_dir: Path) -> None:
+        self.missing = list(missing)
+        lines = "\n".join(f"  - {item.name}: {item.reason}" for item in self.missing)
+        super().__init__(f"{len(self.missing)} expected cell(s) missing in {sweep_dir}; the merged tables were NOT "
                          f"written:\n{lines}\nFix the failing jobs and re-run the sweep (finished candidates are "
                          f"reused), then `sfbench-collect {sweep_dir}`.")
 
@@ -63,12 +94,14 @@ class JobRecord:
         cell: the job's cell.
         status: "done", "failed" or "unfinished".
         message: the recorded error of a failed job.
+        overrides: the job's overrides (from cell.json; empty for folders written before they were recorded).
     """
 
     directory: Path
     cell: Cell
     status: str
     message: str = ""
+    overrides: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,13 +111,27 @@ class Collection:
     summary: pd.DataFrame
     jobs: list[JobRecord]
     files: dict[str, Path]
+    runs: RunSet | None = None
 
 
 def write_expected_cells(sweep_dir: Path, cells: Iterable[Cell], jobs: Sequence[Sequence[str]] = ()) -> Path:
-    """Record the cells a sweep is expected to produce (before its jobs run)."""
-    unique = sorted(set(cells))
-    payload = {"cells": [list(cell) for cell in unique], "jobs": [list(job) for job in jobs]}
+    """Record what a sweep is expected to produce (before its jobs run): the unique cells, and every job's
+    overrides with its cell when `cells` lists one cell per job."""
+    cells = list(cells)
+    jobs = [list(job) for job in jobs]
+    payload: dict[str, Any] = {"cells": [list(cell) for cell in sorted(set(cells))], "jobs": jobs}
+    if jobs and len(cells) == len(jobs):
+        payload["job_cells"] = [list(cell) for cell in cells]
     return write_json(payload, Path(sweep_dir) / EXPECTED_FILE)
+
+
+def _expected_payload(sweep_dir: Path) -> dict[str, Any]:
+    path = Path(sweep_dir) / EXPECTED_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: this folder was not written by an sfbench multirun. Pass the "
+                                "expected cells explicitly, e.g. --expect dataset=etth1,beijing_air_tiantan "
+                                "model=dlinear,patchtst method=baseline.")
+    return json.loads(path.read_text())
 
 
 def read_expected_cells(sweep_dir: Path) -> list[Cell]:
@@ -93,82 +140,143 @@ def read_expected_cells(sweep_dir: Path) -> list[Cell]:
     Raises:
         FileNotFoundError: naming the file and how to give the cells instead.
     """
-    path = Path(sweep_dir) / EXPECTED_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: this folder was not written by an sfbench multirun. Pass the "
-                                "expected cells explicitly, e.g. --expect dataset=etth1,beijing_air_tiantan "
-                                "model=dlinear,patchtst method=baseline.")
-    return [Cell(*cell) for cell in json.loads(path.read_text())["cells"]]
+    return [Cell(*cell) for cell in _expected_payload(sweep_dir)["cells"]]
+
+
+def read_expected_jobs(sweep_dir: Path) -> list[ExpectedJob]:
+    """Every job recorded by `write_expected_cells` with its cell (empty for records without job cells)."""
+    payload = _expected_payload(sweep_dir)
+    if "job_cells" not in payload:
+        return []
+    return [ExpectedJob(number, normalised_overrides(job), Cell(*cell))
+            for number, (job, cell) in enumerate(zip(payload["jobs"], payload["job_cells"], strict=True))]
 
 
 def read_jobs(sweep_dir: Path) -> list[JobRecord]:
     """Every job folder (a direct sub-folder with a cell.json) of a sweep."""
     records = []
     for directory in sorted(p for p in Path(sweep_dir).iterdir() if (p / CELL_FILE).is_file()):
-        cell_payload = json.loads((directory / CELL_FILE).read_text())
-        cell = Cell(cell_payload["dataset"], cell_payload["architecture"], cell_payload["method"])
-        if (directory / SUMMARY_FILE).is_file():
-            records.append(JobRecord(directory, cell, "done"))
+        payload = json.loads((directory / CELL_FILE).read_text())
+        cell = Cell(payload["dataset"], payload["architecture"], payload["method"])
+        overrides = normalised_overrides(payload.get("overrides", []))
+        if is_run_folder(directory):
+            records.append(JobRecord(directory, cell, "done", overrides=overrides))
         elif (directory / FAILED_FILE).is_file():
             failure = json.loads((directory / FAILED_FILE).read_text())
-            records.append(JobRecord(directory, cell, "failed", f"{failure['error']}: {failure['message']}"))
+            records.append(JobRecord(directory, cell, "failed", f"{failure['error']}: {failure['message']}",
+                                     overrides))
         else:
-            records.append(JobRecord(directory, cell, "unfinished", "the job started but wrote no result"))
+            records.append(JobRecord(directory, cell, "unfinished", "the job started but wrote no result",
+                                     overrides))
     return records
 
 
-def _sorted_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    datasets = ordered(list(frame["dataset"].astype(str).unique()), DISPLAY_ORDER)
-    architectures = ordered(list(frame["architecture"].astype(str).unique()), ARCHITECTURE_ORDER)
-    keys = frame.apply(lambda r: (datasets.index(str(r["dataset"])), architectures.index(str(r["architecture"])),
-                                  str(r["method"])), axis=1)
-    return frame.loc[keys.sort_values().index].reset_index(drop=True)
+def varying_overrides(expected: Sequence[ExpectedJob]) -> list[str]:
+    """Override names whose value differs between the expected jobs."""
+    values: dict[str, set[str]] = {}
+    for job in expected:
+        for item in job.overrides:
+            name, _, value = item.lstrip("+~").partition("=")
+            values.setdefault(name, set()).add(value)
+    return sorted(name for name, seen in values.items()
+                  if len(seen) > 1 or any(name not in {_override_name(i) for i in job.overrides} for job in expected))
 
 
-def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_dir: Path | None = None,
-            figures: bool = True) -> Collection:
-    """Merge a sweep's job results and publish the merged tables and figures.
+def missing_jobs(expected: Sequence[ExpectedJob], jobs: Sequence[JobRecord]) -> list[Missing]:
+    """Expected jobs without a finished folder, named by the overrides that tell them apart, with the reason."""
+    varying = varying_overrides(expected)
+    by_overrides: dict[tuple[str, ...], list[JobRecord]] = {}
+    for job in jobs:
+        by_overrides.setdefault(job.overrides, []).append(job)
+    missing = []
+    for job in expected:
+        found = by_overrides.get(job.overrides, [])
+        if any(record.status == "done" for record in found):
+            continue
+        reasons = [f"job {record.directory.name} {record.status}: {record.message}" for record in found]
+        missing.append(Missing(job.describe(varying), job.cell, "; ".join(reasons) if reasons else (
+            f"no job folder for job {job.number} (the job never started or its folder was deleted)")))
+    return missing
 
-    Args:
-        sweep_dir: the multirun folder (job sub-folders inside).
-        expected: cells that must be present; None reads `expected_cells.json`.
-        output_dir: where to write (default: `sweep_dir`).
-        figures: also write the PNG figures.
 
-    Raises:
-        MissingCellsError: an expected cell has no finished job (after writing collect_report.json).
-        FileNotFoundError: no expected cells given and none recorded.
-    """
-    sweep_dir = Path(sweep_dir)
-    output_dir = sweep_dir if output_dir is None else Path(output_dir)
-    expected = read_expected_cells(sweep_dir) if expected is None else list(expected)
-    jobs = read_jobs(sweep_dir)
-    done = {job.cell: job for job in jobs if job.status == "done"}
-    missing: dict[Cell, str] = {}
+def missing_cells(expected: Sequence[Cell], jobs: Sequence[JobRecord]) -> list[Missing]:
+    """Expected cells without any finished job, with the reason."""
+    done = {job.cell for job in jobs if job.status == "done"}
+    missing = []
     for cell in sorted(set(expected)):
         if cell in done:
             continue
         reasons = [f"job {job.directory.name} {job.status}: {job.message}" for job in jobs if job.cell == cell]
-        missing[cell] = "; ".join(reasons) if reasons else "no job folder for this cell (the job never started)"
+        missing.append(Missing(str(cell), cell, "; ".join(reasons) if reasons else
+                               "no job folder for this cell (the job never started)"))
+    return missing
+
+
+def sorted_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the paper's dataset and architecture order, then method and the run's settings."""
+    datasets = ordered(list(frame["dataset"].astype(str).unique()), DISPLAY_ORDER)
+    architectures = ordered(list(frame["architecture"].astype(str).unique()), ARCHITECTURE_ORDER)
+    columns = [c for c in ("variant", "selection_metric", "rng_mode", "eval_seed", "channel_fraction", "k")
+               if c in frame.columns]
+    keys = frame.apply(lambda r: (datasets.index(str(r["dataset"])), architectures.index(str(r["architecture"])),
+                                  str(r["method"]), *(str(r[c]) for c in columns)), axis=1)
+    return frame.loc[keys.sort_values().index].reset_index(drop=True)
+
+
+def check_sweep(sweep_dir: Path, expected: Sequence[Cell] | None = None,
+                output_dir: Path | None = None) -> tuple[list[JobRecord], list[Missing]]:
+    """Compare a sweep folder with what it expected and write `collect_report.json`.
+
+    Returns:
+        `(job records, missing jobs or cells with their reasons)`.
+    """
+    sweep_dir = Path(sweep_dir)
+    output_dir = sweep_dir if output_dir is None else Path(output_dir)
+    jobs = read_jobs(sweep_dir)
+    expected_jobs = read_expected_jobs(sweep_dir) if expected is None else []
+    cells = read_expected_cells(sweep_dir) if expected is None else list(expected)
+    missing = missing_jobs(expected_jobs, jobs) if expected_jobs else missing_cells(cells, jobs)
     report: dict[str, Any] = {
-        "sweep_dir": str(sweep_dir), "expected": [list(c) for c in sorted(set(expected))],
+        "sweep_dir": str(sweep_dir), "expected": [list(c) for c in sorted(set(cells))],
+        "expected_jobs": len(expected_jobs) or None,
         "jobs": [{"folder": job.directory.name, "cell": list(job.cell), "status": job.status,
-                  "message": job.message} for job in jobs],
-        "missing": [{"cell": list(cell), "reason": reason} for cell, reason in sorted(missing.items())],
+                  "message": job.message, "overrides": list(job.overrides)} for job in jobs],
+        "missing": [{"cell": list(item.cell), "run": item.name, "reason": item.reason} for item in missing],
         "status": "incomplete" if missing else "complete",
     }
-    files = {"report": write_json(report, output_dir / REPORT_FILE)}
+    write_json(report, output_dir / REPORT_FILE)
+    return jobs, missing
+
+
+def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_dir: Path | None = None,
+            figures: bool = True) -> Collection:
+    """Check a sweep, merge its runs and publish the views its runs support.
+
+    Args:
+        sweep_dir: the multirun folder (job sub-folders inside).
+        expected: cells that must be present; None reads `expected_cells.json` (every job of the sweep).
+        output_dir: where to write (default: `sweep_dir`).
+        figures: also write the PNG figures.
+
+    Raises:
+        MissingCellsError: an expected job has no finished run (after writing collect_report.json).
+        FileNotFoundError: no expected cells given and none recorded.
+        RunConflictError: two runs with the same settings hold different numbers.
+    """
+    from sfbench_jax.report.outputs import publish_views
+
+    sweep_dir = Path(sweep_dir)
+    output_dir = sweep_dir if output_dir is None else Path(output_dir)
+    jobs, missing = check_sweep(sweep_dir, expected, output_dir)
     if missing:
         raise MissingCellsError(missing, sweep_dir)
-    frames = [pd.read_csv(done[cell].directory / SUMMARY_FILE) for cell in sorted(done)]
-    summary = _sorted_summary(pd.concat(frames, ignore_index=True))
-    files["summary"] = write_csv(summary, output_dir / SUMMARY_FILE)
-    block = table4_block(summary)
-    files["table4_csv"] = write_csv(block, output_dir / "table4_architectures.csv")
-    files["table4_md"] = write_text(table4_markdown(block), output_dir / "table4_architectures.md")
-    if figures:
-        from sfbench_jax.report.figures import scenario_heatmap, tradeoff_figure
-
-        files["heatmap"] = scenario_heatmap(summary, output_dir / "scenario_heatmap.png")
-        files["tradeoffs"] = tradeoff_figure(summary, output_dir / "tradeoffs.png")
-    return Collection(summary=summary, jobs=jobs, files=files)
+    runs = gather_runs([job.directory for job in jobs if job.status == "done"])
+    summary = sorted_summary(runs.summary)
+    files = {"report": output_dir / REPORT_FILE, "summary": write_csv(summary, output_dir / SUMMARY_FILE)}
+    views = publish_views(runs, output_dir, figures=figures)
+    files.update(views.files)
+    report = json.loads((output_dir / REPORT_FILE).read_text())
+    report.update(rows=len(summary), duplicates=[[str(a), str(b)] for a, b in runs.duplicates],
+                  views=views.notes)
+    write_json(report, output_dir / REPORT_FILE)
+    return Collection(summary=summary, jobs=jobs, files=files, runs=runs)

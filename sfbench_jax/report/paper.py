@@ -1,0 +1,272 @@
+"""The paper's tables in its layouts (spec 7.3, 8): each as a CSV-ready frame (full precision) and Markdown
+(three decimals, the best entry of each dataset-measure row in bold within its block).
+
+Tables 4 (both blocks), 10, 11, 12, 16, 17, 19 and 20. Inputs are stored summary rows and the frames of
+`deltas`, `families` and `sensitivity`; nothing here computes a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from sfbench_jax.data.registry import DISPLAY_ORDER
+from sfbench_jax.faults.registry import SCENARIOS
+from sfbench_jax.report.architectures import ARCHITECTURE_LABELS, ARCHITECTURE_ORDER, dataset_label, ordered
+
+#: Method display order and labels (paper Table 4 right block).
+METHOD_ORDER = ("adversarial_training", "ensemble", "randomized_training", "randomized_smoothing",
+                "adaptive_robust_loss", "revin", "fault_augmentation")
+METHOD_LABELS = {"adversarial_training": "PGD", "ensemble": "Ensemble", "randomized_training": "Rand. Train",
+                 "randomized_smoothing": "Rand. Smooth", "adaptive_robust_loss": "ARL", "revin": "RevIN",
+                 "fault_augmentation": "Fault Aug."}
+SCENARIO_LABELS = {fault.key: fault.display_name for fault in SCENARIOS}
+NON_VALUE_COLUMNS = ("dataset", "measure", "best")
+
+
+def label_of(name: str) -> str:
+    """Display label of an architecture or method key."""
+    return ARCHITECTURE_LABELS.get(name, METHOD_LABELS.get(name, name))
+
+
+def wide_block(rows: pd.DataFrame, *, column: str, order: tuple[str, ...],
+               measures: Sequence[tuple[str, str]], higher_is_better: Sequence[str] = ()) -> pd.DataFrame:
+    """Rows dataset x measure, one column per `column` value (architectures or methods), plus `best`.
+
+    Args:
+        rows: one row per (dataset, `column` value) with the measure columns.
+        column: "architecture" or "method".
+        order: display order of the column values.
+        measures: `(label, source column)` per row of a dataset.
+        higher_is_better: measure labels whose best entry is the highest (rho-bar, tau-bar).
+    """
+    datasets = ordered(list(rows["dataset"].astype(str).unique()), DISPLAY_ORDER)
+    names = ordered(list(rows[column].astype(str).unique()), order)
+    records = []
+    for dataset in datasets:
+        subset = rows[rows["dataset"].astype(str) == dataset].set_index(column)
+        for label, source in measures:
+            record: dict[str, object] = {"dataset": dataset, "measure": label}
+            for name in names:
+                record[name] = float(subset.loc[name, source]) if name in subset.index else np.nan
+            record["best"] = _best(record, names, label in higher_is_better)
+            records.append(record)
+    return pd.DataFrame(records, columns=["dataset", "measure", *names, "best"])
+
+
+def _best(record: dict, names: list[str], highest: bool) -> str:
+    values = {name: record[name] for name in names if not np.isnan(record[name])}
+    if not values:
+        return ""
+    sign = -1.0 if highest else 1.0
+    return min(values, key=lambda name: (sign * round(values[name], 3), names.index(name)))
+
+
+def block_markdown(block: pd.DataFrame, *, higher_is_better: Sequence[str] = (), decimals: int = 3) -> str:
+    """Markdown of a `wide_block`: every entry equal to the row's rounded best in bold, `–` where missing."""
+    names = [c for c in block.columns if c not in NON_VALUE_COLUMNS]
+    lines = ["| dataset | measure | " + " | ".join(label_of(n) for n in names) + " |",
+             "|" + "---|" * (len(names) + 2)]
+    for _, row in block.iterrows():
+        lines.append(f"| {dataset_label(row['dataset'])} | {row['measure']} | "
+                     + " | ".join(_cells(row, names, row["measure"] in higher_is_better, decimals)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _cells(row: pd.Series, names: list[str], highest: bool, decimals: int) -> list[str]:
+    finite = [round(float(row[n]), decimals) for n in names if not np.isnan(row[n])]
+    best = (max(finite) if highest else min(finite)) if finite else None
+    cells = []
+    for name in names:
+        value = float(row[name])
+        if np.isnan(value):
+            cells.append("–")
+        else:
+            text = f"{value:.{decimals}f}"
+            cells.append(f"**{text}**" if round(value, decimals) == best else text)
+    return cells
+
+
+# --- Table 4 -------------------------------------------------------------------------------------------
+
+ARCHITECTURE_MEASURES = (("D_w", "d_w"), ("MSE_c", "mse_c"), ("MSE_w", "mse_w"))
+METHOD_MEASURES = (("ΔD_w", "delta_d_w"), ("ΔMSE_c", "delta_mse_c"), ("ΔMSE_w", "delta_mse_w"))
+
+
+def table4_method_block(means: pd.DataFrame) -> pd.DataFrame:
+    """Table 4's right block: dataset means of ΔD_w, ΔMSE_c, ΔMSE_w per method."""
+    return wide_block(means, column="method", order=METHOD_ORDER, measures=METHOD_MEASURES)
+
+
+def table4_markdown(architectures: pd.DataFrame, methods: pd.DataFrame | None) -> str:
+    """Both blocks of Table 4 side by side (a row's method measure is the delta of its architecture measure),
+    the best entry of each row in bold within each block; only the left block without method rows."""
+    if methods is None or methods.empty:
+        return block_markdown(architectures)
+    left = [c for c in architectures.columns if c not in NON_VALUE_COLUMNS]
+    right = [c for c in methods.columns if c not in NON_VALUE_COLUMNS]
+    lines = ["| dataset | measure | " + " | ".join(label_of(n) for n in left) + " | measure | "
+             + " | ".join(label_of(n) for n in right) + " |", "|" + "---|" * (len(left) + len(right) + 3)]
+    by_row = {(r["dataset"], r["measure"]): r for _, r in methods.iterrows()}
+    for _, row in architectures.iterrows():
+        partner = by_row.get((row["dataset"], "Δ" + row["measure"]))
+        tail = ([partner["measure"], *_cells(partner, right, False, 3)] if partner is not None
+                else ["–"] * (len(right) + 1))
+        lines.append(f"| {dataset_label(row['dataset'])} | {row['measure']} | "
+                     + " | ".join([*_cells(row, left, False, 3), *tail]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# --- Table 16 ------------------------------------------------------------------------------------------
+
+def table16(canonical_baselines: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and score (D_w, MSE_c, MSE_w): the winner and runner-up architectures with their 95% window
+    bootstrap intervals."""
+    records = []
+    for dataset in ordered(list(canonical_baselines["dataset"].unique()), DISPLAY_ORDER):
+        rows = canonical_baselines[canonical_baselines["dataset"] == dataset]
+        for label, column in ARCHITECTURE_MEASURES:
+            ranked = rows.sort_values(column, kind="stable")
+            record = {"dataset": dataset, "score": label}
+            for rank, prefix in enumerate(("winner", "runner_up")):
+                if rank < len(ranked):
+                    row = ranked.iloc[rank]
+                    record.update({prefix: row["architecture"], f"{prefix}_estimate": row[column],
+                                   f"{prefix}_ci_lo": row[f"{column}_ci_lo"],
+                                   f"{prefix}_ci_hi": row[f"{column}_ci_hi"]})
+            records.append(record)
+    return pd.DataFrame(records)
+
+
+def table16_markdown(table: pd.DataFrame) -> str:
+    """Markdown of `table16`: `Winner | estimate (lo, hi) | Runner-up | estimate (lo, hi)`."""
+    lines = ["| dataset | score | winner | estimate (95% CI) | runner-up | estimate (95% CI) |",
+             "|---|---|---|---|---|---|"]
+    for _, row in table.iterrows():
+        cells = []
+        for prefix in ("winner", "runner_up"):
+            if isinstance(row.get(prefix), str):
+                cells += [label_of(row[prefix]), _interval(row[f"{prefix}_estimate"], row[f"{prefix}_ci_lo"],
+                                                           row[f"{prefix}_ci_hi"])]
+            else:
+                cells += ["–", "–"]
+        lines.append(f"| {dataset_label(row['dataset'])} | {row['score']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _interval(value: float, low: float, high: float) -> str:
+    return f"{value:.3f} ({low:.3f}, {high:.3f})"
+
+
+# --- Table 17 ------------------------------------------------------------------------------------------
+
+TABLE17_COLUMNS = (("ΔD_w", "delta_D_w"), ("ΔMSE_c", "delta_err_clean"), ("ΔMSE_w", "delta_err_pert_ws"))
+
+
+def table17_markdown(intervals: pd.DataFrame) -> str:
+    """Markdown of the pair-bootstrap table: per dataset and method, pairs and mean (95% CI) of three deltas."""
+    lines = ["| dataset | method | pairs | " + " | ".join(label for label, _ in TABLE17_COLUMNS) + " |",
+             "|---|---|---|" + "---|" * len(TABLE17_COLUMNS)]
+    for _, row in _method_sorted(intervals).iterrows():
+        cells = [_interval(row[f"{c}_mean"], row[f"{c}_CI_lo"], row[f"{c}_CI_hi"]) for _, c in TABLE17_COLUMNS]
+        lines.append(f"| {dataset_label(row['dataset'])} | {label_of(row['method'])} | {int(row['count'])} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _method_sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    datasets = ordered(list(frame["dataset"].unique()), DISPLAY_ORDER)
+    methods = ordered(list(frame["method"].unique()), METHOD_ORDER)
+    keys = frame.apply(lambda r: (datasets.index(r["dataset"]), methods.index(r["method"])), axis=1)
+    return frame.loc[keys.sort_values().index] if len(frame) else frame
+
+
+# --- Tables 19 and 20 ----------------------------------------------------------------------------------
+
+TABLE19_MEASURES = (("D_w", "d_w"), ("D̄", "d_mean"), ("mPC", "mpc"), ("mCE", "mce"), ("rel. mCE", "rel_mce"),
+                    ("ρ̄", "rho"))
+TABLE20_MEASURES = (("ΔD_w", "delta_d_w"), ("ΔD̄", "delta_d_mean"), ("τ̄", "tau"), ("ΔmCE", "delta_mce"),
+                    ("Δrel. mCE", "delta_rel_mce"))
+
+
+def table19_block(scored_baselines: pd.DataFrame) -> pd.DataFrame:
+    """Table 19: D_w, D-bar, mPC, mCE, relative mCE and rho-bar per dataset and architecture."""
+    return wide_block(scored_baselines, column="architecture", order=ARCHITECTURE_ORDER, measures=TABLE19_MEASURES,
+                      higher_is_better=("ρ̄",))
+
+
+def table20_block(means: pd.DataFrame) -> pd.DataFrame:
+    """Table 20: dataset means of ΔD_w, ΔD-bar, tau-bar, ΔmCE and Δ relative mCE per method."""
+    return wide_block(means, column="method", order=METHOD_ORDER, measures=TABLE20_MEASURES,
+                      higher_is_better=("τ̄",))
+
+
+# --- Tables 10, 11, 12 ----------------------------------------------------------------------------------
+
+def table10_markdown(stability: pd.DataFrame) -> str:
+    """Markdown of Table 10 (paper layout)."""
+    lines = ["| dataset | mean abs. shift D_w | mean abs. shift MSE_w | largest abs. shift D_w | largest abs. shift "
+             "MSE_w | rank corr. D_w | rank corr. MSE_w | worst-scenario exact | worst-scenario class |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for _, row in stability.iterrows():
+        n = int(row["architectures"])
+        lines.append(f"| {dataset_label(row['dataset'])} | {row['mean_abs_shift_d_w']:.3f} | "
+                     f"{row['mean_abs_shift_mse_w']:.3f} | {row['max_abs_shift_d_w']:.3f} | "
+                     f"{row['max_abs_shift_mse_w']:.3f} | {_maybe(row['min_spearman_d_w'])} | "
+                     f"{_maybe(row['min_spearman_mse_w'])} | {int(row['worst_exact'])}/{n} | "
+                     f"{int(row['worst_class'])}/{n} |")
+    return "\n".join(lines) + "\n"
+
+
+def _maybe(value: float) -> str:
+    return "–" if value is None or np.isnan(value) else f"{value:.3f}"
+
+
+def table12_markdown(summary: pd.DataFrame) -> str:
+    """Markdown of Table 12 (paper layout)."""
+    lines = ["| dataset | q | k_fix | mean signed shift D_w | mean signed shift MSE_w | largest abs. shift D_w | "
+             "largest abs. shift MSE_w | rank corr. D_w | rank corr. MSE_w | worst-scenario exact | "
+             "worst-scenario class |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, row in summary.iterrows():
+        n = int(row["architectures"])
+        lines.append(f"| {dataset_label(row['dataset'])} | {row['channel_fraction']:.2f} | "
+                     f"{int(row['fixed_channel_count'])} | {row['mean_signed_shift_d_w']:.3f} | "
+                     f"{row['mean_signed_shift_mse_w']:.3f} | {row['max_abs_shift_d_w']:.3f} | "
+                     f"{row['max_abs_shift_mse_w']:.3f} | {_maybe(row['spearman_d_w'])} | "
+                     f"{_maybe(row['spearman_mse_w'])} | {int(row['worst_exact'])}/{n} | "
+                     f"{int(row['worst_class'])}/{n} |")
+    return "\n".join(lines) + "\n"
+
+
+def table11_block(perturbed: pd.DataFrame, clean: pd.DataFrame) -> pd.DataFrame:
+    """Table 11: Table 4's method block under perturbed-validation selection, with `<method>_change` = the
+    change from the clean-selected value computed from the three-decimal entries (NaN where there is none)."""
+    block = table4_method_block(perturbed)
+    reference = table4_method_block(clean) if not clean.empty else pd.DataFrame(columns=block.columns)
+    reference = reference.set_index(["dataset", "measure"])
+    for name in [c for c in block.columns if c not in NON_VALUE_COLUMNS]:
+        changes = []
+        for _, row in block.iterrows():
+            key = (row["dataset"], row["measure"])
+            before = reference.loc[key, name] if key in reference.index and name in reference.columns else np.nan
+            changes.append(round(row[name], 3) - round(before, 3) if not np.isnan(before) else np.nan)
+        block[f"{name}_change"] = changes
+    return block
+
+
+def table11_markdown(block: pd.DataFrame) -> str:
+    """Markdown of Table 11: `value (change)` per method, the lowest value of each row in bold."""
+    plain = block[[c for c in block.columns if not c.endswith("_change")]]
+    lines = block_markdown(plain).splitlines()
+    names = [c for c in plain.columns if c not in NON_VALUE_COLUMNS]
+    out = lines[:2]
+    for index, line in enumerate(lines[2:]):
+        head, *cells = line.rstrip(" |").split(" | ")
+        label, cells = cells[0], cells[1:]
+        row = block.iloc[index]
+        shown = [cell if np.isnan(row[f"{name}_change"]) else f"{cell} ({row[f'{name}_change']:+.3f})"
+                 for cell, name in zip(cells, names, strict=True)]
+        out.append(" | ".join([head, label, *shown]) + " |")
+    return "\n".join(out) + "\n"

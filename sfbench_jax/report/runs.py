@@ -1,0 +1,277 @@
+"""Stored runs: find the run folders under some folders, key every run by all the settings that change its
+numbers, and refuse ambiguous sets.
+
+A run folder holds `summary.csv` (one row) and `manifest.json` (its resolved config); `per_window.parquet` and
+`candidates.csv` lie beside them. A run's key is its resolved configuration without the settings that never
+change a number (chunking, devices, progress, folders, caches, figures), plus the block size the engine used
+(it fixes the float rounding) and the data checksum. Two folders with the same key and the same numbers are
+one run stored twice (the first folder is kept); the same key with different numbers is an error naming both.
+
+Nothing here computes a score; `sfbench_jax.report.collect` checks a sweep's runs against what it expected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SUMMARY_FILE, MANIFEST_FILE = "summary.csv", "manifest.json"
+PER_WINDOW_FILE, CANDIDATES_FILE = "per_window.parquet", "candidates.csv"
+
+#: Resolved settings that never change a number (dotted names in the manifest's config).
+SETTINGS_WITHOUT_EFFECT = frozenset({
+    "eval.chunk_size", "eval.num_devices", "eval.progress", "eval.memory_budget_mb", "eval.block_size",
+    "train.group_size", "train.devices", "train.store_dir", "train.progress",
+    "data_root", "cache_dir", "compilation_cache", "figures",
+})
+#: Key entries always shown when a run is named.
+NAMED_ALWAYS = ("dataset", "architecture", "method")
+
+
+class RunConflictError(ValueError):
+    """Two run folders share a key but hold different numbers."""
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mapping -> `{dotted.name: value}` (lists become tuples so values are hashable)."""
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = _hashable(value)
+    return flat
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def run_key(manifest: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """Every setting of a run that changes its numbers, as `{name: value}`.
+
+    The names are the summary's (`dataset`, `architecture`, `method`, `variant`, `selection_metric`,
+    `eval_seed`, `rng_mode`, `k`, `channel_fraction`) followed by the remaining resolved config entries in
+    dotted form (`train.master_seed`, `model.grid.lr`, ...), the engine's block size and the data checksum.
+    """
+    config = flatten(manifest.get("config", {}))
+    key: dict[str, Any] = {
+        "dataset": str(row["dataset"]), "architecture": str(row["architecture"]), "method": str(row["method"]),
+        "variant": _text(row.get("variant")), "selection_metric": _text(row.get("selection_metric")),
+        "eval_seed": int(row["eval_seed"]), "rng_mode": str(row["rng_mode"]), "k": int(row["k"]),
+        "channel_fraction": _number(row.get("channel_fraction")),
+    }
+    engines = [model.get("engine", {}) for model in manifest.get("models", [])]
+    key["engine.block_size"] = engines[0].get("block_size") if engines else None
+    key["data.content_sha256"] = manifest.get("data", {}).get("content_sha256")
+    already = {"dataset.name", "model.name", "method.name", "eval.seed", "eval.rng", "eval.k", "eval.channel_fraction"}
+    for name in sorted(config):
+        if name not in SETTINGS_WITHOUT_EFFECT and name not in already:
+            key[name] = config[name]
+    return key
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
+def _number(value: Any) -> float | None:
+    if value is None or value == "" or (isinstance(value, float) and np.isnan(value)):
+        return None
+    return float(value)
+
+
+def key_identity(key: Mapping[str, Any]) -> str:
+    """A stable text identity of a run key."""
+    return json.dumps({name: _jsonable(value) for name, value in key.items()}, sort_keys=True)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return value
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One run folder.
+
+    Attributes:
+        directory: the folder.
+        key: `run_key` of the run.
+        row: its summary row.
+        manifest: its manifest.
+    """
+
+    directory: Path
+    key: dict[str, Any] = field(repr=False)
+    row: dict[str, Any] = field(repr=False)
+    manifest: dict[str, Any] = field(repr=False)
+
+    @property
+    def identity(self) -> str:
+        """The key's text identity."""
+        return key_identity(self.key)
+
+    def path(self, name: str) -> Path:
+        """A file of the run folder (e.g. `per_window.parquet`)."""
+        return self.directory / name
+
+    def per_window(self) -> pd.DataFrame:
+        """The stored per-window losses and severities.
+
+        Raises:
+            FileNotFoundError: naming the folder.
+        """
+        path = self.path(PER_WINDOW_FILE)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing; re-run the job to store its per-window losses.")
+        return pd.read_parquet(path)
+
+    def describe(self, varying: Sequence[str] = ()) -> str:
+        """`(dataset=..., architecture=..., method=..., <varying settings>)`."""
+        names = list(NAMED_ALWAYS) + [name for name in varying if name not in NAMED_ALWAYS]
+        parts = [f"{name}={_shown(self.key.get(name))}" for name in names]
+        return "(" + ", ".join(parts) + ")"
+
+
+def _shown(value: Any) -> str:
+    return "null" if value is None or value == "" else str(value)
+
+
+def is_run_folder(directory: Path) -> bool:
+    """A folder with a summary and a manifest."""
+    return (directory / SUMMARY_FILE).is_file() and (directory / MANIFEST_FILE).is_file()
+
+
+def find_run_folders(roots: Iterable[Path]) -> list[Path]:
+    """Every run folder at or below `roots`, sorted, each once.
+
+    Raises:
+        FileNotFoundError: a root does not exist.
+    """
+    found: set[Path] = set()
+    for root in roots:
+        root = Path(root)
+        if not root.exists():
+            raise FileNotFoundError(f"{root} does not exist; pass folders that hold sfbench runs (--runs FOLDER).")
+        candidates = [root] if root.is_file() else [root, *(p.parent for p in root.rglob(MANIFEST_FILE))]
+        found.update(p.resolve() for p in candidates if p.is_dir() and is_run_folder(p))
+    return sorted(found)
+
+
+def load_run(directory: Path) -> StoredRun:
+    """Read one run folder.
+
+    Raises:
+        ValueError: the summary does not hold exactly one row.
+    """
+    summary = pd.read_csv(directory / SUMMARY_FILE)
+    if len(summary) != 1:
+        raise ValueError(f"{directory / SUMMARY_FILE} holds {len(summary)} rows; a run folder holds one.")
+    row = {name: _plain(value) for name, value in summary.iloc[0].items()}
+    manifest = json.loads((directory / MANIFEST_FILE).read_text())
+    return StoredRun(directory=Path(directory), key=run_key(manifest, row), row=row, manifest=manifest)
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def same_numbers(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+    """Whether two summary rows hold the same numbers (every numeric column, NaN equal to NaN)."""
+    names = sorted(set(first) | set(second))
+    for name in names:
+        a, b = first.get(name), second.get(name)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+            if not (a == b or (np.isnan(a) and np.isnan(b))):
+                return False
+        elif a != b and not (_missing(a) and _missing(b)):
+            return False
+    return True
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+@dataclass(frozen=True)
+class RunSet:
+    """The distinct runs found under some folders.
+
+    Attributes:
+        runs: one StoredRun per key, in folder order.
+        duplicates: `(kept folder, repeated folder)` for runs stored twice with the same numbers.
+    """
+
+    runs: tuple[StoredRun, ...]
+    duplicates: tuple[tuple[Path, Path], ...] = ()
+
+    @cached_property
+    def varying(self) -> tuple[str, ...]:
+        """Key entries that differ between the runs (what tells them apart)."""
+        names: list[str] = []
+        for name in dict.fromkeys(n for run in self.runs for n in run.key):
+            if len({_hashable(run.key.get(name)) for run in self.runs}) > 1:
+                names.append(name)
+        return tuple(names)
+
+    def describe(self, run: StoredRun) -> str:
+        """A run named by the settings that tell it apart from the others."""
+        return run.describe(self.varying)
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """Every run's summary row, with `run_dir` (the folder) appended."""
+        if not self.runs:
+            return pd.DataFrame()
+        frame = pd.DataFrame([{**run.row, "run_dir": str(run.directory)} for run in self.runs])
+        for column in ("dataset", "architecture", "method", "worst_scenario", "rng_mode"):
+            frame[column] = frame[column].astype(str)
+        return frame
+
+    def by_directory(self, directory: str | Path) -> StoredRun:
+        """The run stored in `directory`."""
+        wanted = Path(directory).resolve()
+        for run in self.runs:
+            if run.directory.resolve() == wanted:
+                return run
+        raise KeyError(f"No run stored in {directory}.")
+
+
+def gather_runs(roots: Iterable[Path]) -> RunSet:
+    """Read every run folder under `roots`, merge copies of the same run and refuse conflicting ones.
+
+    Raises:
+        RunConflictError: two folders with the same key hold different numbers (both are named).
+        FileNotFoundError: a root does not exist.
+    """
+    kept: dict[str, StoredRun] = {}
+    duplicates: list[tuple[Path, Path]] = []
+    for directory in find_run_folders(roots):
+        run = load_run(directory)
+        first = kept.get(run.identity)
+        if first is None:
+            kept[run.identity] = run
+        elif same_numbers(first.row, run.row):
+            duplicates.append((first.directory, run.directory))
+        else:
+            raise RunConflictError(
+                f"Two runs with the same settings hold different numbers: {first.directory} and {run.directory} "
+                f"{run.describe()} (e.g. d_w {first.row.get('d_w')} vs {run.row.get('d_w')}). Delete the stale "
+                "one, or keep them in separate folders and report them separately.")
+    return RunSet(runs=tuple(kept.values()), duplicates=tuple(duplicates))

@@ -1,0 +1,250 @@
+"""Stored runs back in memory, without training: rebuild a run folder's configuration and winner (from the
+candidate store, every candidate already finished) and compute from it what the analysis needs beyond the
+stored numbers: severity-response curves, per-window fault examples (paper Figures 3/4) and the
+selector-pressure re-selection (spec 5.5: the stored candidates chosen on perturbed validation, the new winner
+evaluated in full).
+
+Sits beside `pipeline` (layer 7): it calls `selection`, `evaluate` and `report`; the CLI and the API call it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from sfbench_jax.config import RunConfig
+from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.evaluate import score_windows
+from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, SeverityCurves, severity_curves
+from sfbench_jax.evaluate.engine import fault_context
+from sfbench_jax.faults.registry import SCENARIOS, perturb
+from sfbench_jax.faults.streams import pair_key
+from sfbench_jax.files import ensure_writable_dir, write_csv, write_json, write_parquet
+from sfbench_jax.pipeline import evaluate_anchor, load_data
+from sfbench_jax.predictors import CLEAN_CONTEXT, run_predictor
+from sfbench_jax.report.paper import label_of
+from sfbench_jax.report.runs import MANIFEST_FILE, StoredRun, load_run
+from sfbench_jax.report.tables import candidates_table, per_window_table, summary_table
+from sfbench_jax.selection import Selection, candidate_store, evaluate_model, select_model, winner_predictor
+from sfbench_jax.train import CandidateStore
+
+Log = Callable[[str], None]
+#: Channels left out of the Figure 3 ranking of affected channels (spec 7.3).
+EXAMPLE_EXCLUDED_CHANNELS = {"beijing_air_tiantan": ("CO", "PRES")}
+
+
+class NotStoredError(RuntimeError):
+    """A stored run's candidates are not (all) in the candidate store; using it would mean training."""
+
+
+def run_config(manifest: dict[str, Any]) -> RunConfig:
+    """The RunConfig a manifest recorded (unknown keys of newer or older versions are ignored)."""
+    values = manifest["config"]
+    kwargs: dict[str, Any] = {}
+    defaults = RunConfig()
+    for item in dataclasses.fields(RunConfig):
+        if item.name not in values:
+            continue
+        default = getattr(defaults, item.name)
+        if dataclasses.is_dataclass(default):
+            known = {f.name for f in dataclasses.fields(default)}
+            kwargs[item.name] = type(default)(**{k: v for k, v in values[item.name].items() if k in known})
+        else:
+            kwargs[item.name] = values[item.name]
+    return RunConfig(**kwargs)
+
+
+@dataclass(frozen=True)
+class RestoredRun:
+    """A stored run's configuration, data, selection and winner predictor."""
+
+    run: StoredRun
+    cfg: RunConfig
+    data: PreparedData
+    selection: Selection
+    store: CandidateStore
+    predict: Any
+    state: Any
+
+
+class StoredOnly(CandidateStore):
+    """A candidate store that serves finished candidates and refuses to train: a selection that would train
+    raises NotStoredError before any training starts."""
+
+    def ensure_writable(self) -> None:
+        """Nothing is written; the store must exist.
+
+        Raises:
+            NotStoredError: the folder does not exist.
+        """
+        if not self.root.is_dir():
+            raise NotStoredError(f"The candidate store {self.root} does not exist; point train.store_dir at the store "
+                                 "the run used. The analysis never trains.")
+
+    def claim_first_free(self, dataset: str, architecture: str, groups: Sequence[Sequence[str]]) -> Any:
+        """Called only for candidates the store lacks: refuse (naming them) instead of training.
+
+        Raises:
+            NotStoredError: always.
+        """
+        missing = [key for group in groups for key in group]
+        raise NotStoredError(f"{len(missing)} candidate(s) of this run are not in the candidate store {self.root} "
+                             f"({dataset}/{architecture}, e.g. {missing[0]}); the analysis never trains. Point "
+                             "train.store_dir at the store the run used, or re-run the job first.")
+
+
+def restore_run(run: StoredRun | Path, *, data: PreparedData | None = None, log: Log | None = None) -> RestoredRun:
+    """Rebuild a stored run's winner (no training: every candidate must be in the store).
+
+    Raises:
+        NotStoredError: a candidate is missing from the store.
+    """
+    run = run if isinstance(run, StoredRun) else load_run(Path(run))
+    cfg = run_config(run.manifest)
+    data = load_data(cfg) if data is None else data
+    store = StoredOnly(candidate_store(cfg, run.directory).root)
+    selection = select_model(data, cfg, store, log or (lambda message: None))
+    predict, state = winner_predictor(data, selection, store)
+    return RestoredRun(run=run, cfg=cfg, data=data, selection=selection, store=store, predict=predict, state=state)
+
+
+def run_severity_curves(run: StoredRun | Path, *, severities: Sequence[float] = DEFAULT_SEVERITIES,
+                        eval_overrides: dict[str, Any] | None = None) -> SeverityCurves:
+    """Severity curves of a stored run's winner on the run's evaluation settings (JAX RNG mode; overrides e.g.
+    `{"k": 2000}`)."""
+    restored = restore_run(run)
+    options = dataclasses.replace(restored.cfg.eval, rng="jax", progress=False, **(eval_overrides or {}))
+    return severity_curves(restored.predict, restored.state, restored.data, options, severities=severities)
+
+
+def _affected_channels(clean: np.ndarray, faulted: np.ndarray, names: Sequence[str], excluded: Sequence[str],
+                       count: int = 3) -> list[int]:
+    change = np.abs(faulted - clean).max(axis=0)
+    ranked = [int(i) for i in np.argsort(-change, kind="stable") if change[i] > 0 and names[i] not in excluded]
+    return ranked[:count] or [int(np.argmax(change))]
+
+
+def fault_examples(run: StoredRun | Path, *, scenarios: Sequence[str], severity: float = 0.75,
+                   sample_id: int = 0) -> list[dict[str, Any]]:
+    """One example window per scenario (paper Figures 3/4): the run's test window `sample_id`, the fault drawn
+    from that window's JAX-mode stream at a fixed severity, up to three affected channels (largest
+    max-|perturbation|; CO and PRES never for Beijing) and the winner's forecasts from the clean and faulted
+    inputs (first target channel)."""
+    restored = restore_run(run)
+    data, options = restored.data, restored.cfg.eval.for_dataset(restored.data.spec)
+    spec = data.spec
+    start = int(data.test_starts(options.seed, options.k)[sample_id])
+    window = data.standardised[start:start + spec.input_len + spec.horizon]
+    x, truth = window[:spec.input_len], window[spec.input_len:, spec.target_indices[0]]
+    ctx = fault_context(data, options.channel_fraction)
+    base = jax.random.key(np.uint32(options.seed))
+    examples = []
+    for name in scenarios:
+        fault = next(f for f in SCENARIOS if f.key == name)
+        key = pair_key(base, fault.index, jnp.asarray(sample_id, jnp.int32))
+        faulted = np.asarray(perturb(name, jnp.asarray(x), rng_key=key, ctx=ctx, severity=severity))
+        channels = _affected_channels(x, faulted, spec.channels, EXAMPLE_EXCLUDED_CHANNELS.get(spec.key, ()))
+        rows = (jnp.asarray([CLEAN_CONTEXT, 1 + fault.index], jnp.int32), jnp.full((2,), sample_id, jnp.int32))
+        forecasts = np.asarray(run_predictor(restored.predict, restored.state, jnp.asarray(np.stack([x, faulted])),
+                                             *rows))[:, :, 0]
+        examples.append({"dataset": spec.key, "scenario": fault.display_name, "severity": severity,
+                         "channels": [spec.channels[i] for i in channels], "clean": x[:, channels],
+                         "faulted": faulted[:, channels], "target_name": spec.channels[spec.target_indices[0]],
+                         "truth": truth, "forecast_clean": forecasts[0], "forecast_faulted": forecasts[1],
+                         "model": label_of(restored.run.row["architecture"]), "start_row": start})
+    return examples
+
+
+# --- selector pressure (spec 5.5) ------------------------------------------------------------------------
+
+SELECTION_MODES = ("perturbed_worst", "perturbed_mean")
+
+
+def perturbed_validation_scores(restored: RestoredRun, *, mode: str) -> pd.DataFrame:
+    """Every finished candidate of a restored run scored on perturbed validation: the eight scenarios on all
+    3,000 validation windows (no drop-last) with the dataset's `seed_eval` and the run's RNG mode; `score` is
+    the worst (or mean) scenario's mean perturbed MSE."""
+    data, cfg, selection = restored.data, restored.cfg, restored.selection
+    options = dataclasses.replace(cfg.eval, seed=data.spec.seeds.seed_eval, k=len(data.val_starts), progress=False,
+                                  channel_fraction=None)
+    records = []
+    for candidate in selection.candidates:
+        if not candidate.is_finished:
+            continue
+        predict, state = winner_predictor(data, dataclasses.replace(selection, winner=candidate), restored.store)
+        losses, _ = score_windows(predict, state, data, options, label="perturbed validation",
+                                  test_starts=data.val_starts)
+        per_scenario = losses.faulted.astype(np.float64).mean(axis=1)
+        score = per_scenario.max() if mode == "perturbed_worst" else per_scenario.mean()
+        records.append({"candidate_hash": candidate.candidate_hash, "trial_number": candidate.trial_number,
+                        "best_val_loss": candidate.best_val_loss, "mse_pert_ws_val": float(per_scenario.max()),
+                        "mse_pert_mean_val": float(per_scenario.mean()), "score": float(score)})
+    return pd.DataFrame(records)
+
+
+def reselect_on_perturbed_validation(run: StoredRun | Path, output_dir: Path, *, mode: str = "perturbed_worst",
+                                     log: Log | None = None) -> Path:
+    """Re-select a stored run's candidates by perturbed validation and evaluate the new winner in full on the
+    run's evaluation settings; write a run folder (summary with `selection_metric` = mode and
+    `selection_value`, per-window losses, candidates with their perturbed scores, manifest).
+
+    Raises:
+        ValueError: an unknown mode.
+        NotStoredError: a candidate is missing from the store.
+    """
+    if mode not in SELECTION_MODES:
+        raise ValueError(f"Unknown selection mode {mode!r}; use one of {list(SELECTION_MODES)}.")
+    started = time.perf_counter()
+    restored = restore_run(run, log=log)
+    output_dir = ensure_writable_dir(Path(output_dir))
+    scores = perturbed_validation_scores(restored, mode=mode)
+    best = scores.sort_values(["score", "trial_number", "candidate_hash"]).iloc[0]
+    winner = next(c for c in restored.selection.candidates if c.candidate_hash == best["candidate_hash"])
+    selection = dataclasses.replace(restored.selection, winner=winner)
+    predict, state = winner_predictor(restored.data, selection, restored.store)
+    model = evaluate_model(restored.data, restored.cfg, predict, state,
+                           hyperparameters={**winner.hparams, **getattr(winner, "recipe", {})})
+    summary = summary_table([model], evaluate_anchor(restored.data, restored.cfg, model))
+    # the stored run's labels stay (its method; the new winner's variant)
+    summary["method"] = restored.run.row["method"]
+    summary["variant"] = getattr(winner, "variant", None) or restored.run.row.get("variant") or winner.method
+    summary["selection_metric"], summary["selection_value"] = mode, float(best["score"])
+    candidates = candidates_table(selection).merge(scores.drop(columns=["trial_number", "best_val_loss"]),
+                                                   on="candidate_hash", how="left")
+    write_csv(summary, output_dir / "summary.csv")
+    write_parquet(per_window_table([model]), output_dir / "per_window.parquet")
+    write_csv(candidates, output_dir / "candidates.csv")
+    manifest = {**restored.run.manifest, "timings": {"reselect_seconds": time.perf_counter() - started},
+                "selection_pressure": {
+        "mode": mode, "source_run": str(restored.run.directory), "winner": winner.candidate_hash,
+        "clean_winner": restored.selection.winner.candidate_hash, "changed": winner.candidate_hash !=
+        restored.selection.winner.candidate_hash, "perturbation_seed": restored.data.spec.seeds.seed_eval}}
+    write_json(manifest, output_dir / MANIFEST_FILE)
+    return output_dir
+
+
+def reselect_runs(runs: Sequence[StoredRun], output_root: Path, *, mode: str = "perturbed_worst",
+                  log: Log | None = None) -> list[Path]:
+    """`reselect_on_perturbed_validation` for each run, into `output_root/<the run folder's path below the runs'
+    common folder>`."""
+    written = []
+    common = Path(os.path.commonpath([run.directory.resolve() for run in runs])) if runs else Path(".")
+    for run in runs:
+        relative = run.directory.resolve().relative_to(common) if len(runs) > 1 else Path(run.directory.name)
+        target = reselect_on_perturbed_validation(run, Path(output_root) / relative, mode=mode, log=log)
+        changed = json.loads((target / MANIFEST_FILE).read_text())["selection_pressure"]["changed"]
+        if log is not None:
+            log(f"selector pressure: {run.directory.name} -> {target} ({'new' if changed else 'same'} winner)")
+        written.append(target)
+    return written
