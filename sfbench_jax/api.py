@@ -1,8 +1,12 @@
-"""Small library facade for tools (the MCP server, notebooks): JSON-friendly views of the registries and
-a one-call SeasonalNaive robustness score. The CLI uses the same functions underneath."""
+"""Small library facade for tools (the MCP server, notebooks): JSON-friendly views of the registries, a
+one-call SeasonalNaive robustness score, and severity-response curves of SeasonalNaive or of a stored run. The
+CLI uses the same functions underneath."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +63,84 @@ def seasonal_naive_robustness(dataset: str, *, data_root: Path | None, k: int = 
         "mpc": round(scores.mpc, 6),
         "degradation": {key: round(float(value), 6) for key, value in zip(keys, scores.d_p, strict=True)},
     }
+
+
+# --- severity-response curves --------------------------------------------------------------------------
+
+def curves_summary(curves: Any) -> dict[str, Any]:
+    """A SeverityCurves as small JSON: the grid, per scenario D_p(s) with its 95% band and the severity average."""
+    averages = curves.severity_average()
+    return {
+        "severities": [round(float(s), 6) for s in curves.severities], "mse_c": round(curves.mse_c, 6),
+        "eval_seed": curves.options.seed, "k": curves.options.k, "rng": curves.options.rng,
+        "scenarios": {key: {"d": [round(float(v), 6) for v in curves.d[:, index]],
+                            "d_ci": [[round(float(lo), 6), round(float(hi), 6)] for lo, hi in
+                                     zip(curves.d_ci_lo[:, index], curves.d_ci_hi[:, index], strict=True)],
+                            "severity_average": round(float(averages[index]), 6)}
+                      for index, key in enumerate(curves.scenario_keys)},
+    }
+
+
+def seasonal_naive_curves(dataset: str, *, data_root: Path | None, k: int = 2_000, eval_seed: int | None = None,
+                          severities: Sequence[float] | None = None) -> dict[str, Any]:
+    """Severity curves D_p(s) of the dataset's SeasonalNaive winner (selected on clean validation; JAX RNG mode).
+
+    Args:
+        dataset: registered dataset name.
+        data_root: folder laid out like ../shared/data (not needed for etth1 and synthetic sets).
+        k: number of test windows.
+        eval_seed: evaluation-data seed (None: the dataset's canonical seed).
+        severities: the grid (default 0, 0.05, ..., 1).
+    """
+    from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
+    from sfbench_jax.selection import select_model, winner_predictor
+
+    spec = get_dataset(dataset)
+    cfg = RunConfig(dataset=DatasetConfig(name=spec.key), eval=EvalConfig(seed=eval_seed, k=k, progress=False))
+    data = prepare(load(spec.key, data_root=data_root))
+    selection = select_model(data, cfg, None, lambda message: None)
+    predict, state = winner_predictor(data, selection, None)
+    curves = severity_curves(predict, state, data, cfg.eval, severities=severities or DEFAULT_SEVERITIES)
+    return {"dataset": spec.key, "run": "seasonal_naive", "model": "seasonal_naive",
+            "hyperparameters": dict(selection.winner.hparams), **curves_summary(curves)}
+
+
+def find_stored_run(runs_dir: Path, dataset: str, run: str) -> Path:
+    """The run folder named `run` (a folder with summary.csv and manifest.json) of `dataset` under `runs_dir`.
+
+    Raises:
+        FileNotFoundError: no such run; the message lists the dataset's run names found there.
+    """
+    from sfbench_jax.report.runs import find_run_folders, load_run
+
+    folders = find_run_folders([runs_dir]) if Path(runs_dir).is_dir() else []
+    of_dataset = [folder for folder in folders if load_run(folder).row["dataset"] == dataset]
+    matches = [folder for folder in of_dataset if folder.name == run]
+    if len(matches) != 1:
+        names = sorted({folder.name for folder in of_dataset})
+        found = "several folders have that name" if matches else "no such run"
+        raise FileNotFoundError(f"Stored run {run!r} of {dataset} under {runs_dir}: {found}. Runs of {dataset}: "
+                                f"{', '.join(names) or 'none'}.")
+    return matches[0]
+
+
+def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | None = None,
+                      severities: Sequence[float] | None = None) -> dict[str, Any]:
+    """Severity curves of a stored run's winner (rebuilt from the candidate store, never trained) on the run's
+    evaluation settings (JAX RNG mode; `k` overrides the number of test windows)."""
+    from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
+    from sfbench_jax.pipeline import load_data
+    from sfbench_jax.report.runs import load_run
+    from sfbench_jax.stored import restore_run, run_config
+
+    run = load_run(Path(run_dir))
+    cfg = run_config(run.manifest)
+    if data_root is not None:
+        cfg = dataclasses.replace(cfg, data_root=str(data_root))
+    restored = restore_run(run, data=load_data(cfg))
+    options = dataclasses.replace(restored.cfg.eval, rng="jax", progress=False, **({} if k is None else {"k": k}))
+    curves = severity_curves(restored.predict, restored.state, restored.data, options,
+                             severities=severities or DEFAULT_SEVERITIES)
+    return {"dataset": run.row["dataset"], "run": run.directory.name, "model": run.row["architecture"],
+            "method": run.row["method"], "hyperparameters": json.loads(run.row["hyperparameters"]),
+            **curves_summary(curves)}
