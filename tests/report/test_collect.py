@@ -1,84 +1,102 @@
-"""Collecting a sweep: merged tables when every expected cell is present, a named refusal otherwise,
-and the sfbench-collect command's exit codes."""
+"""Collecting runs never loses one: a real multirun over evaluation seeds x two architectures keeps one row per
+job, a deleted job folder is named exactly (and no table is written), copies of a run are merged, and two
+runs with the same settings but different numbers are refused with both folders named."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from sfbench_jax.cli.collect import main as collect_main
-from sfbench_jax.report.collect import (
-    Cell,
-    MissingCellsError,
-    collect,
-    read_expected_cells,
-    write_expected_cells,
-)
+from sfbench_jax.report.collect import Cell, collect, read_expected_jobs
+from sfbench_jax.report.runs import RunConflictError, gather_runs
 
-from .summaries import summary_rows
+from .conftest import report_command
+
+JOB_FOLDERS = [f"{number}_etth1_{architecture}_baseline" for number, architecture in
+               enumerate(["seasonal_naive", "dlinear"] * 4)]
 
 
-def _job(sweep: Path, name: str, cell: Cell, values: tuple[float, float, float] | None, error: str = "") -> None:
-    folder = sweep / name
-    folder.mkdir(parents=True)
-    (folder / "cell.json").write_text(json.dumps(dict(zip(("dataset", "architecture", "method"), cell, strict=True))))
-    if values is not None:
-        summary_rows({(cell.dataset, cell.architecture): values}).to_csv(folder / "summary.csv", index=False)
-    elif error:
-        (folder / "job_failed.json").write_text(json.dumps({"error": "DataContractError", "message": error}))
+def _copy_sweep(analysis_root: Path, target: Path) -> Path:
+    """The multirun's job folders and expected jobs, without its merged outputs."""
+    source = analysis_root / "seeds_multirun"
+    target.mkdir()
+    shutil.copy(source / "expected_cells.json", target)
+    for name in JOB_FOLDERS:
+        shutil.copytree(source / name, target / name)
+    return target
 
 
-CELLS = [Cell("etth1", "dlinear", "baseline"), Cell("etth1", "seasonal_naive", "baseline"),
-         Cell("beijing_air_tiantan", "dlinear", "baseline"), Cell("beijing_air_tiantan", "seasonal_naive", "baseline")]
+def test_multirun_over_eval_seeds_collects_every_run(analysis_root: Path) -> None:
+    sweep = analysis_root / "seeds_multirun"
+    merged = pd.read_csv(sweep / "summary.csv")
+    assert len(merged) == 8
+    assert sorted(zip(merged.architecture, merged.eval_seed, strict=True)) == sorted(
+        (a, s) for a in ("dlinear", "seasonal_naive") for s in range(4))
+    report = json.loads((sweep / "collect_report.json").read_text())
+    assert report["status"] == "complete" and report["rows"] == 8 and report["expected_jobs"] == 8
+    assert len(read_expected_jobs(sweep)) == 8
+    # the numbers differ by seed: collection keyed each run by its eval seed
+    assert merged.groupby("architecture")["d_w"].nunique().tolist() == [4, 4]
+    # no canonical-seed run in this sweep, so Table 4 is skipped with the reason
+    assert report["views"]["table4"].startswith("skipped: no baseline run at the canonical evaluation realisation")
 
 
-def test_complete_sweep_is_merged(tmp_path: Path) -> None:
-    for number, cell in enumerate(CELLS):
-        _job(tmp_path, f"{number}_{cell.dataset}_{cell.architecture}", cell, (1.0 + number / 10, 0.5, 0.6))
-    write_expected_cells(tmp_path, CELLS, [["dataset=etth1"]])
-    assert sorted(read_expected_cells(tmp_path)) == sorted(CELLS)
-    collection = collect(tmp_path, figures=False)
-    merged = pd.read_csv(tmp_path / "summary.csv")
-    assert list(zip(merged.dataset, merged.architecture, strict=True)) == [
-        ("beijing_air_tiantan", "seasonal_naive"), ("beijing_air_tiantan", "dlinear"),
-        ("etth1", "seasonal_naive"), ("etth1", "dlinear")]
-    assert len(collection.summary) == 4
-    table = (tmp_path / "table4_architectures.md").read_text()
-    assert "| Beijing Air Tiantan | D_w | 1.300 | **1.200** |" in table
-    report = json.loads((tmp_path / "collect_report.json").read_text())
-    assert report["status"] == "complete" and report["missing"] == []
+def test_deleted_run_is_named_and_no_table_is_written(analysis_root: Path, tmp_path: Path) -> None:
+    sweep = _copy_sweep(analysis_root, tmp_path / "sweep")
+    shutil.rmtree(sweep / JOB_FOLDERS[5])  # DLinear, eval.seed=2
+    output = tmp_path / "report"
+    completed = report_command("table10", "--runs", str(sweep), "--output", str(output))
+    assert completed.returncode == 1
+    lines = [line for line in completed.stderr.splitlines() if line.startswith("  - ")]
+    assert lines == [f"  - {sweep}: (dataset=etth1, architecture=dlinear, method=baseline, eval.seed=2): no job "
+                     "folder for job 5 (the job never started or its folder was deleted)"]
+    assert sorted(p.name for p in output.iterdir()) == ["collect_report.json"]  # the check's record, no table
+    assert collect_main([str(sweep)]) == 1
+    assert not (sweep / "summary.csv").exists() and not list(sweep.glob("table*"))
+    report = json.loads((sweep / "collect_report.json").read_text())
+    assert [m["run"] for m in report["missing"]] == [
+        "(dataset=etth1, architecture=dlinear, method=baseline, eval.seed=2)"]
+    assert report["missing"][0]["cell"] == ["etth1", "dlinear", "baseline"]
 
 
-def test_missing_cells_are_named_and_nothing_is_published(tmp_path: Path) -> None:
-    _job(tmp_path, "0_etth1_dlinear", CELLS[0], (1.2, 0.4, 0.5))
-    _job(tmp_path, "1_etth1_seasonal_naive", CELLS[1], (1.3, 0.6, 0.8))
-    _job(tmp_path, "2_beijing_air_tiantan_dlinear", CELLS[2], None, error="raw Beijing CSV not found")
-    write_expected_cells(tmp_path, CELLS)
-    with pytest.raises(MissingCellsError) as raised:
-        collect(tmp_path, figures=False)
-    message = str(raised.value)
-    assert "2 expected cell(s) missing" in message
-    assert ("(dataset=beijing_air_tiantan, architecture=dlinear, method=baseline): job "
-            "2_beijing_air_tiantan_dlinear failed: DataContractError: raw Beijing CSV not found") in message
-    assert ("(dataset=beijing_air_tiantan, architecture=seasonal_naive, method=baseline): no job folder for this "
-            "cell") in message
-    assert not (tmp_path / "summary.csv").exists() and not (tmp_path / "table4_architectures.md").exists()
-    report = json.loads((tmp_path / "collect_report.json").read_text())
-    assert report["status"] == "incomplete"
-    assert [m["cell"] for m in report["missing"]] == [["beijing_air_tiantan", "dlinear", "baseline"],
-                                                     ["beijing_air_tiantan", "seasonal_naive", "baseline"]]
+def test_copies_merge_and_conflicts_name_both_folders(analysis_root: Path, tmp_path: Path) -> None:
+    source = analysis_root / "runs" / "etth1" / "dlinear" / "canonical"
+    first, second = tmp_path / "a" / "dlinear", tmp_path / "b" / "dlinear"
+    shutil.copytree(source, first)
+    shutil.copytree(source, second)
+    runs = gather_runs([tmp_path])
+    assert len(runs.runs) == 1 and runs.duplicates == ((first.resolve(), second.resolve()),)
+    summary = pd.read_csv(second / "summary.csv")
+    summary.loc[0, "d_w"] += 0.01
+    summary.to_csv(second / "summary.csv", index=False)
+    with pytest.raises(RunConflictError) as raised:
+        gather_runs([tmp_path])
+    assert str(first.resolve()) in str(raised.value) and str(second.resolve()) in str(raised.value)
 
 
-def test_collect_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _job(tmp_path, "0_etth1_dlinear", CELLS[0], (1.2, 0.4, 0.5))
-    assert collect_main([str(tmp_path), "--no-figures"]) == 2  # no expected_cells.json and no --expect
+def test_runs_differing_only_in_eval_settings_are_distinct(analysis: object) -> None:
+    runs = analysis.runs
+    etth1_dlinear = [run for run in runs.runs if run.row["dataset"] == "etth1" and run.row["architecture"] == "dlinear"
+                     and run.row["method"] == "baseline"]
+    # canonical, four seeds, two channel fractions
+    assert len(etth1_dlinear) == 7
+    assert {"eval_seed", "channel_fraction"} <= set(runs.varying)
+    assert "eval_seed=2" in runs.describe(next(r for r in etth1_dlinear if r.row["eval_seed"] == 2))
+
+
+def test_collect_command_with_explicit_cells(analysis_root: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    sweep = _copy_sweep(analysis_root, tmp_path / "sweep")
+    (sweep / "expected_cells.json").unlink()
+    assert collect_main([str(sweep), "--no-figures"]) == 2  # neither expected_cells.json nor --expect
     assert "--expect dataset=" in capsys.readouterr().err
-    assert collect_main([str(tmp_path), "--no-figures", "--expect", "dataset=etth1", "model=dlinear"]) == 0
-    assert (tmp_path / "table4_architectures.csv").is_file()
-    code = collect_main([str(tmp_path), "--no-figures", "--expect", "dataset=etth1", "model=dlinear,gru"])
-    assert code == 1
-    assert "(dataset=etth1, architecture=gru, method=baseline)" in capsys.readouterr().err
-    assert collect_main([str(tmp_path / "absent")]) == 2
+    assert collect_main([str(sweep), "--no-figures", "--expect", "dataset=etth1", "model=dlinear,seasonal_naive"]) == 0
+    assert len(pd.read_csv(sweep / "summary.csv")) == 8
+    assert collect_main([str(sweep), "--expect", "dataset=etth1", "model=gru"]) == 1
+    with pytest.raises(Exception, match="no job folder for this cell"):
+        collect(sweep, [Cell("etth1", "gru", "baseline")], figures=False)

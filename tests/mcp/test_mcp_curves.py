@@ -1,0 +1,68 @@
+"""The severity-curves tool through the MCP client: SeasonalNaive by dataset name, a stored trained run by its
+folder name (DLinear trained here with `profile=tiny`; the tool never trains), and clear errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server import MCPServer
+
+pytestmark = pytest.mark.anyio
+
+
+async def call(server: MCPServer, name: str, **arguments: Any) -> Any:
+    async with Client(server) as client:
+        return await client.call_tool(name, arguments)
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> Path:
+    """A runs folder with one stored DLinear run of ETTh1 (`outputs/.../dlinear_tiny`)."""
+    root = tmp_path_factory.mktemp("mcp_runs")
+    environment = {**os.environ, "SFBENCH_DATA_ROOT": str(data_root)}
+    completed = subprocess.run(
+        [str(Path(sys.executable).parent / "sfbench"), "model=dlinear", "profile=tiny", "eval.progress=false",
+         f"train.store_dir={root / 'store'}", f"cache_dir={root / 'cache'}",
+         f"hydra.run.dir={root / 'outputs' / 'etth1' / 'dlinear_tiny'}"],
+        capture_output=True, text=True, env=environment, timeout=900, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root / "outputs"
+
+
+async def test_seasonal_naive_curves(server: MCPServer) -> None:
+    result = await call(server, "severity_curves", dataset="etth1", k=300, severities=[0.0, 0.5, 1.0])
+    assert not result.is_error, result.content
+    curves = result.structured_content["curves"]
+    assert curves["severities"] == [0.0, 0.5, 1.0] and curves["k"] == 300
+    assert len(curves["scenarios"]) == 8
+    for scenario in curves["scenarios"].values():
+        assert scenario["d"][0] == 1.0 and len(scenario["d_ci"]) == 3
+        assert all(lo <= d <= hi for d, (lo, hi) in zip(scenario["d"], scenario["d_ci"], strict=True))
+
+
+async def test_stored_run_curves(server: MCPServer, runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SFBENCH_RUNS_DIR", str(runs_dir))
+    result = await call(server, "severity_curves", dataset="etth1", run="dlinear_tiny", k=200)
+    assert not result.is_error, result.content
+    content = result.structured_content
+    assert content["run"] == "dlinear_tiny" and content["curves"]["model"] == "dlinear"
+    assert len(content["curves"]["severities"]) == 21
+    assert all(s["d"][0] == 1.0 for s in content["curves"]["scenarios"].values())
+    missing = await call(server, "severity_curves", dataset="etth1", run="gru_paper")
+    assert missing.is_error and "Runs of etth1: dlinear_tiny" in missing.content[0].text
+
+
+@pytest.mark.parametrize(("arguments", "needle"), [
+    ({"dataset": "ettm2"}, "valid names"),
+    ({"dataset": "etth1", "run": "../outputs"}, "looks like a file path"),
+    ({"dataset": "etth1", "severities": [0.0, 2.0]}, "Severity must lie in [0, 1]"),
+])
+async def test_curve_tool_errors(server: MCPServer, arguments: dict[str, Any], needle: str) -> None:
+    result = await call(server, "severity_curves", **arguments)
+    assert result.is_error and needle in result.content[0].text, result.content[0].text

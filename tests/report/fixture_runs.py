@@ -1,0 +1,138 @@
+"""The fixture folder of small real runs behind the analysis tests (built once per session by `conftest.py`).
+
+Every run is a real `sfbench` job (`profile=tiny`: two candidates of two 20-step epochs, K = 200) on the real
+ETTh1 and Beijing files:
+
+* `seeds_multirun/`: a real joblib multirun `sfbench -m eval.seed=0,1,2,3 model=seasonal_naive,dlinear` (ETTh1);
+* `runs/<dataset>/...`: SeasonalNaive and DLinear at the canonical realisation, at eval seeds 0-3 (Beijing; ETTh1
+  has them from the multirun) and at fixed channel fractions 0.25 and 0.5, run in-process with the same
+  Hydra composition as the CLI; each writes its log (`run.log`) so tests can see what was trained;
+* `reference/<dataset>/seasonal_naive`: SeasonalNaive under the full protocol in `eval.rng=reference` mode;
+* `methods/`: real method runs of DLinear (the methods of `sfbench_jax.methods`) with small recipe grids:
+  PGD adversarial training (eps 0.05 and 0.1, 3 steps: two trained variants) and the ensemble (top 2 of the
+  stored baseline candidates, mean or median: two variants, no training);
+* `stand_ins/`: STAND-IN method rows, for a second pair per (dataset, method): methods do not apply to
+  SeasonalNaive, so a SeasonalNaive with a pinned season (48) is run for real and its `method` / `variant`
+  summary columns are set by this fixture to "adversarial_training" / "stand_in_season_48". Its numbers are
+  real; its label is not. Pair statistics with two pairs (the pair bootstrap) read it;
+* `selector_pressure/`: the PGD runs (and the stand-ins) re-selected on perturbed validation by
+  `scripts/selector_pressure.py`.
+
+`python tests/report/fixture_runs.py ROOT DATA_ROOT` builds it in its own process with the compilation cache
+on (as the `sfbench` command does), so the many small jobs share their compiled programs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pandas as pd
+
+DATASETS = ("etth1", "beijing_air_tiantan")
+ARCHITECTURES = ("seasonal_naive", "dlinear")
+#: Real method runs of DLinear: method -> overrides (small recipe grids).
+METHOD_RUNS = {
+    "adversarial_training": ["method=adversarial_training", "method.grid={eps:[0.05,0.1],steps:[3]}"],
+    "ensemble": ["method=ensemble", "method.grid={top_k:[2],combine:[mean,median]}"],
+}
+#: The stand-in pair: (method label, variant, overrides of a real SeasonalNaive run).
+STAND_IN = ("adversarial_training", "stand_in_season_48", ["model=seasonal_naive", "model.hparams={season_length:48}"])
+
+
+def compose_config(overrides: list[str]):
+    """The RunConfig the `sfbench` CLI would run for these overrides."""
+    from hydra import compose, initialize_config_module
+
+    from sfbench_jax.cli.main import to_run_config
+
+    with initialize_config_module(config_module="sfbench_jax.conf", version_base="1.3"):
+        return to_run_config(compose(config_name="config", overrides=overrides))
+
+
+def run_job(overrides: list[str], output_dir: Path) -> Path:
+    """Run one job in-process (as `sfbench` would: compilation cache on) and keep its log in `run.log`."""
+    from sfbench_jax.cli.compilation_cache import use_compilation_cache
+    from sfbench_jax.pipeline import run
+
+    cfg = compose_config(overrides)
+    use_compilation_cache(cfg)
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):
+        run(cfg, output_dir)
+    (output_dir / "run.log").write_text(log.getvalue())
+    return output_dir
+
+
+def relabel(run_dir: Path, method: str, variant: str) -> None:
+    """Set a stand-in run's `method` and `variant` summary columns (the only edit the fixture makes)."""
+    summary = pd.read_csv(run_dir / "summary.csv")
+    summary["method"], summary["variant"] = method, variant
+    summary.to_csv(run_dir / "summary.csv", index=False)
+
+
+def multirun(root: Path, common: list[str], data_root: Path) -> subprocess.CompletedProcess:
+    """The real multirun over evaluation seeds and two architectures (joblib launcher)."""
+    environment = {**os.environ, "SFBENCH_DATA_ROOT": str(data_root)}
+    script = Path(sys.executable).parent / "sfbench"
+    return subprocess.run([str(script), "-m", "eval.seed=0,1,2,3", "model=seasonal_naive,dlinear",
+                           f"hydra.sweep.dir={root / 'seeds_multirun'}", *common], capture_output=True, text=True,
+                          env=environment, timeout=900, check=False)
+
+
+def build(root: Path, data_root: Path, load_script: Callable[[str], ModuleType]) -> subprocess.CompletedProcess:
+    """Build the whole fixture folder under `root`; returns the multirun's completed process."""
+    common = ["profile=tiny", f"train.store_dir={root / 'store'}", f"cache_dir={root / 'cache'}",
+              f"data_root={data_root}", "train.progress=false"]
+    sweep = multirun(root, common, data_root)
+    for dataset in DATASETS:
+        for architecture in ARCHITECTURES:
+            base = [*common, f"dataset={dataset}", f"model={architecture}"]
+            run_job(base, root / "runs" / dataset / architecture / "canonical")
+            for fraction in (0.25, 0.5):
+                run_job([*base, f"eval.channel_fraction={fraction}"],
+                        root / "runs" / dataset / architecture / f"fraction_{fraction}")
+            if dataset != "etth1":  # ETTh1's seeds come from the multirun
+                for seed in range(4):
+                    run_job([*base, f"eval.seed={seed}"], root / "runs" / dataset / architecture / f"seed_{seed}")
+        run_job([f"dataset={dataset}", "eval=reference", f"cache_dir={root / 'cache'}", f"data_root={data_root}",
+                 "eval.progress=false", "figures=false"], root / "reference" / dataset / "seasonal_naive")
+        for method, overrides in METHOD_RUNS.items():
+            run_job([*common, f"dataset={dataset}", "model=dlinear", *overrides],
+                    root / "methods" / dataset / f"dlinear_{method}")
+        method, variant, overrides = STAND_IN
+        target = root / "stand_ins" / dataset / f"seasonal_naive_{method}"
+        run_job([*common, f"dataset={dataset}", *overrides], target)
+        relabel(target, method, variant)
+    pressure = load_script("selector_pressure")
+    with contextlib.redirect_stderr(io.StringIO()):
+        status = pressure.main(["--runs", str(root / "methods"), str(root / "stand_ins"), "--output",
+                                str(root / "selector_pressure"), "--method", "adversarial_training"])
+    if status != 0:
+        raise RuntimeError("scripts/selector_pressure.py failed on the stand-in runs")
+    return sweep
+
+
+def _load_script(name: str) -> ModuleType:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __name__ == "__main__":
+    from sfbench_jax.cli.cpu_devices import expose_cpu_cores
+
+    expose_cpu_cores()  # as the sfbench command does, before JAX starts
+    completed = build(Path(sys.argv[1]), Path(sys.argv[2]), _load_script)
+    (Path(sys.argv[1]) / "multirun.log").write_text(completed.stdout + completed.stderr)
+    sys.exit(completed.returncode)
