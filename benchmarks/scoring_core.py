@@ -15,6 +15,8 @@ Measures, on one dataset at K windows, in one process (so the ratios compare lik
   seconds / fused seconds (`baseline_cpu_ratio`: the same for process CPU seconds, which a busy machine
   inflates less);
 * the full SeasonalNaive evaluation: clean pass + eight scenarios + 1000-draw bootstrap;
+* with `--curves`, SeasonalNaive's severity-response curves (21 severities, one compiled program) relative to
+  one plain evaluation of the same model (`severity_curve_cost`);
 * peak resident memory of the process.
 
 The reference implementation's PyTorch fault-pass seconds are NOT measured here (no PyTorch in this
@@ -195,6 +197,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                              "scaled to K, for datasets whose unchunked program does not fit in memory)")
     parser.add_argument("--block-size", type=int, default=None, help="engine block size (default: auto)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--curves", action="store_true",
+                        help="also time the severity-response curves against one evaluation (severity_curve_cost)")
     args = parser.parse_args(argv)
     if args.k < 1 or args.repeats < 1:
         parser.error("--k and --repeats must be >= 1")
@@ -255,6 +259,8 @@ def main(argv: list[str] | None = None) -> dict:
                                              round(reference * args.k / 10_000 / wall["fused"], 1)),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+    if args.curves:
+        result.update(severity_curve_cost(data, options, args.repeats))
     if args.json:
         print(json.dumps(result))
     else:
@@ -263,6 +269,33 @@ def main(argv: list[str] | None = None) -> dict:
         for key, value in result.items():
             print(f"  {key:<{width}}  {value}")
     return result
+
+
+# --- severity-response curves ------------------------------------------------------------------------------
+
+
+def severity_curve_cost(data: PreparedData, options: EvalConfig, repeats: int) -> dict:
+    """Cost of SeasonalNaive's severity-response curves (21 severities x 8 scenarios, one compiled program, with
+    the window bootstrap) relative to one plain evaluation of the same model (clean + 8 scenarios at the drawn
+    severities, with the bootstrap): compile seconds, then per round the evaluation and the curves back to back;
+    the ratio is the median of the paired ratios."""
+    from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
+
+    spec = data.spec
+    model = SeasonalNaive(season_length=24 if spec.horizon == 96 else 1, input_len=spec.input_len,
+                          horizon=spec.horizon, target_indices=spec.target_indices)
+    predict, state = predict_fn(model)
+    first = severity_curves(predict, state, data, options)  # compiles
+    pairs = []
+    for _ in range(repeats):
+        evaluation = evaluate_predictor(predict, state, data, options)
+        curves = severity_curves(predict, state, data, options)
+        pairs.append((evaluation.engine.run_seconds + evaluation.bootstrap_seconds,
+                      curves.engine.run_seconds + curves.bootstrap_seconds))
+    return {"curve_severities": len(DEFAULT_SEVERITIES),
+            "curve_compile_seconds": round(first.engine.compile_seconds, 3),
+            "curve_seconds": round(statistics.median(c for _, c in pairs), 4),
+            "curve_cost_vs_evaluation": round(statistics.median(c / e for e, c in pairs), 2)}
 
 
 if __name__ == "__main__":
