@@ -68,18 +68,26 @@ class ModelConfig:
     """Which architecture to evaluate and its search space.
 
     Attributes:
-        name: architecture registry key (seasonal_naive, dlinear, gru, moderntcn, patchtst, tsmixer).
+        name: architecture registry key (seasonal_naive, dlinear, gru, moderntcn, patchtst, tsmixer; the host
+            models chronos2 and external).
         grid: search space `{hyperparameter: [values]}` in the spec's key order (first key slowest), `lr`
             included for trainable architectures. The presets in `conf/model/` hold the spec grids.
         hparams: hyperparameters pinned to one value each (the rest of the grid is still searched); a
             fully pinned combination selects exactly that candidate. Empty pins nothing.
+        target: `package.module:function` of the predict function `model=external` scores; pinned as the
+            hyperparameter `target` (other models have no such hyperparameter and reject it).
+        weights: checkpoint folder of `model=chronos2` (null: the Hugging Face cache); pinned as the
+            hyperparameter `weights`.
     """
 
     name: str = "seasonal_naive"
     grid: dict[str, Any] = field(default_factory=dict)
     hparams: dict[str, Any] = field(default_factory=dict)
+    target: str | None = None
+    weights: str | None = None
 
     def __post_init__(self) -> None:
+        self._pin_named_hyperparameters()
         for attribute in ("grid", "hparams"):
             if not isinstance(getattr(self, attribute), dict):
                 raise ValueError(f"model.{attribute} must be a mapping of hyperparameter names, got "
@@ -91,6 +99,21 @@ class ModelConfig:
         for value in learning_rates:
             if not _is_positive_number(value):
                 raise ValueError(f"Learning rate lr={value!r} for {self.name!r} must be a finite number > 0.")
+
+    def _pin_named_hyperparameters(self) -> None:
+        """`model.target` / `model.weights` reach the model as the pinned hyperparameters of the same name."""
+        if not isinstance(self.hparams, dict):
+            return  # reported with the other checks
+        pinned = dict(self.hparams)
+        for key in ("target", "weights"):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if pinned.get(key) not in (None, value):
+                raise ValueError(f"model.{key}={value!r} and model.hparams.{key}={pinned[key]!r} disagree; give "
+                                 f"model.{key} only.")
+            pinned[key] = value
+        object.__setattr__(self, "hparams", pinned)
 
 
 def _is_positive_number(value: Any) -> bool:

@@ -79,13 +79,16 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
 
 
 def run_job(cfg: DictConfig, output_dir: Path) -> None:
-    """Validate the config, switch on the compilation cache, run the pipeline."""
+    """Validate the config, switch on the compilation cache, run the pipeline (a host model's failure, e.g. an
+    external predictor's wrong shape, is raised as its own `HostModelError`, a ValueError)."""
     from sfbench_jax.cli.compilation_cache import use_compilation_cache
+    from sfbench_jax.host_calls import reporting_host_failures
     from sfbench_jax.pipeline import run
 
     run_config = to_run_config(cfg)
     use_compilation_cache(run_config)
-    run(run_config, output_dir)
+    with reporting_host_failures():
+        run(run_config, output_dir)
 
 
 def cell_of(cfg: DictConfig) -> dict[str, str]:

@@ -15,6 +15,7 @@ from sfbench_jax.evaluate.scores import (
     bootstrap_intervals,
     robustness_scores,
 )
+from sfbench_jax.host_calls import reporting_host_failures
 from sfbench_jax.predictors import Predictor
 
 
@@ -33,9 +34,14 @@ class Evaluation:
 def evaluate_predictor(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
                        label: str = "evaluate") -> Evaluation:
     """Score a predictor on K test windows clean and under the eight scenarios, with 95% intervals
-    (`options.bootstrap_draws` resamples). `Evaluation.options` holds the settings with the seed resolved."""
+    (`options.bootstrap_draws` resamples). `Evaluation.options` holds the settings with the seed resolved.
+
+    Raises:
+        HostModelError: a model that runs on the host (an external predictor, Chronos-2) failed on a block.
+    """
     options = options.for_dataset(data.spec)
-    losses, stats = score_windows(predict, state, data, options, label=label)
+    with reporting_host_failures():
+        losses, stats = score_windows(predict, state, data, options, label=label)
     scores = robustness_scores(losses.clean, losses.faulted)
     started = time.perf_counter()
     intervals = bootstrap_intervals(losses.clean, losses.faulted, eval_seed=options.seed,

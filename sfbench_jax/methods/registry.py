@@ -79,7 +79,7 @@ def _rs_id(recipe: Mapping[str, Any]) -> str:
 
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("baseline", "baseline", "Baseline", lambda recipe: "baseline",
-               architectures=(*TRAINABLE_ARCHITECTURES, "seasonal_naive")),
+               architectures=(*TRAINABLE_ARCHITECTURES, "seasonal_naive", "chronos2", "external")),
     MethodSpec("adversarial_training", "train", "PGD", _pgd_id),
     MethodSpec("ensemble", "wrap", "Ensemble", _ensemble_id),
     MethodSpec("randomized_training", "train", "Rand. Train", _rt_id),

@@ -1,7 +1,8 @@
 """Registry of forecasting architectures by name, with their hyperparameter grids.
 
 What lives here: `MODELS` (name -> `ModelSpec`: config dataclass, validity predicate, trainable /
-channel-independent / RevIN flags, module class; its grid read from the model's preset), and the
+channel-independent / RevIN flags, module class; its grid read from the model's preset; host models such as
+Chronos-2 and external predictors are entries like any other), and the
 functions the rest of the engine calls: `expand_grid`, `is_valid_combination`, `make_config`
 and `build_model`. Every architecture, SeasonalNaive included, is built the same way. Each grid
 lives in one place, the model's preset `conf/model/<name>.yaml` (installed as `sfbench_jax.conf`), in
@@ -26,7 +27,7 @@ from typing import Any
 import jax
 from flax import nnx
 
-from sfbench_jax.models import dlinear, gru, moderntcn, patchtst, seasonal_naive, tsmixer
+from sfbench_jax.models import chronos2, dlinear, external, gru, moderntcn, patchtst, seasonal_naive, tsmixer
 from sfbench_jax.models.revin import RevIN, RevINConfig
 from sfbench_jax.presets import preset_grid
 
@@ -90,6 +91,11 @@ MODELS: dict[str, ModelSpec] = {
                             seasonal_naive.SeasonalNaiveConfig, seasonal_naive.SeasonalNaive,
                             is_trainable=False, is_channel_independent=True,
                             supports_revin=False),
+    # host models (no JAX weights; called once per block of windows, scored on clean validation as built)
+    "chronos2": _spec("chronos2", chronos2, chronos2.Chronos2Config, chronos2.Chronos2,
+                      is_trainable=False, is_channel_independent=False, supports_revin=False),
+    "external": _spec("external", external, external.ExternalConfig, external.ExternalModel,
+                      is_trainable=False, is_channel_independent=False, supports_revin=False),
 }
 
 
@@ -104,7 +110,7 @@ def expand_grid(name: str, *, input_len: int = 96) -> list[dict[str, Any]]:
     """All valid grid combinations of `name`, in spec order (first key varies slowest).
 
     Invalid combinations (spec 5.3) are dropped before any sampling; counts for `input_len=96`:
-    dlinear 84, gru 72, moderntcn 192, patchtst 384, tsmixer 324, seasonal_naive 10.
+    dlinear 84, gru 72, moderntcn 192, patchtst 384, tsmixer 324, seasonal_naive 10, chronos2 1, external 1.
     """
     spec = get_spec(name)
     keys = list(spec.grid)
@@ -149,7 +155,7 @@ def build_model(name: str, hparams: Mapping[str, Any], *, input_len: int, horizo
 
     Args:
         name: registry key (`dlinear`, `gru`, `moderntcn`, `patchtst`, `tsmixer`,
-            `seasonal_naive`).
+            `seasonal_naive`, `chronos2`, `external`).
         hparams: architecture hyperparameters; missing ones take the config defaults, `lr`
             is accepted and ignored.
         input_len: window length `n`.

@@ -15,6 +15,7 @@ from sfbench_jax.data.seeds import MASTER_SEED, derive_seed
 ARCHITECTURE_NAMES: dict[str, str] = {
     "dlinear": "DLinear", "gru": "GRU", "moderntcn": "ModernTCN", "patchtst": "PatchTST",
     "tsmixer": "TSMixer", "seasonal_naive": "SeasonalNaive",
+    "chronos2": "Chronos2", "external": "External",  # host models: no weights to train, the seeds name them only
 }
 
 #: Pipeline identity of the baseline (reference `configs/pipelines/baseline.yaml`).

@@ -127,7 +127,7 @@ def _compose(overrides: list[str], hydra_config: bool = False):
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["model=gru", "model.hparams={d_hiden:64}"], r"Unknown hyperparameter\(s\) \['d_hiden'\] in model.hparams"),
-    (["model.name=lstm"], "Unknown model 'lstm'. Valid models: dlinear, gru, moderntcn"),
+    (["model.name=lstm"], "Unknown model 'lstm'. Valid models: chronos2, dlinear, external, gru, moderntcn"),
     (["model=patchtst", "model.hparams={patch_len:128}"], "No valid patchtst candidate for etth1"),
     (["dataset.horizon=24"], "dataset.horizon=24 does not match etth1's window"),
     (["dataset=beijing_air_tiantan", "dataset.input_len=48"], "dataset.input_len=48 does not match"),

@@ -55,7 +55,8 @@ def _spec_invalid(name: str, c: dict) -> bool:
 
 
 def test_registry_names() -> None:
-    assert sorted(MODELS) == sorted(SPEC_GRIDS)
+    assert sorted(MODELS) == sorted([*SPEC_GRIDS, "chronos2", "external"])  # + the host models (no grid)
+    assert expand_grid("chronos2") == expand_grid("external") == [{}]
 
 
 @pytest.mark.parametrize("name", sorted(SPEC_GRIDS))
@@ -127,7 +128,7 @@ def _build(name: str, hparams: dict, **overrides):
 
 
 @pytest.mark.parametrize("name,hparams,message", [
-    ("lstm", {}, r"Unknown model 'lstm'. Valid models: dlinear, gru, moderntcn, "
+    ("lstm", {}, r"Unknown model 'lstm'. Valid models: chronos2, dlinear, external, gru, moderntcn, "
                  r"patchtst, seasonal_naive, tsmixer\."),
     ("gru", {"d_hiden": 64}, r"Unknown hyperparameter\(s\) \['d_hiden'\] for 'gru'; valid: "
                              r"\['d_hidden', 'n_layers', 'autoregressive', 'dropout'\]"),
