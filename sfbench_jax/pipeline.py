@@ -23,7 +23,7 @@ from sfbench_jax.config import MethodConfig, ModelConfig, RunConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.files import ensure_writable_dir, write_csv, write_json, write_parquet
-from sfbench_jax.methods import get_method
+from sfbench_jax.methods import check_method
 from sfbench_jax.models.registry import get_spec
 from sfbench_jax.report.figures import scenario_heatmap
 from sfbench_jax.report.manifest import run_manifest
@@ -33,8 +33,15 @@ from sfbench_jax.report.tables import (
     summary_table,
     training_curves_table,
 )
-from sfbench_jax.selection import EvaluatedModel, Selection, candidate_store, select_and_evaluate
-from sfbench_jax.train import CandidateResult, check_search_space, search_space
+from sfbench_jax.selection import (
+    EvaluatedModel,
+    Selection,
+    candidate_store,
+    evaluate_selection,
+    select_and_evaluate,
+    select_model,
+)
+from sfbench_jax.train import CandidateResult, check_search_space, expand_space, search_space
 
 #: The reference model of the normalised scores (spec 6.5).
 ANCHOR_MODEL = "seasonal_naive"
@@ -63,8 +70,11 @@ def check_run_config(cfg: RunConfig) -> None:
     """The checks `config.py` cannot make, because they need the registries (model, search space,
     method). Raises a ValueError naming the problem before any work."""
     get_spec(cfg.model.name)
-    get_method(cfg.method.name)
     check_search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams, spec=cfg.dataset.spec)
+    space = search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams)
+    baseline_candidates = min(cfg.train.candidate_budget,
+                              len(expand_space(cfg.model.name, space, input_len=cfg.dataset.spec.input_len)))
+    check_method(cfg.method.name, cfg.model.name, cfg.method.grid, num_baseline_candidates=baseline_candidates)
 
 
 def load_data(cfg: RunConfig) -> PreparedData:
@@ -95,6 +105,7 @@ def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, sel
                   output_dir: Path, timings: dict[str, float], anchor: EvaluatedModel | None = None) -> dict[str, Path]:
     """Write the run's tables, figure and manifest into `output_dir` (each file atomically); `anchor` (the
     dataset's SeasonalNaive winner on the same windows and faults) fills the normalised scores."""
+    started = time.perf_counter()
     files: dict[str, Path] = {}
     summary = summary_table([model], anchor)
     files["summary"] = write_csv(summary, output_dir / "summary.csv")
@@ -105,9 +116,40 @@ def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, sel
                                                  output_dir / "training_curves.parquet")
     if cfg.figures:
         files["heatmap"] = scenario_heatmap(summary, output_dir / "scenario_heatmap.png")
+    timings["write_seconds"] = time.perf_counter() - started
     manifest = run_manifest(cfg, data, [model], selection, timings, files)
     files["manifest"] = write_json(manifest, output_dir / "manifest.json")
     return files
+
+
+class PhaseClock:
+    """Wall seconds of the phases of a run, in order (`lap("select")` closes the phase "select")."""
+
+    def __init__(self) -> None:
+        self.started = self.last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        """Close `phase` at this moment."""
+        now = time.perf_counter()
+        self.seconds[f"{phase}_seconds"] = now - self.last
+        self.last = now
+
+    def timings(self, model: EvaluatedModel) -> dict[str, float]:
+        """The phases so far, the engine's split of the evaluation and the total (for the manifest)."""
+        engine = model.evaluation.engine
+        return {**self.seconds, "evaluate_compile_seconds": engine.compile_seconds,
+                "evaluate_run_seconds": engine.run_seconds, "bootstrap_seconds": model.evaluation.bootstrap_seconds,
+                "total_seconds": time.perf_counter() - self.started}
+
+
+def phase_line(timings: dict[str, float]) -> str:
+    """One line with the phase timings of a run, e.g. for the console."""
+    main = ("load", "select", "evaluate", "anchor", "write")
+    parts = [f"{phase} {timings[f'{phase}_seconds']:.2f} s" for phase in main if f"{phase}_seconds" in timings]
+    split = (f"evaluate = compile {timings['evaluate_compile_seconds']:.2f} + run {timings['evaluate_run_seconds']:.2f}"
+             f" + bootstrap {timings['bootstrap_seconds']:.2f} s")
+    return "phases: " + ", ".join(parts) + f" ({split})"
 
 
 def run(cfg: RunConfig, output_dir: Path) -> RunResult:
@@ -117,7 +159,7 @@ def run(cfg: RunConfig, output_dir: Path) -> RunResult:
         PermissionError: `output_dir` or the candidate store cannot be written (before any work).
         ValueError / DataContractError: bad configuration or data (before any training or evaluation).
     """
-    started = time.perf_counter()
+    clock = PhaseClock()
     log = log_to_stderr(cfg.eval.progress)
     check_run_config(cfg)
     output_dir = ensure_writable_dir(Path(output_dir))
@@ -125,16 +167,19 @@ def run(cfg: RunConfig, output_dir: Path) -> RunResult:
     if get_spec(cfg.model.name).is_trainable:
         store.ensure_writable()
     data = load_data(cfg)
-    timings = {"load_seconds": time.perf_counter() - started}
+    clock.lap("load")
     log(f"{data.spec.label}: {data.series.num_rows} rows x {data.spec.num_channels} channels, content checksum "
         f"{'matches' if data.series.matches_reference else 'DIFFERS FROM'} the reference")
-    selection, model = select_and_evaluate(data, cfg, store, log)
-    timings["evaluate_seconds"] = time.perf_counter() - started - timings["load_seconds"]
+    selection = select_model(data, cfg, store, log)
+    clock.lap("select")
+    model = evaluate_selection(data, cfg, selection, store)
+    clock.lap("evaluate")
     anchor = evaluate_anchor(data, cfg, model)
-    timings["anchor_seconds"] = time.perf_counter() - started - timings["load_seconds"] - timings["evaluate_seconds"]
-    timings["total_seconds"] = time.perf_counter() - started
+    clock.lap("anchor")
+    timings = clock.timings(model)
     files = write_outputs(cfg, data, model, selection, output_dir, timings, anchor)
     scores = model.evaluation.scores
-    log(f"done in {time.perf_counter() - started:.1f} s: MSE_c {scores.mse_c:.3f}, D_w {scores.d_w:.3f} "
+    log(phase_line(timings))
+    log(f"done in {time.perf_counter() - clock.started:.1f} s: MSE_c {scores.mse_c:.3f}, D_w {scores.d_w:.3f} "
         f"({model.evaluation.losses.scenario_keys[scores.worst_index]}), MSE_w {scores.mse_w:.3f} -> {output_dir}")
     return RunResult(models=[model], files=files, candidates=selection.candidates)
