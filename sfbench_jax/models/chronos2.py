@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -80,11 +81,17 @@ def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
     return True
 
 
+def _require_chronos() -> None:
+    """Check that `chronos-forecasting` is installed without importing it (PyTorch and transformers take seconds
+    to import; a config check should not)."""
+    if importlib.util.find_spec("chronos") is None:
+        raise ValueError(INSTALL_HINT)
+
+
 def _chronos() -> Any:
-    try:
-        import chronos
-    except ImportError as error:
-        raise ValueError(INSTALL_HINT) from error
+    _require_chronos()
+    import chronos
+
     return chronos
 
 
@@ -95,7 +102,7 @@ def resolve_weights(weights: str | None) -> Path:
         ValueError: `chronos-forecasting` is not installed (the message names the extra).
         Chronos2WeightsError: no checkpoint there (one line saying how to get it).
     """
-    _chronos()
+    _require_chronos()
     if weights:
         folder = Path(weights).expanduser()
         if not (folder / "config.json").is_file():
