@@ -19,6 +19,7 @@ import numpy as np
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import WindowShape, window_shape
 from sfbench_jax.evaluate.kernel import clean_mse
+from sfbench_jax.host_calls import reporting_host_failures
 from sfbench_jax.predictors import Predictor
 
 #: Jitted validation kernels kept per (predict functions, window shape, block).
@@ -53,8 +54,9 @@ def validation_mses(models: Sequence[tuple[Predictor, Any]], data: PreparedData)
     block = int(min(len(starts), max(1, VALIDATION_BLOCK_BYTES // window_bytes)))
     padded = np.concatenate([starts, np.repeat(starts[-1:], -len(starts) % block)])
     kernel = validation_kernel(tuple(predict for predict, _ in models), window_shape(spec), block)
-    per_window = jax.device_get(kernel(jax.device_put(tuple(state for _, state in models)),
-                                       jax.device_put(data.standardised), jax.device_put(padded)))
+    with reporting_host_failures():  # a host model's failure (e.g. an external predictor's NaN) as its own error
+        per_window = jax.device_get(kernel(jax.device_put(tuple(state for _, state in models)),
+                                           jax.device_put(data.standardised), jax.device_put(padded)))
     return [float(np.mean(np.asarray(row[: len(starts)], np.float64))) for row in per_window]
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from sfbench_jax.config import EvalConfig, ModelConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import evaluate_predictor, predict_fn, score_windows
+from sfbench_jax.evaluate import evaluate_predictor, predict_fn, score_windows, validation_mse
 from sfbench_jax.host_calls import HostModelError
 from sfbench_jax.models.external import ExternalModel, resolve_target
 from sfbench_jax.models.parity import model_from_fixture, parity_error, read_fixture
@@ -212,6 +212,8 @@ def test_a_bad_predictor_is_reported_with_the_block_and_the_expected_shape(etth1
         assert "failed on host call" in message and "(a block of 144 windows, input (144, 96, 7) float32)" in message
         assert what in message and "(windows, horizon, targets) = (144, 96, 7)" in message, message
         assert "\n" not in message
+    with pytest.raises(HostModelError, match=r"it raised RuntimeError: the model exploded; the engine expects"):
+        validation_mse(predict, state, etth1)  # the clean validation pass reports it the same way
 
 
 def test_target_strings_are_resolved_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
