@@ -17,7 +17,11 @@ Measures, on one dataset at K windows, in one process (so the ratios compare lik
 * the full SeasonalNaive evaluation: clean pass + eight scenarios + 1000-draw bootstrap;
 * with `--curves`, SeasonalNaive's severity-response curves (21 severities, one compiled program) relative to
   one plain evaluation of the same model (`severity_curve_cost`);
-* peak resident memory of the process.
+* with `--model external`, a PyTorch DLinear scored through the external-predictor adapter (faults fused on
+  the device, the model called on the host once per block) next to the same weights in the JAX DLinear, and the
+  share of the run spent in the host call (`external_model_cost`; needs PyTorch);
+* peak resident memory of the process after the engine's work, and after the baseline's (its unchunked
+  programs hold every window at once).
 
 The reference implementation's PyTorch fault-pass seconds are NOT measured here (no PyTorch in this
 environment): `REFERENCE_PYTORCH_FAULT_SECONDS` are figures measured outside this run, on the 2-core CPU dev
@@ -48,6 +52,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -199,6 +204,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--curves", action="store_true",
                         help="also time the severity-response curves against one evaluation (severity_curve_cost)")
+    parser.add_argument("--model", choices=["external"], default=None,
+                        help="also time a PyTorch DLinear through the external-predictor adapter against the JAX "
+                             "DLinear (external_model_cost; needs PyTorch)")
     args = parser.parse_args(argv)
     if args.k < 1 or args.repeats < 1:
         parser.error("--k and --repeats must be >= 1")
@@ -219,13 +227,14 @@ def main(argv: list[str] | None = None) -> dict:
     passes = {"fused": fused_fault_pass(data, options)}
     if passes["fused"].devices > 1:
         passes["fused_one_device"] = fused_fault_pass(data, dataclasses.replace(options, num_devices=1))
+    eval_compile, eval_seconds = full_evaluation_seconds(data, options, args.repeats)
+    engine_peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the baseline's
     passes["baseline"] = baseline_fault_pass(data, seed, baseline_windows)
     checksum_difference = check_same_work(passes["fused"].checksums, passes["baseline"].checksums)
     samples = paired_runs(passes, args.repeats)
     samples["baseline"] = [(wall * scale, cpu * scale) for wall, cpu in samples["baseline"]]
     one_device = "fused_one_device" if "fused_one_device" in samples else "fused"
     wall = {name: statistics.median(s[0] for s in runs) for name, runs in samples.items()}
-    eval_compile, eval_seconds = full_evaluation_seconds(data, options, args.repeats)
 
     reference = REFERENCE_PYTORCH_FAULT_SECONDS.get(args.dataset)
     fused = passes["fused"]
@@ -257,10 +266,13 @@ def main(argv: list[str] | None = None) -> dict:
         "reference_pytorch_source": REFERENCE_PYTORCH_SOURCE if reference is not None else None,
         "speedup_vs_reference_outside_run": (None if reference is None else
                                              round(reference * args.k / 10_000 / wall["fused"], 1)),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb_engine": round(engine_peak_rss_mb, 1),  # fused passes and evaluation only
+        "peak_rss_mb_with_baseline": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     if args.curves:
         result.update(severity_curve_cost(data, options, args.repeats))
+    if args.model == "external":
+        result.update(external_model_cost(data, options, args.repeats))
     if args.json:
         print(json.dumps(result))
     else:
@@ -296,6 +308,94 @@ def severity_curve_cost(data: PreparedData, options: EvalConfig, repeats: int) -
             "curve_compile_seconds": round(first.engine.compile_seconds, 3),
             "curve_seconds": round(statistics.median(c for _, c in pairs), 4),
             "curve_cost_vs_evaluation": round(statistics.median(c / e for e, c in pairs), 2)}
+
+
+# --- an external (PyTorch) model through the host-call adapter ---------------------------------------------
+
+
+def _torch_dlinear(*, moving_avg: int, input_len: int, horizon: int, targets: tuple[int, ...]) -> Any:
+    """A PyTorch DLinear (spec 3.1: edge-padded moving average, two linear maps over time shared by the channels),
+    initialised with `torch.manual_seed(0)`."""
+    import torch
+
+    class TorchDLinear(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.average = torch.nn.AvgPool1d(kernel_size=moving_avg, stride=1)
+            self.Linear_Seasonal = torch.nn.Linear(input_len, horizon)
+            self.Linear_Trend = torch.nn.Linear(input_len, horizon)
+
+        def forward(self, x: Any) -> Any:
+            pad = (moving_avg - 1) // 2
+            padded = torch.cat([x[:, :1].repeat(1, pad, 1), x, x[:, -1:].repeat(1, pad, 1)], dim=1)
+            trend = self.average(padded.permute(0, 2, 1)).permute(0, 2, 1)
+            forecast = (self.Linear_Seasonal((x - trend).permute(0, 2, 1))
+                        + self.Linear_Trend(trend.permute(0, 2, 1)))
+            return forecast.permute(0, 2, 1)[..., list(targets)]
+
+    torch.manual_seed(0)
+    return TorchDLinear()
+
+
+class _TimedHost:
+    """A host predict function that adds up the wall seconds spent inside it."""
+
+    def __init__(self, predict: Callable[[np.ndarray], np.ndarray]) -> None:
+        self.predict, self.seconds = predict, 0.0
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return self.predict(x)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def external_model_cost(data: PreparedData, options: EvalConfig, repeats: int) -> dict:
+    """A PyTorch DLinear through the external adapter (`ExternalModel`: the engine fuses the faults on the device
+    and calls the model on the host once per block of (1 + 8) x block windows) against the same weights in the JAX
+    DLinear, on the default path (channel-sparse for this channel-independent model) and on the full path that
+    runs the model on every window as the host model does. Per round the three evaluations run back to back
+    (engine run + bootstrap); the ratio is the median of the paired ratios; `external_host_share` is the share of
+    the external run's engine seconds spent inside the host call (the PyTorch forward and its conversions)."""
+    import torch
+
+    from sfbench_jax.models.external import ExternalModel, TorchPredictor
+    from sfbench_jax.models.parity import load_dlinear
+    from sfbench_jax.models.registry import build_model
+
+    spec = data.spec
+    module = _torch_dlinear(moving_avg=25, input_len=spec.input_len, horizon=spec.horizon,
+                            targets=spec.target_indices)
+    jax_model = build_model("dlinear", {"moving_avg": 25, "individual": False}, input_len=spec.input_len,
+                            horizon=spec.horizon, num_channels=spec.num_channels,
+                            target_indices=spec.target_indices, seed=0)
+    load_dlinear(jax_model, {key: value.detach().numpy() for key, value in module.state_dict().items()})
+    host = _TimedHost(TorchPredictor(module))
+    models = {"jax": (predict_fn(jax_model), options),
+              "jax_full": (predict_fn(jax_model), dataclasses.replace(options, channel_sparse=False)),
+              "external": (predict_fn(ExternalModel.for_dataset(host, spec)), options)}
+    first = {name: evaluate_predictor(*model, data, settings) for name, (model, settings) in models.items()}
+    difference = np.max(np.abs(first["external"].losses.faulted - first["jax"].losses.faulted)
+                        / np.abs(first["jax"].losses.faulted))
+    rounds = []
+    for _ in range(repeats):
+        host.seconds = 0.0
+        evaluations = {name: evaluate_predictor(*model, data, settings) for name, (model, settings) in models.items()}
+        seconds = {name: e.engine.run_seconds + e.bootstrap_seconds for name, e in evaluations.items()}
+        rounds.append((seconds, host.seconds / evaluations["external"].engine.run_seconds))
+    median = {name: statistics.median(s[name] for s, _ in rounds) for name in models}
+    return {"external_model": "PyTorch DLinear (moving_avg 25, shared) vs the same weights in JAX",
+            "external_torch_threads": torch.get_num_threads(),
+            "external_compile_seconds": round(first["external"].engine.compile_seconds, 3),
+            "external_seconds": round(median["external"], 4),
+            "external_jax_seconds": round(median["jax"], 4),
+            "external_jax_full_path_seconds": round(median["jax_full"], 4),
+            "external_ratio_vs_jax": round(statistics.median(s["external"] / s["jax"] for s, _ in rounds), 2),
+            "external_ratio_vs_jax_full_path": round(statistics.median(s["external"] / s["jax_full"]
+                                                                       for s, _ in rounds), 2),
+            "external_host_share": round(statistics.median(share for _, share in rounds), 3),
+            "external_max_relative_loss_difference": float(f"{difference:.2e}")}
 
 
 if __name__ == "__main__":
