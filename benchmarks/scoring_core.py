@@ -20,6 +20,9 @@ Measures, on one dataset at K windows, in one process (so the ratios compare lik
 * with `--model external`, a PyTorch DLinear scored through the external-predictor adapter (faults fused on
   the device, the model called on the host once per block) next to the same weights in the JAX DLinear, and the
   share of the run spent in the host call (`external_model_cost`; needs PyTorch);
+* with `--smoothing`, randomized smoothing of a DLinear (spec 4.2: N noisy copies of every input, alpha-trimmed
+  mean) at N = 10 and 30 against the plain DLinear evaluation in the same rounds (`smoothing_cost`), next to the
+  reference's logged 87 s for a DLinear-sized smoothing evaluation of ETTh1 (GPU, faults on the host);
 * peak resident memory of the process after the engine's work, and after the baseline's (its unchunked
   programs hold every window at once).
 
@@ -204,6 +207,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--curves", action="store_true",
                         help="also time the severity-response curves against one evaluation (severity_curve_cost)")
+    parser.add_argument("--smoothing", action="store_true",
+                        help="also time randomized smoothing of DLinear (N = 10 and 30) against the plain DLinear "
+                             "evaluation (smoothing_cost)")
     parser.add_argument("--model", choices=["external"], default=None,
                         help="also time a PyTorch DLinear through the external-predictor adapter against the JAX "
                              "DLinear (external_model_cost; needs PyTorch)")
@@ -271,6 +277,8 @@ def main(argv: list[str] | None = None) -> dict:
     }
     if args.curves:
         result.update(severity_curve_cost(data, options, args.repeats))
+    if args.smoothing:
+        result.update(smoothing_cost(data, options, args.repeats))
     if args.model == "external":
         result.update(external_model_cost(data, options, args.repeats))
     if args.json:
@@ -308,6 +316,50 @@ def severity_curve_cost(data: PreparedData, options: EvalConfig, repeats: int) -
             "curve_compile_seconds": round(first.engine.compile_seconds, 3),
             "curve_seconds": round(statistics.median(c for _, c in pairs), 4),
             "curve_cost_vs_evaluation": round(statistics.median(c / e for e, c in pairs), 2)}
+
+
+# --- randomized smoothing -----------------------------------------------------------------------------------
+
+#: The reference's logged wall seconds of one randomized-smoothing evaluation of a DLinear-sized model on ETTh1
+#: (K = 10,000 x 8 scenarios, GPU, faults drawn on the host), quoted from the methods issue; not measured here.
+REFERENCE_SMOOTHING_SECONDS = 87.0
+
+
+def smoothing_cost(data: PreparedData, options: EvalConfig, repeats: int) -> dict:
+    """Randomized smoothing (sigma 0.1, alpha 0.1: t = 1 of N = 10, t = 3 of N = 30) of a DLinear (moving_avg 25,
+    shared; the weights do not change the cost) against the plain DLinear: compile seconds, then per round the
+    three evaluations back to back (engine run + bootstrap); the ratios are medians of the paired ratios."""
+    from sfbench_jax.methods.registry import check_trimming
+    from sfbench_jax.methods.wrappers import SmoothingPredictor
+    from sfbench_jax.models.registry import build_model
+
+    spec = data.spec
+    model = build_model("dlinear", {"moving_avg": 25, "individual": False}, input_len=spec.input_len,
+                        horizon=spec.horizon, num_channels=spec.num_channels, target_indices=spec.target_indices,
+                        seed=0)
+    backbone, state = predict_fn(model)
+    predictors = {"plain": backbone}
+    for samples in (10, 30):
+        predictors[f"n{samples}"] = SmoothingPredictor(backbone=backbone, sigma=0.1, samples=samples,
+                                                       trimmed=check_trimming(alpha=0.1, samples=samples),
+                                                       seed=spec.seeds.seed_eval)
+    first = {name: evaluate_predictor(predict, state, data, options) for name, predict in predictors.items()}
+    rounds = []
+    for _ in range(repeats):
+        evaluations = {name: evaluate_predictor(predict, state, data, options) for name, predict in predictors.items()}
+        rounds.append({name: e.engine.run_seconds + e.bootstrap_seconds for name, e in evaluations.items()})
+    result = {"smoothing_plain_dlinear_seconds": round(statistics.median(r["plain"] for r in rounds), 4)}
+    for samples in (10, 30):
+        name = f"n{samples}"
+        seconds = statistics.median(r[name] for r in rounds)
+        result |= {f"smoothing_{name}_compile_seconds": round(first[name].engine.compile_seconds, 2),
+                   f"smoothing_{name}_seconds": round(seconds, 3),
+                   f"smoothing_{name}_ratio_vs_plain": round(statistics.median(r[name] / r["plain"]
+                                                                               for r in rounds), 1),
+                   f"smoothing_{name}_reference_gpu_seconds_outside_run": REFERENCE_SMOOTHING_SECONDS,
+                   f"smoothing_{name}_speedup_vs_reference_outside_run": round(
+                       REFERENCE_SMOOTHING_SECONDS * options.k / 10_000 / seconds, 1)}
+    return result
 
 
 # --- an external (PyTorch) model through the host-call adapter ---------------------------------------------

@@ -31,6 +31,14 @@ thread pool), so `x devices` is what running the two halves of the group concurr
 
     python benchmarks/training.py                                  # ETTh1 + traffic_synthetic, all five
     python benchmarks/training.py --datasets etth1 --architectures dlinear gru --json
+
+`--methods` measures instead the training-kind robustness methods (spec 4) on ETTh1, DLinear and PatchTST by
+default: one candidate per method recipe (PGD with 3, 5 and 7 steps at eps 0.1; the first recipe of every other
+method's grid), each the engine's compiled epoch with the method's step transform, all interleaved with the
+baseline's in the same rounds; it reports each recipe's step and epoch seconds relative to the baseline's. PGD
+runs steps + 1 forward/backward passes per step, so it should cost about steps + 1 baseline steps.
+
+    python benchmarks/training.py --methods                       # DLinear and PatchTST on ETTh1
 """
 
 from __future__ import annotations
@@ -49,7 +57,8 @@ import jax
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.train.fit import EpochProgram, GroupMember
+from sfbench_jax.methods.registry import METHODS
+from sfbench_jax.train.fit import EpochProgram, GroupMember, training_recipe
 
 ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")
 DEFAULT_STEPS = {"etth1": 50, "traffic_synthetic": 4}
@@ -165,10 +174,90 @@ def table_line(row: dict) -> str:
     return line
 
 
+def method_recipes() -> dict[str, tuple[str, dict]]:
+    """Label -> (method, recipe) of the timed recipes: the baseline, PGD at 3/5/7 steps, and the first recipe of
+    every other training-kind method's grid."""
+    recipes: dict[str, tuple[str, dict]] = {"baseline": ("baseline", {})}
+    for name, spec in METHODS.items():
+        if spec.kind != "train":
+            continue
+        first = {key: values[0] for key, values in spec.grid.items()}
+        if name == "adversarial_training":
+            for steps in (3, 5, 7):
+                recipes[f"pgd_steps{steps}"] = (name, {**first, "eps": 0.1, "steps": steps})
+        else:
+            recipes[name] = (name, first)
+    return recipes
+
+
+def method_costs(data, architecture: str, steps: int, repeats: int) -> list[dict]:
+    """Step and epoch seconds of each applicable method recipe relative to the baseline's, every program's S- and
+    2S-step epochs interleaved in the same rounds."""
+    full_steps = len(data.train_starts) // data.spec.batch_size
+    recipes = {label: (name, recipe) for label, (name, recipe) in method_recipes().items()
+               if METHODS[name].applies_to(architecture)}
+    programs = {(label, length): EpochProgram(data, architecture, {}, _members(1),
+                                              TrainConfig(steps_per_epoch=length), vectorize=False,
+                                              recipe=training_recipe(data, name, recipe))
+                for label, (name, recipe) in recipes.items() for length in (steps, 2 * steps)}
+    times = interleaved_epoch_seconds(programs, repeats)
+    rows = []
+    for label, (name, recipe) in recipes.items():
+        step, validation = step_and_validation_seconds(times[label, steps], times[label, 2 * steps], steps,
+                                                       f"{architecture} {label}")
+        rows.append({"architecture": architecture, "recipe": label, "method": name, "settings": recipe,
+                     "compile_seconds": programs[label, steps].compile_seconds, "step_seconds": step,
+                     "validation_seconds": validation, "epoch_seconds": full_steps * step + validation})
+    for row in rows:
+        row["step_vs_baseline"] = row["step_seconds"] / rows[0]["step_seconds"]
+        row["epoch_vs_baseline"] = row["epoch_seconds"] / rows[0]["epoch_seconds"]
+    return rows
+
+
+METHOD_HEADER = (f"{'arch':<10} {'recipe':<22} {'compile s':>9} {'ms/step':>8} {'val s':>6} {'s/epoch':>8} "
+                 f"{'x step':>7} {'x epoch':>8}")
+
+
+def method_line(row: dict) -> str:
+    """One row of the methods table."""
+    return (f"{row['architecture']:<10} {row['recipe']:<22} {row['compile_seconds']:>9.2f} "
+            f"{row['step_seconds'] * 1e3:>8.2f} {row['validation_seconds']:>6.2f} {row['epoch_seconds']:>8.1f} "
+            f"{row['step_vs_baseline']:>6.2f}x {row['epoch_vs_baseline']:>7.2f}x")
+
+
+def methods_main(args: argparse.Namespace) -> dict:
+    """The `--methods` table: every training-kind method against the baseline epoch of the same run."""
+    device = jax.devices()[0]
+    result: dict = {"device": f"{device.platform}:{device.device_kind}", "jax": jax.__version__, "rows": []}
+    architectures = args.architectures or ["dlinear", "patchtst"]
+    datasets = args.datasets or ["etth1"]
+    if not args.json:
+        print(f"device: {result['device']} (jax {result['jax']}); one candidate, default hyperparameters")
+    for dataset in datasets:
+        data = prepare(load(dataset))
+        steps = args.steps or DEFAULT_STEPS.get(dataset, 20)
+        if not args.json:
+            print(f"{dataset}: {steps}- and {2 * steps}-step epochs, {args.repeats} rounds\n{METHOD_HEADER}")
+            print("-" * len(METHOD_HEADER), flush=True)
+        for architecture in architectures:
+            for row in method_costs(data, architecture, steps, args.repeats):
+                result["rows"].append({"dataset": dataset, **row})
+                if not args.json:
+                    print(method_line(row), flush=True)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("x step / x epoch: the recipe's seconds per training step / per full epoch (steps + clean validation) "
+              "over the baseline's in the same rounds.")
+    return result
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["etth1", "traffic_synthetic"])
-    parser.add_argument("--architectures", nargs="+", default=list(ARCHITECTURES), choices=ARCHITECTURES)
+    parser.add_argument("--datasets", nargs="+", default=None,
+                        help="default: etth1 traffic_synthetic (with --methods: etth1)")
+    parser.add_argument("--architectures", nargs="+", default=None, choices=ARCHITECTURES,
+                        help="default: all five (with --methods: dlinear patchtst)")
     parser.add_argument("--steps", type=int, default=None,
                         help="steps per timed epoch (default: 50 on etth1, 4 on traffic_synthetic)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats after a warm-up (default 3)")
@@ -177,6 +266,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                         help="devices the vectorised group is split over (default: all local devices)")
     parser.add_argument("--speedup-datasets", nargs="+", default=["etth1"],
                         help="datasets on which the speed-up is measured (default: etth1)")
+    parser.add_argument("--methods", action="store_true",
+                        help="time the training-kind robustness methods against the baseline epoch instead "
+                             "(default: etth1, dlinear and patchtst)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return parser.parse_args(argv)
 
@@ -185,16 +277,18 @@ def main(argv: list[str] | None = None) -> dict:
     """Measures every (dataset, architecture) row; the table prints each row as soon as it is measured, so an
     error on a later row (inconsistent timings) still leaves the earlier ones on screen."""
     args = _parse(argv)
+    if args.methods:
+        return methods_main(args)
     device = jax.devices()[0]
     result: dict = {"device": f"{device.platform}:{device.device_kind}", "jax": jax.__version__, "rows": []}
     if not args.json:
         print(f"device: {result['device']} (jax {result['jax']}); default hyperparameters of each architecture")
         print(HEADER)
         print("-" * len(HEADER), flush=True)
-    for dataset in args.datasets:
+    for dataset in args.datasets or ["etth1", "traffic_synthetic"]:
         data = prepare(load(dataset))
         steps = args.steps or DEFAULT_STEPS.get(dataset, 20)
-        for architecture in args.architectures:
+        for architecture in args.architectures or ARCHITECTURES:
             row = {"dataset": dataset, "architecture": architecture, "batch_size": data.spec.batch_size,
                    "channels": data.spec.num_channels, **throughput(data, architecture, steps, args.repeats)}
             if dataset in args.speedup_datasets:
