@@ -17,6 +17,11 @@ Measures, on one dataset at K windows, in one process (so the ratios compare lik
 * the full SeasonalNaive evaluation: clean pass + eight scenarios + 1000-draw bootstrap;
 * with `--curves`, SeasonalNaive's severity-response curves (21 severities, one compiled program) relative to
   one plain evaluation of the same model (`severity_curve_cost`);
+* with `--model <architecture>` (dlinear, patchtst, tsmixer, gru, moderntcn; default hyperparameters, random
+  weights), that model's evaluation: seconds, windows/s, model FLOP utilisation (the forward's FLOPs from XLA's
+  cost analysis, against this machine's float32 matrix-multiply rate measured in the same run: the forward
+  alone on one evaluation block, and the whole evaluation) and, for a channel-independent model, the ratio of
+  the full computation (`eval.channel_sparse=false`) to the channel-sparse default (`model_cost`);
 * with `--model external`, a PyTorch DLinear scored through the external-predictor adapter (faults fused on
   the device, the model called on the host once per block) next to the same weights in the JAX DLinear, and the
   share of the run spent in the host call (`external_model_cost`; needs PyTorch);
@@ -210,9 +215,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--smoothing", action="store_true",
                         help="also time randomized smoothing of DLinear (N = 10 and 30) against the plain DLinear "
                              "evaluation (smoothing_cost)")
-    parser.add_argument("--model", choices=["external"], default=None,
-                        help="also time a PyTorch DLinear through the external-predictor adapter against the JAX "
-                             "DLinear (external_model_cost; needs PyTorch)")
+    parser.add_argument("--model", choices=["external", *ARCHITECTURES], default=None,
+                        help="also evaluate an architecture (default hyperparameters, random weights) with its FLOP "
+                             "utilisation and sparse/full ratio (model_cost), or time a PyTorch DLinear through the "
+                             "external-predictor adapter against the JAX DLinear (external_model_cost; needs PyTorch)")
     args = parser.parse_args(argv)
     if args.k < 1 or args.repeats < 1:
         parser.error("--k and --repeats must be >= 1")
@@ -281,6 +287,8 @@ def main(argv: list[str] | None = None) -> dict:
         result.update(smoothing_cost(data, options, args.repeats))
     if args.model == "external":
         result.update(external_model_cost(data, options, args.repeats))
+    elif args.model is not None:
+        result.update(model_cost(data, options, args.repeats, args.model))
     if args.json:
         print(json.dumps(result))
     else:
@@ -316,6 +324,83 @@ def severity_curve_cost(data: PreparedData, options: EvalConfig, repeats: int) -
             "curve_compile_seconds": round(first.engine.compile_seconds, 3),
             "curve_seconds": round(statistics.median(c for _, c in pairs), 4),
             "curve_cost_vs_evaluation": round(statistics.median(c / e for e, c in pairs), 2)}
+
+
+# --- a trained architecture: seconds, FLOP utilisation, channel-sparse vs full ---------------------------
+
+ARCHITECTURES = ("dlinear", "patchtst", "tsmixer", "gru", "moderntcn")
+
+
+def _median_seconds(run: Callable[[], Any], repeats: int) -> float:
+    """Median wall seconds of `run()` (which blocks until its result is ready) after one warm-up call."""
+    run()
+    times = []
+    for _ in range(max(3, repeats)):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def matmul_peak_gflops(repeats: int, size: int = 2048) -> float:
+    """This machine's float32 matrix-multiply rate (GFLOP/s) on the default device: a jitted size^3 product."""
+    a = jax.device_put(np.ones((size, size), np.float32))
+    product = jax.jit(lambda x: x @ x)
+    return 2 * size**3 / _median_seconds(lambda: product(a).block_until_ready(), repeats) / 1e9
+
+
+def forward_flops_per_window(predict: Callable, state: Any, x: jax.Array) -> float:
+    """The forward's FLOPs per window, from XLA's cost analysis of the compiled batch."""
+    analysis = jax.jit(predict).lower(state, x).compile().cost_analysis()
+    analysis = analysis[0] if isinstance(analysis, list) else analysis
+    return float(analysis["flops"]) / x.shape[0]
+
+
+def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architecture: str) -> dict:
+    """One architecture's evaluation (default hyperparameters, random weights): seconds per evaluation (engine
+    run + bootstrap, median of `repeats`), windows/s (K x 9 forecasts), and the FLOP utilisation against the
+    matrix-multiply rate measured here: `forward_utilisation` = the forward alone on one block of (1 + 8) x block
+    windows, `evaluation_utilisation` = K x 9 forwards' FLOPs over the evaluation's seconds on the full path (the
+    work the reference does); a channel-independent model is also run channel-sparse (the default) and
+    `sparse_speedup` = full seconds / sparse seconds, paired per round."""
+    from sfbench_jax.models.registry import build_model
+    from sfbench_jax.predictors import ChannelIndependentPredictor
+
+    spec = data.spec
+    model = build_model(architecture, {}, input_len=spec.input_len, horizon=spec.horizon,
+                        num_channels=spec.num_channels, target_indices=spec.target_indices, seed=0)
+    predict, state = predict_fn(model)
+    sparse = isinstance(predict, ChannelIndependentPredictor)
+    settings = {"full": dataclasses.replace(options, channel_sparse=False)}
+    if sparse:
+        settings["sparse"] = options
+    first = {name: evaluate_predictor(predict, state, data, o) for name, o in settings.items()}
+    rounds = []
+    for _ in range(repeats):
+        evaluations = {name: evaluate_predictor(predict, state, data, o) for name, o in settings.items()}
+        rounds.append({name: e.engine.run_seconds + e.bootstrap_seconds for name, e in evaluations.items()})
+    seconds = {name: statistics.median(r[name] for r in rounds) for name in settings}
+    full_forward = predict.full if sparse else predict
+    block = jax.device_put(np.zeros((9 * first["full"].engine.block_size, spec.input_len, spec.num_channels),
+                                    np.float32))
+    flops = forward_flops_per_window(full_forward, state, block)
+    forward = jax.jit(full_forward)
+    forward_seconds = _median_seconds(lambda: forward(state, block).block_until_ready(), repeats)
+    peak = matmul_peak_gflops(repeats)
+    forecasts = 9 * options.k
+    result = {"model": architecture, "model_forward_mflops_per_window": round(flops / 1e6, 3),
+              "model_matmul_peak_gflops": round(peak, 1),
+              "model_forward_gflops": round(flops * block.shape[0] / forward_seconds / 1e9, 2),
+              "model_forward_utilisation": round(flops * block.shape[0] / forward_seconds / 1e9 / peak, 3),
+              "model_compile_seconds": round(first["full"].engine.compile_seconds, 2),
+              "model_full_seconds": round(seconds["full"], 3),
+              "model_full_windows_per_second": round(forecasts / seconds["full"]),
+              "model_evaluation_utilisation": round(forecasts * flops / seconds["full"] / 1e9 / peak, 3)}
+    if sparse:
+        result |= {"model_sparse_seconds": round(seconds["sparse"], 3),
+                   "model_sparse_windows_per_second": round(forecasts / seconds["sparse"]),
+                   "model_sparse_speedup": round(statistics.median(r["full"] / r["sparse"] for r in rounds), 2)}
+    return result
 
 
 # --- randomized smoothing -----------------------------------------------------------------------------------
