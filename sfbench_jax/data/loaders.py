@@ -35,7 +35,7 @@ from sfbench_jax.data.checksums import content_sha256, file_sha256
 from sfbench_jax.data.errors import ChecksumMismatchWarning, DataContractError
 from sfbench_jax.data.registry import DatasetSpec, get_dataset
 from sfbench_jax.data.splits import split_bounds
-from sfbench_jax.data.synthetic import synthetic_frame
+from sfbench_jax.data.synthetic import SYNTHETIC_SEED, synthetic_frame
 from sfbench_jax.files import write_json, write_parquet
 
 ETTH1_FILE_SHA256 = "f18de3ad269cef59bb07b5438d79bb3042d3be49bdeecf01c1cd6d29695ee066"
@@ -185,10 +185,20 @@ def _load_penmanshiel(spec: DatasetSpec, data_root: Path | None,
     return RuntimeFrame(frame, str(parquet))
 
 
+#: Part of a cached synthetic series' file name: bump it when `synthetic_frame` changes.
+SYNTHETIC_VERSION = 1
+
+
 def _load_synthetic(spec: DatasetSpec, data_root: Path | None, cache_dir: Path | None) -> RuntimeFrame:
-    del data_root, cache_dir
-    frame = synthetic_frame(channels=spec.channels, num_rows=spec.expected_rows)
-    return RuntimeFrame(frame, "synthetic")
+    """The synthetic series, generated once per cache folder (Traffic's 15 M values take seconds to generate and
+    a fraction of a second to read back; the float32 values are the same bit for bit)."""
+    del data_root
+    if cache_dir is None:
+        return RuntimeFrame(synthetic_frame(channels=spec.channels, num_rows=spec.expected_rows), "synthetic")
+    cached = Path(cache_dir).expanduser() / f"{spec.key}-v{SYNTHETIC_VERSION}-{SYNTHETIC_SEED}.parquet"
+    if not cached.is_file():
+        write_parquet(synthetic_frame(channels=spec.channels, num_rows=spec.expected_rows), cached)
+    return RuntimeFrame(pd.read_parquet(cached), "synthetic")
 
 
 SOURCES: dict[str, Callable[[DatasetSpec, Path | None, Path | None], RuntimeFrame]] = {

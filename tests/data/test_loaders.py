@@ -45,6 +45,19 @@ def test_synthetic_shapes(key: str, shape: tuple[int, int]) -> None:
     np.testing.assert_array_equal(load(key).values, series.values)  # deterministic
 
 
+def test_synthetic_series_cached_once_bit_for_bit(tmp_path: Path) -> None:
+    generated = load("penmanshiel_synthetic")
+    first = load("penmanshiel_synthetic", cache_dir=tmp_path)
+    (cached,) = tmp_path.glob("penmanshiel_synthetic-*.parquet")
+    stamp = cached.stat().st_mtime_ns
+    again = load("penmanshiel_synthetic", cache_dir=tmp_path)  # read back, not regenerated
+    assert cached.stat().st_mtime_ns == stamp
+    for series in (first, again):
+        np.testing.assert_array_equal(series.values, generated.values)
+        np.testing.assert_array_equal(series.timestamps, generated.timestamps)
+        assert series.content_sha256 == generated.content_sha256
+
+
 def test_prepare_standardises_with_train_statistics_and_draws_windows() -> None:
     data = prepare(load("etth1"))
     train = data.series.values[: data.bounds.train_end].astype(np.float64)
