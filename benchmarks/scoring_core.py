@@ -54,6 +54,7 @@ expose_cpu_cores()  # like the `sfbench` CLI, before JAX initialises
 import argparse
 import dataclasses
 import json
+import os
 import resource
 import statistics
 import sys
@@ -76,6 +77,9 @@ from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
 from sfbench_jax.faults.streams import pair_key
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
+
+#: Real datasets (Beijing, Traffic, Penmanshiel) come from here, as for the `sfbench` CLI.
+DATA_ROOT = os.environ.get("SFBENCH_DATA_ROOT")
 
 #: Reference (PyTorch, per-window Python loop) fault-pass seconds for 10,000 windows x 8 scenarios, measured
 #: OUTSIDE this benchmark on the 2-core CPU dev machine class and quoted from the issue that introduced it
@@ -230,7 +234,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     """Runs every measurement of the module docstring and prints them; returns the result dict."""
     args = _parse(argv)
-    data = prepare(load(args.dataset))
+    data = prepare(load(args.dataset, data_root=DATA_ROOT))
     seed = data.spec.seeds.canonical_eval_seed
     options = EvalConfig(seed=seed, k=args.k, block_size=args.block_size, progress=False)
     baseline_windows = args.baseline_windows or args.k

@@ -50,6 +50,7 @@ expose_cpu_cores()  # like the `sfbench` CLI, before JAX initialises
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections.abc import Hashable
@@ -60,6 +61,9 @@ from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.train.fit import EpochProgram, GroupMember, training_recipe
+
+#: Real datasets (Beijing, Traffic, Penmanshiel) come from here, as for the `sfbench` CLI.
+DATA_ROOT = os.environ.get("SFBENCH_DATA_ROOT")
 
 ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")
 DEFAULT_STEPS = {"etth1": 50, "traffic_synthetic": 4}
@@ -239,7 +243,7 @@ def methods_main(args: argparse.Namespace) -> dict:
     if not args.json:
         print(f"device: {result['device']} (jax {result['jax']}); one candidate, default hyperparameters")
     for dataset in datasets:
-        data = prepare(load(dataset))
+        data = prepare(load(dataset, data_root=DATA_ROOT))
         if not args.json:
             timed = "full epochs" if args.steps is None else f"{args.steps}- and {2 * args.steps}-step epochs"
             print(f"{dataset}: {timed}, {args.repeats} rounds\n{METHOD_HEADER}")
@@ -291,7 +295,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(HEADER)
         print("-" * len(HEADER), flush=True)
     for dataset in args.datasets or ["etth1", "traffic_synthetic"]:
-        data = prepare(load(dataset))
+        data = prepare(load(dataset, data_root=DATA_ROOT))
         steps = args.steps or DEFAULT_STEPS.get(dataset, 20)
         for architecture in args.architectures or ARCHITECTURES:
             row = {"dataset": dataset, "architecture": architecture, "batch_size": data.spec.batch_size,
