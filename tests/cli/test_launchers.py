@@ -152,6 +152,7 @@ def _namespace_command() -> list[str]:
     pytest.skip("cannot create a private network namespace here (unshare); Ray must not listen beyond loopback")
 
 
+@pytest.mark.slow  # ~4.5 min on 2 cores: .ci/run runs it after the default suite
 def test_ray_sweeps_equal_joblib(shared_root: Path, compilation_cache: Path, data_root: Path, tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
     namespace = _namespace_command()
