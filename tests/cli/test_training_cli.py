@@ -83,6 +83,20 @@ def test_multirun_two_datasets_two_architectures(tmp_path: Path, data_root: Path
     assert json.loads((sweep / "collect_report.json").read_text())["status"] == "complete"
 
 
+def test_multirun_skips_a_pair_the_benchmark_does_not_define(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    completed = _sfbench("-m", "model=seasonal_naive", "method=baseline,ensemble", "profile=tiny",
+                         f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    output = completed.stdout + completed.stderr
+    skipped = [line for line in output.splitlines() if "skipped: method 'ensemble' does not apply" in line]
+    assert len(skipped) == 1, output[-3000:]  # one line, not an error
+    report = json.loads((sweep / "collect_report.json").read_text())
+    assert report["status"] == "complete"  # the skipped pair is no expected cell
+    merged = pd.read_csv(sweep / "summary.csv")
+    assert list(zip(merged.architecture, merged.method, strict=True)) == [("seasonal_naive", "baseline")]
+
+
 def test_multirun_missing_cell_is_named(tmp_path: Path) -> None:
     sweep, empty = tmp_path / "sweep", tmp_path / "empty_root"
     (empty / "forecasting").mkdir(parents=True)
