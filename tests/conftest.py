@@ -23,6 +23,21 @@ import pytest
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
+#: Modules of the optional extras (module -> extra) whose tests skip where the extra is not installed. `.ci/run`
+#: installs them all and sets SFBENCH_REQUIRE_EXTRAS=1: then a missing one stops the run before any test, so
+#: no test is skipped in CI for want of a dependency.
+OPTIONAL_EXTRAS = {"torch": "torch", "chronos": "chronos", "submitit": "slurm", "ray": "ray"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("SFBENCH_REQUIRE_EXTRAS") != "1":
+        return
+    missing = [f"{module} (pip install -e '.[{extra}]')" for module, extra in OPTIONAL_EXTRAS.items()
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        raise pytest.UsageError(f"SFBENCH_REQUIRE_EXTRAS=1 but these extras are not installed: {', '.join(missing)}.")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _check_model_forwards() -> None:
     """Check the shape annotations of every architecture's forward (`__call__`, `predict_all_channels`)."""
