@@ -18,8 +18,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap, Normalize
 
+from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.faults.registry import SCENARIOS
 from sfbench_jax.files import write_atomically
+from sfbench_jax.report.architectures import (
+    ARCHITECTURE_FAMILIES,
+    ARCHITECTURE_LABELS,
+    ARCHITECTURE_ORDER,
+    dataset_label,
+    ordered,
+)
 
 WHITE, PALE, RED = "#FFFFFF", "#F3D5C7", "#D92523"
 
@@ -96,13 +104,6 @@ def tradeoff_figure(summary: pd.DataFrame, target: Path) -> Path:
 def build_tradeoffs(summary: pd.DataFrame) -> plt.Figure:
     """Paper Figure 5: per dataset (columns), clean MSE vs D_w (top) and vs MSE_w (bottom), one point per
     architecture coloured by family, dashed Pareto frontier per panel."""
-    from sfbench_jax.data.registry import DISPLAY_ORDER
-    from sfbench_jax.report.architectures import (
-        ARCHITECTURE_FAMILIES,
-        ARCHITECTURE_LABELS,
-        dataset_label,
-        ordered,
-    )
 
     datasets = ordered(list(summary["dataset"].astype(str).unique()), DISPLAY_ORDER)
     fig, axes = plt.subplots(2, len(datasets), figsize=(3.6 * len(datasets) + 1.2, 6.4), squeeze=False)
@@ -146,8 +147,6 @@ def build_scenario_facets(baselines: pd.DataFrame) -> plt.Figure:
     """Paper Figure 2: one facet per dataset (columns), x = the eight scenarios in canonical order grouped
     Value / Timing / Availability, y = the architectures in table order, tile fill D_p on the spec's scale,
     cell text D with two decimals (white from 1.45), legend ticks 1, 1.5, 2."""
-    from sfbench_jax.data.registry import DISPLAY_ORDER
-    from sfbench_jax.report.architectures import ARCHITECTURE_LABELS, ARCHITECTURE_ORDER, dataset_label, ordered
 
     datasets = ordered(list(baselines["dataset"].astype(str).unique()), DISPLAY_ORDER)
     architectures = ordered(list(baselines["architecture"].astype(str).unique()), ARCHITECTURE_ORDER)
@@ -186,13 +185,6 @@ def build_scenario_facets(baselines: pd.DataFrame) -> plt.Figure:
 def build_trajectories(pairs: pd.DataFrame, *, method_label: str) -> plt.Figure:
     """Paper Figure 6: per dataset, MSE_c (x) vs D_w (y); filled marker = baseline winner, hollow = the selected
     method variant, an arrow baseline -> method per architecture, dashed Pareto frontier over the panel's points."""
-    from sfbench_jax.data.registry import DISPLAY_ORDER
-    from sfbench_jax.report.architectures import (
-        ARCHITECTURE_FAMILIES,
-        ARCHITECTURE_LABELS,
-        dataset_label,
-        ordered,
-    )
 
     datasets = ordered(list(pairs["dataset"].astype(str).unique()), DISPLAY_ORDER)
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.8 * len(datasets) + 1.2, 3.8), squeeze=False)
@@ -235,7 +227,6 @@ def build_fault_examples(examples: list[dict], *, title: str) -> plt.Figure:
             `faulted` `(n, c)` inputs of those channels, `target_name`, `truth`, `forecast_clean`,
             `forecast_faulted` `(H,)`, `model` (label).
     """
-    from sfbench_jax.report.architectures import dataset_label
 
     datasets = list(dict.fromkeys(example["dataset"] for example in examples))
     scenarios = list(dict.fromkeys(example["scenario"] for example in examples))
@@ -273,7 +264,6 @@ def build_severity_curves(curves: pd.DataFrame, *, dataset: str) -> plt.Figure:
     Args:
         curves: long frame with `dataset`, `model` (label), `scenario`, `severity`, `d`, `d_ci_lo`, `d_ci_hi`.
     """
-    from sfbench_jax.report.architectures import dataset_label
 
     rows = curves[curves["dataset"].astype(str) == dataset]
     models = list(dict.fromkeys(rows["model"].astype(str)))
