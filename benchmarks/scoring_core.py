@@ -223,6 +223,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                         help="also evaluate an architecture (default hyperparameters, random weights) with its FLOP "
                              "utilisation and sparse/full ratio (model_cost), or time a PyTorch DLinear through the "
                              "external-predictor adapter against the JAX DLinear (external_model_cost; needs PyTorch)")
+    parser.add_argument("--hparams", type=json.loads, default={},
+                        help='hyperparameters of the --model architecture as JSON, e.g. \'{"individual": true}\'')
     args = parser.parse_args(argv)
     if args.k < 1 or args.repeats < 1:
         parser.error("--k and --repeats must be >= 1")
@@ -292,7 +294,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.model == "external":
         result.update(external_model_cost(data, options, args.repeats))
     elif args.model is not None:
-        result.update(model_cost(data, options, args.repeats, args.model))
+        result.update(model_cost(data, options, args.repeats, args.model, args.hparams))
     if args.json:
         print(json.dumps(result))
     else:
@@ -360,30 +362,44 @@ def forward_flops_per_window(predict: Callable, state: Any, x: jax.Array) -> flo
     return float(analysis["flops"]) / x.shape[0]
 
 
-def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architecture: str) -> dict:
-    """One architecture's evaluation (default hyperparameters, random weights): seconds per evaluation (engine
-    run + bootstrap, median of `repeats`), windows/s (K x 9 forecasts), and the FLOP utilisation against the
-    matrix-multiply rate measured here: `forward_utilisation` = the forward alone on one block of (1 + 8) x block
-    windows, `evaluation_utilisation` = K x 9 forwards' FLOPs over the evaluation's seconds on the full path (the
-    work the reference does); a channel-independent model is also run channel-sparse (the default) and
-    `sparse_speedup` = full seconds / sparse seconds, paired per round."""
+def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architecture: str,
+               hparams: dict | None = None) -> dict:
+    """One architecture's evaluation (default hyperparameters overlaid with `hparams`, random weights):
+    seconds per evaluation (engine run + bootstrap, median of `repeats`), windows/s (K x 9 forecasts), and the
+    FLOP utilisation against the matrix-multiply rate measured here: `forward_utilisation` = the forward alone on
+    one block of (1 + 8) x block windows, `evaluation_utilisation` = K x 9 forwards' FLOPs over the evaluation's
+    seconds on the full path (the work the reference does). A channel-independent model is also run
+    channel-sparse (the default) and `sparse_speedup` = full seconds / sparse seconds; a model evaluated in an
+    inference form (DLinear folded into one map) is also run as trained on the full path, the engine before the
+    speed issue, and `speedup_vs_trained_form_full` = its seconds / the default path's. Ratios are paired per
+    round; `max_relative_loss_gap_to_full` is the largest relative difference of a faulted per-window loss
+    between any of these paths and the full path."""
+    from flax import nnx
+
+    from sfbench_jax.evaluate.predict import predict_with
     from sfbench_jax.models.registry import build_model
     from sfbench_jax.predictors import ChannelIndependentPredictor
 
     spec = data.spec
-    model = build_model(architecture, {}, input_len=spec.input_len, horizon=spec.horizon,
+    model = build_model(architecture, hparams or {}, input_len=spec.input_len, horizon=spec.horizon,
                         num_channels=spec.num_channels, target_indices=spec.target_indices, seed=0)
     predict, state = predict_fn(model)
     sparse = isinstance(predict, ChannelIndependentPredictor)
-    settings = {"full": dataclasses.replace(options, channel_sparse=False)}
+    full = dataclasses.replace(options, channel_sparse=False)
+    settings = {"full": (predict, state, full)}
+    if hasattr(model, "inference_form"):  # the engine before the issue: the trained form on the full path
+        graphdef, trained_state = nnx.split(model)
+        settings["trained_form"] = (predict_with(graphdef), trained_state, full)
     if sparse:
-        settings["sparse"] = options
-    first = {name: evaluate_predictor(predict, state, data, o) for name, o in settings.items()}
+        settings["sparse"] = (predict, state, options)
+    first = {name: evaluate_predictor(p, s, data, o) for name, (p, s, o) in settings.items()}
     rounds = []
     for _ in range(repeats):
-        evaluations = {name: evaluate_predictor(predict, state, data, o) for name, o in settings.items()}
+        evaluations = {name: evaluate_predictor(p, s, data, o) for name, (p, s, o) in settings.items()}
         rounds.append({name: e.engine.run_seconds + e.bootstrap_seconds for name, e in evaluations.items()})
     seconds = {name: statistics.median(r[name] for r in rounds) for name in settings}
+    reference = first["full"].losses.faulted
+    gaps = {name: float(np.max(np.abs(e.losses.faulted - reference) / np.abs(reference))) for name, e in first.items()}
     full_forward = predict.full if sparse else predict
     block = jax.device_put(np.zeros((9 * first["full"].engine.block_size, spec.input_len, spec.num_channels),
                                     np.float32))
@@ -404,6 +420,12 @@ def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architectu
         result |= {"model_sparse_seconds": round(seconds["sparse"], 3),
                    "model_sparse_windows_per_second": round(forecasts / seconds["sparse"]),
                    "model_sparse_speedup": round(statistics.median(r["full"] / r["sparse"] for r in rounds), 2)}
+    if "trained_form" in settings:
+        fastest = "sparse" if sparse else "full"
+        result |= {"model_trained_form_full_seconds": round(seconds["trained_form"], 3),
+                   "model_speedup_vs_trained_form_full": round(
+                       statistics.median(r["trained_form"] / r[fastest] for r in rounds), 2)}
+    result["model_max_relative_loss_gap_to_full"] = float(f"{max(gaps.values()):.2e}")
     return result
 
 

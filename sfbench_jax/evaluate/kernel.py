@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Bool, Float, Int
 
 from sfbench_jax.data.windows import WindowShape, gather_windows
 from sfbench_jax.faults.context import FaultContext
@@ -141,43 +141,53 @@ def score_block_sparse(predict: ChannelIndependentPredictor, state: Any, series:
     """Stage 2 for a channel-independent model, running it only where the loss can change (the same
     outputs as `score_block`, to float rounding; an unchanged window keeps bit-for-bit the clean loss).
 
-    The clean pass and the scenarios that touch every channel (MissingData) forecast the target channels;
-    a channel-scoped scenario changes only its selected channels, so only its selected target channels are
-    forecast again (`forecast_touched_rows`) and written over the clean forecast before the loss.
+    Losses are kept as per-target sums of squared errors. The clean pass and the scenarios that touch every
+    channel (MissingData) forecast the target channels; a channel-scoped scenario changes only its selected
+    channels, so only its selected target channels are forecast again (`touched_row_errors`), and their sums
+    replace the clean ones. A window where no forecast changed keeps its clean sum itself.
     """
     x, y = gather_windows(series, starts, shape)
-    count = x.shape[0]
+    count, horizon = x.shape[0], y.shape[1]
     targets = np.asarray(shape.target_indices)
     target_ids = jnp.broadcast_to(jnp.asarray(targets, jnp.int32), (count, len(targets)))
     clean_forecast = predict.channels(state, x[..., targets], target_ids)
+    clean_errors = jnp.sum(squared_errors(clean_forecast, y), axis=1)  # (c, t)
+    clean_sum = jnp.sum(clean_errors, axis=1)
     touched = [touched_target_rows(fault, x, params, targets=targets, ctx=ctx)
                for fault, params in zip(scenarios, prepared, strict=True) if fault.is_channel_scoped]
-    rows = forecast_touched_rows(predict, state, touched, sub_batches=TOUCHED_SUB_BATCHES)
-    forecasts, position = [clean_forecast], 0
+    errors, changed = touched_row_errors(predict, state, touched, clean_forecast, y, sub_batches=TOUCHED_SUB_BATCHES)
+    sums, position = [], 0
     for fault, params in zip(scenarios, prepared, strict=True):
         if fault.is_channel_scoped:
-            window, slot, size = touched[position].window, touched[position].slot, touched[position].window.shape[0]
-            forecasts.append(clean_forecast.at[window, :, slot].set(rows[:size], mode="drop"))
-            rows, position = rows[size:], position + 1
+            rows, size = touched[position], touched[position].window.shape[0]
+            kept = clean_errors[rows.window, rows.slot]
+            faulted_errors = clean_errors.at[rows.window, rows.slot].set(jnp.where(changed[:size], errors[:size], kept))
+            any_changed = jnp.any(changed[:size].reshape(count, -1), axis=1)
+            sums.append(jnp.where(any_changed, jnp.sum(faulted_errors, axis=1), clean_sum))
+            errors, changed, position = errors[size:], changed[size:], position + 1
         else:
-            forecasts.append(predict.channels(state, apply_scenario(fault, x, params, ctx)[..., targets], target_ids))
-    # one loss over all branches, shaped as in `score_block`, so equal forecasts give bit-equal losses
-    branches = len(forecasts)
-    targets_all = jnp.broadcast_to(y[None], (branches, *y.shape)).reshape(-1, *y.shape[1:])
-    losses = window_mse(jnp.stack(forecasts).reshape(-1, *y.shape[1:]), targets_all).reshape(branches, count)
+            forecast = predict.channels(state, apply_scenario(fault, x, params, ctx)[..., targets], target_ids)
+            sums.append(jnp.sum(squared_errors(forecast, y), axis=(1, 2)))
+    scale = 1.0 / (horizon * len(targets))
     units = jnp.stack([p.severity_units for p in prepared], axis=1)
-    return losses[0], losses[1:].T, units
+    return clean_sum * scale, jnp.stack(sums, axis=1) * scale, units
+
+
+def squared_errors(prediction: jax.Array, target: jax.Array) -> jax.Array:
+    """Elementwise squared error in float32."""
+    error = prediction.astype(jnp.float32) - target
+    return error * error
 
 
 class TouchedRows(NamedTuple):
     """The selected target channels of one channel-scoped scenario, as rows `(window, channel)`: at most
-    `k = min(max channel count, targets)` per window (selected first, the rest invalid).
+    `k = min(max channel count, targets)` per window, window-major (selected first, the rest invalid).
 
     Attributes:
         series: float32 `(c k, n)` the faulted input channel of each row.
         channel: int32 `(c k,)` its input channel id.
         window: int32 `(c k,)` its window in the block.
-        slot: int32 `(c k,)` its target position; invalid rows point past the targets (dropped on write).
+        slot: int32 `(c k,)` its target position (an unselected one for an invalid row, which changes nothing).
         valid: bool `(c k,)`.
     """
 
@@ -199,38 +209,52 @@ def touched_target_rows(fault: Fault, x: Windows, params: Any, *, targets: np.nd
     channel = jnp.asarray(targets, jnp.int32)[order]
     series = jnp.take_along_axis(apply_scenario(fault, x, params, ctx), channel[:, None, :], axis=2)
     window = jnp.broadcast_to(jnp.arange(count, dtype=jnp.int32)[:, None], order.shape)
-    slot = jnp.where(valid, order, len(targets)).astype(jnp.int32)
     return TouchedRows(series=jnp.swapaxes(series, 1, 2).reshape(-1, length), channel=channel.reshape(-1),
-                       window=window.reshape(-1), slot=slot.reshape(-1), valid=valid.reshape(-1))
+                       window=window.reshape(-1), slot=order.astype(jnp.int32).reshape(-1), valid=valid.reshape(-1))
 
 
-def forecast_touched_rows(predict: ChannelIndependentPredictor, state: Any, touched: Sequence[TouchedRows], *,
-                          sub_batches: int) -> jax.Array:
-    """Forecasts `(rows, H)` of every valid row (zeros for invalid ones), computed on the valid rows only:
-    valid rows are moved to the front and the model runs on `sub_batches` equal sub-batches, skipping
-    (`lax.cond`) those without a valid row (at most one sub-batch of work is wasted). The order depends only
-    on the block's contents, so results do not depend on the chunk size or the device count."""
+def touched_row_errors(predict: ChannelIndependentPredictor, state: Any, touched: Sequence[TouchedRows],
+                       clean_forecast: Float[Array, "window h target"], y: Float[Array, "window h target"], *,
+                       sub_batches: int) -> tuple[Float[Array, " rows"], Bool[Array, " rows"]]:
+    """For every row, its target's sum of squared errors under the faulted forecast, and whether that forecast
+    differs from the clean one (false for invalid rows). The model runs on the valid rows only: they are moved to
+    the front and forecast in `sub_batches` equal sub-batches, skipping (`lax.cond`) those without a valid row
+    (at most one sub-batch of work is wasted); only the per-row scalars go back to the rows' order. The order
+    depends only on the block's contents, so results do not depend on the chunk size or the device count."""
     series = jnp.concatenate([rows.series for rows in touched])
     channel = jnp.concatenate([rows.channel for rows in touched])
+    window = jnp.concatenate([rows.window for rows in touched])
+    slot = jnp.concatenate([rows.slot for rows in touched])
     valid = jnp.concatenate([rows.valid for rows in touched])
-    total, length = series.shape
+    total = series.shape[0]
     sub_batch = -(-total // sub_batches)
-    order = jnp.argsort(~valid, stable=True)
     batches = -(-total // sub_batch)
     padding = batches * sub_batch - total
-    series = jnp.pad(series[order], ((0, padding), (0, 0))).reshape(batches, sub_batch, length, 1)
-    channel = jnp.pad(channel[order], (0, padding)).reshape(batches, sub_batch, 1)
+    order = jnp.argsort(~valid, stable=True)
+
+    def batched(rows: jax.Array) -> jax.Array:  # sorted, padded, split into sub-batches
+        rows = jnp.pad(rows[order], ((0, padding),) + ((0, 0),) * (rows.ndim - 1))
+        return rows.reshape(batches, sub_batch, *rows.shape[1:])
+
+    window, slot = batched(window), batched(slot)
+    inputs = (jnp.arange(batches), batched(series)[..., None], batched(channel)[..., None],
+              clean_forecast[window, :, slot], y[window, :, slot])
     valid_count = jnp.sum(valid)
-    horizon = jax.eval_shape(predict.channels, state, series[0], channel[0]).shape[1]
 
-    def one(args: tuple[jax.Array, jax.Array, jax.Array]) -> jax.Array:
-        index, rows, ids = args
-        return jax.lax.cond(index * sub_batch < valid_count,
-                            lambda: predict.channels(state, rows, ids)[..., 0].astype(jnp.float32),
-                            lambda: jnp.zeros((sub_batch, horizon), jnp.float32))
+    def one(args: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
+        index, rows, ids, clean, target = args
 
-    forecasts = jax.lax.map(one, (jnp.arange(batches), series, channel)).reshape(-1, horizon)[:total]
-    return jnp.zeros((total, horizon), jnp.float32).at[order].set(forecasts)
+        def forecast() -> tuple[jax.Array, jax.Array]:
+            faulted = predict.channels(state, rows, ids)[..., 0].astype(jnp.float32)
+            return jnp.sum(squared_errors(faulted, target), axis=1), jnp.any(faulted != clean, axis=1)
+
+        return jax.lax.cond(index * sub_batch < valid_count, forecast,
+                            lambda: (jnp.zeros((sub_batch,), jnp.float32), jnp.zeros((sub_batch,), bool)))
+
+    errors, changed = jax.lax.map(one, inputs)
+    changed = changed.reshape(-1)[:total] & (jnp.arange(total) < valid_count)
+    return (jnp.zeros((total,), jnp.float32).at[order].set(errors.reshape(-1)[:total]),
+            jnp.zeros((total,), bool).at[order].set(changed))
 
 
 def map_blocks(block_fn: Callable[..., Any], batched: Sequence[Any], block_size: int) -> Any:
