@@ -39,11 +39,16 @@ ROW_AWARE_VALIDATION_BLOCK = 64
 Windows = Float[Array, "window n channel"]
 
 
+def squared_errors(prediction: jax.Array, target: jax.Array) -> jax.Array:
+    """Elementwise squared error in float32."""
+    error = prediction.astype(jnp.float32) - target
+    return error * error
+
+
 def window_mse(prediction: Float[Array, "window h target"],
                target: Float[Array, "window h target"]) -> Float[Array, " window"]:
     """Per-window mean squared error over horizon and targets -> `(C,)` float32."""
-    error = prediction.astype(jnp.float32) - target
-    return jnp.mean(error * error, axis=(1, 2))
+    return jnp.mean(squared_errors(prediction, target), axis=(1, 2))
 
 
 def clean_mse(predict: Predictor, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
@@ -171,12 +176,6 @@ def score_block_sparse(predict: ChannelIndependentPredictor, state: Any, series:
     scale = 1.0 / (horizon * len(targets))
     units = jnp.stack([p.severity_units for p in prepared], axis=1)
     return clean_sum * scale, jnp.stack(sums, axis=1) * scale, units
-
-
-def squared_errors(prediction: jax.Array, target: jax.Array) -> jax.Array:
-    """Elementwise squared error in float32."""
-    error = prediction.astype(jnp.float32) - target
-    return error * error
 
 
 class TouchedRows(NamedTuple):

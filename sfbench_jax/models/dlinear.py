@@ -141,12 +141,6 @@ class DLinear(nnx.Module):
                    + self.trend_bias[...][:, None])
         return out
 
-    @property
-    def forecasts_channels_cheaply(self) -> bool:
-        """Whether forecasting a subset of channels saves work: not with per-channel kernels, whose gather
-        for every forecast row costs more on CPU than the forecasts it saves (measured, docs/speed.md)."""
-        return not self.config.individual
-
     def predict_channels(self, x: ChannelInputs, channel_ids: ChannelIds) -> ChannelForecast:
         """Forecast the given channels only (channel-independent): `x (batch, n, k)` holds input channels
         `channel_ids (batch, k)`; per-channel kernels (`individual`) are taken by channel id."""
