@@ -29,9 +29,14 @@ def _true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
 
 
 def read_raw_tiantan(path: Path) -> pd.DataFrame:
-    """Read the raw UCI CSV and check it has the columns the derivation needs."""
+    """Read the raw UCI CSV and check what the derivation needs: the columns, at least one row, numbers in
+    the number columns (empty cells are gaps), and one row per hour (no duplicate timestamps).
+
+    Raises:
+        DataContractError: naming the file, the first offending row or column, and the fix.
+    """
     try:
-        raw = pd.read_csv(path)
+        raw = pd.read_csv(path, low_memory=False)
     except (OSError, ValueError, pd.errors.ParserError) as error:
         raise DataContractError(f"Cannot read the raw Beijing Tiantan CSV {path}: {error}. "
                                 "Supply the UCI file PRSA_Data_Tiantan_20130301-20170228.csv.") from error
@@ -40,7 +45,37 @@ def read_raw_tiantan(path: Path) -> pd.DataFrame:
         raise DataContractError(
             f"{path} lacks the columns {missing} of the UCI PRSA Tiantan CSV; expected at least "
             f"{list(RAW_COLUMNS)}. Supply the unmodified UCI file.")
+    if raw.empty:
+        raise DataContractError(f"{path} has a header but no data rows. Supply the unmodified UCI file "
+                                "PRSA_Data_Tiantan_20130301-20170228.csv (35,064 rows).")
+    for column in ("year", "month", "day", "hour", *NUMERIC_CHANNELS):
+        _require_numbers(raw, column, path)
+    try:
+        stamps = pd.to_datetime(raw[["year", "month", "day", "hour"]])
+    except (ValueError, TypeError) as error:
+        raise DataContractError(f"{path}: the year/month/day/hour columns do not form dates ({error}). Supply "
+                                "the unmodified UCI file.") from error
+    duplicated = stamps.duplicated(keep="first").to_numpy()
+    if duplicated.any():
+        first = int(np.argmax(duplicated))
+        raise DataContractError(
+            f"{path}: {int(duplicated.sum())} row(s) repeat an earlier timestamp (first: {stamps.iloc[first]} at CSV "
+            f"line {first + 2}); the derivation needs one row per hour. Drop the duplicate rows or supply the "
+            "unmodified UCI file.")
     return raw
+
+
+def _require_numbers(raw: pd.DataFrame, column: str, path: Path) -> None:
+    """Raise unless every non-empty cell of `column` is a number (empty cells are the file's gaps)."""
+    values = pd.to_numeric(raw[column], errors="coerce")
+    bad = values.isna().to_numpy() & raw[column].notna().to_numpy()
+    if bad.any():
+        first = int(np.argmax(bad))
+        raise DataContractError(
+            f"{path}: column {column!r} holds {int(bad.sum())} non-numeric value(s) (first: "
+            f"{raw[column].iloc[first]!r} at CSV line {first + 2}). Fix or empty those cells, or supply the "
+            "unmodified UCI file.")
+    raw[column] = values
 
 
 def derive_beijing_tiantan(raw: pd.DataFrame) -> pd.DataFrame:

@@ -8,7 +8,8 @@ Where files come from (data root laid out like `../shared/data`):
 
 * `etth1`: bundled with the package (`sfbench_jax/resources/etth1.csv.xz`), no data root needed.
 * `beijing_air_tiantan`: derived from `forecasting/beijing_prsa_tiantan_20130301_20170228.csv` (or the
-  UCI name `PRSA_Data_Tiantan_20130301-20170228.csv`) on first use and cached as Parquet.
+  UCI name `PRSA_Data_Tiantan_20130301-20170228.csv`) on first use and cached as Parquet (`cache.py`: the
+  cache is verified against its record whenever it is used, and rebuilt when it changed).
 * `traffic`: `forecasting/traffic.parquet`, or THUML's `forecasting/traffic.csv`, converted once to a
   cached Parquet.
 * `penmanshiel_wt08`: `forecasting/penmanshiel_hourly_wt08.parquet` (the derived file, user-supplied).
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import lzma
 import warnings
 from collections.abc import Callable
@@ -31,12 +31,12 @@ import numpy as np
 import pandas as pd
 
 from sfbench_jax.data.beijing import derive_beijing_tiantan, read_raw_tiantan
+from sfbench_jax.data.cache import cached_frame
 from sfbench_jax.data.checksums import content_sha256, file_sha256
 from sfbench_jax.data.errors import ChecksumMismatchWarning, DataContractError
 from sfbench_jax.data.registry import DatasetSpec, get_dataset
 from sfbench_jax.data.splits import split_bounds
 from sfbench_jax.data.synthetic import SYNTHETIC_SEED, synthetic_frame
-from sfbench_jax.files import write_json, write_parquet
 
 ETTH1_FILE_SHA256 = "f18de3ad269cef59bb07b5438d79bb3042d3be49bdeecf01c1cd6d29695ee066"
 BEIJING_RAW_NAMES = ("beijing_prsa_tiantan_20130301_20170228.csv",
@@ -94,23 +94,15 @@ def _require_data_root(spec: DatasetSpec, data_root: Path | None) -> Path:
 
 def _cached_derivation(source: Path, cache_dir: Path | None, name: str,
                        derive: Callable[[Path], pd.DataFrame]) -> RuntimeFrame:
-    """Derive a frame from `source`, caching it as Parquet keyed by the source file's SHA-256."""
+    """Derive a frame from `source`, cached as Parquet keyed by the source file's SHA-256 and verified against
+    its record whenever it is used (`cache.cached_frame`: a changed or truncated cache is rebuilt)."""
     source_sha = file_sha256(source)
     if cache_dir is None:
         frame = derive(source)
         return RuntimeFrame(frame, str(source))
     cached = Path(cache_dir).expanduser() / f"{name}-{source_sha[:16]}.parquet"
-    sidecar = cached.with_suffix(".json")
-    if cached.is_file() and sidecar.is_file():
-        meta = json.loads(sidecar.read_text())
-        frame = pd.read_parquet(cached)
-        return RuntimeFrame(frame, str(source), meta.get("content_sha256"))
-    frame = derive(source)
-    write_parquet(frame, cached)
-    frame = pd.read_parquet(cached)  # the checksum is defined on the frame as read back
-    checksum = content_sha256(frame)
-    write_json({"source": str(source), "source_sha256": source_sha, "content_sha256": checksum}, sidecar)
-    return RuntimeFrame(frame, str(source), checksum)
+    result = cached_frame(cached, lambda: derive(source), source=str(source), source_sha256=source_sha)
+    return RuntimeFrame(result.frame, str(source), result.content_sha256)
 
 
 def _load_etth1(spec: DatasetSpec, data_root: Path | None, cache_dir: Path | None) -> RuntimeFrame:
@@ -196,9 +188,9 @@ def _load_synthetic(spec: DatasetSpec, data_root: Path | None, cache_dir: Path |
     if cache_dir is None:
         return RuntimeFrame(synthetic_frame(channels=spec.channels, num_rows=spec.expected_rows), "synthetic")
     cached = Path(cache_dir).expanduser() / f"{spec.key}-v{SYNTHETIC_VERSION}-{SYNTHETIC_SEED}.parquet"
-    if not cached.is_file():
-        write_parquet(synthetic_frame(channels=spec.channels, num_rows=spec.expected_rows), cached)
-    return RuntimeFrame(pd.read_parquet(cached), "synthetic")
+    result = cached_frame(cached, lambda: synthetic_frame(channels=spec.channels, num_rows=spec.expected_rows),
+                          source=f"the {spec.key} generator (seed {SYNTHETIC_SEED})", checksum=False)
+    return RuntimeFrame(result.frame, "synthetic")
 
 
 SOURCES: dict[str, Callable[[DatasetSpec, Path | None, Path | None], RuntimeFrame]] = {
