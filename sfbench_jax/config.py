@@ -284,6 +284,9 @@ class RunConfig:
             and the jobs of a multirun load the evaluation and training programs instead of compiling them
             again. A loaded program is the same executable: results do not change.
         figures: write figures (PNG) next to the tables.
+        overwrite: replace a completed run already in the run folder (it is kept beside it as
+            `.NAME.replaced-TIME`; the new run is swapped in atomically when it is complete). Without it a run
+            into such a folder stops before any work.
     """
 
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
@@ -295,3 +298,4 @@ class RunConfig:
     cache_dir: str | None = None
     compilation_cache: bool = True
     figures: bool = True
+    overwrite: bool = False
