@@ -15,7 +15,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import integrate
+from jax.typing import ArrayLike
 
 #: Upper end of alpha (spec 4.4).
 ALPHA_HI = 1.999
@@ -46,6 +46,8 @@ def _rho_host(x: float, alpha: float) -> float:
 
 def log_partition_direct(alpha: float) -> float:
     """`ln Z(alpha) = ln ∫ exp(-rho(x, alpha, 1)) dx` by adaptive quadrature (float64, host)."""
+    from scipy import integrate  # only when the table is built: a run without the adaptive loss never loads it
+
     half, _ = integrate.quad(lambda x: math.exp(-_rho_host(x, alpha)), 0.0, math.inf, epsabs=1e-14, epsrel=1e-13,
                              limit=500)
     return math.log(2.0 * half)
@@ -83,20 +85,28 @@ def initial_latents(*, horizon: int, num_targets: int, alpha_lo: float, alpha_in
     return {"alpha": jnp.full(shape, logit, jnp.float32), "scale": jnp.zeros(shape, jnp.float32)}
 
 
-def alpha_of(latent: jax.Array, *, alpha_lo: float) -> jax.Array:
-    """`alpha = alpha_lo + (alpha_hi - alpha_lo) sigmoid(a)`."""
-    return alpha_lo + (ALPHA_HI - alpha_lo) * jax.nn.sigmoid(latent)
+def alpha_of(latent: jax.Array, *, alpha_lo: ArrayLike, alpha_span: ArrayLike | None = None) -> jax.Array:
+    """`alpha = alpha_lo + (alpha_hi - alpha_lo) sigmoid(a)`; `alpha_span` is `alpha_hi - alpha_lo` when given
+    as data (computed on the host in float64, so it rounds like the Python constant)."""
+    span = ALPHA_HI - alpha_lo if alpha_span is None else alpha_span
+    return alpha_lo + span * jax.nn.sigmoid(latent)
 
 
-def scale_of(latent: jax.Array, *, scale_lo: float, scale_init: float) -> jax.Array:
-    """`c = (scale_init - scale_lo) softplus(b + ln(e - 1)) + scale_lo`."""
-    return (scale_init - scale_lo) * jax.nn.softplus(latent + math.log(math.e - 1.0)) + scale_lo
+def scale_of(latent: jax.Array, *, scale_lo: ArrayLike, scale_init: ArrayLike,
+             scale_span: ArrayLike | None = None) -> jax.Array:
+    """`c = (scale_init - scale_lo) softplus(b + ln(e - 1)) + scale_lo`; `scale_span` is
+    `scale_init - scale_lo` when given as data."""
+    span = scale_init - scale_lo if scale_span is None else scale_span
+    return span * jax.nn.softplus(latent + math.log(math.e - 1.0)) + scale_lo
 
 
-def adaptive_nll(prediction: jax.Array, target: jax.Array, latents: dict[str, jax.Array], *, alpha_lo: float,
-                 scale_lo: float, scale_init: float) -> jax.Array:
-    """Mean over windows, horizon and targets of `rho(y_hat - y, alpha, c) + ln c + ln Z(alpha)`."""
-    alpha = alpha_of(latents["alpha"], alpha_lo=alpha_lo)
-    scale = scale_of(latents["scale"], scale_lo=scale_lo, scale_init=scale_init)
+def adaptive_nll(prediction: jax.Array, target: jax.Array, latents: dict[str, jax.Array], *, alpha_lo: ArrayLike,
+                 scale_lo: ArrayLike, scale_init: ArrayLike, alpha_span: ArrayLike | None = None,
+                 scale_span: ArrayLike | None = None) -> jax.Array:
+    """Mean over windows, horizon and targets of `rho(y_hat - y, alpha, c) + ln c + ln Z(alpha)`. The recipe
+    values may be Python floats (constants of the program) or float32 arrays (data, e.g. one per candidate
+    of a vectorised group, with the spans precomputed on the host); both round alike."""
+    alpha = alpha_of(latents["alpha"], alpha_lo=alpha_lo, alpha_span=alpha_span)
+    scale = scale_of(latents["scale"], scale_lo=scale_lo, scale_init=scale_init, scale_span=scale_span)
     residual = prediction.astype(jnp.float32) - target
     return jnp.mean(rho(residual, alpha, scale) + jnp.log(scale) + log_partition(alpha))

@@ -11,13 +11,20 @@ Each transform is a small frozen (hashable, static) dataclass with three hooks t
 
 Keys arrive per step from the training loop (their own stream, never an evaluation key); per window they
 are folded with the window's row in the batch. RevIN changes the model, not the step (`revin_config`).
+
+Recipe values are data, not program constants: `recipe_values()` gives a transform's numeric settings (PGD's
+eps, the noise level, the augmentation's p and s_max, the adaptive loss's bounds) as float32 host values,
+`template()` the transform with those blanked (the static structure, hashed into the compiled program), and
+`bind(values)` puts the values (traced, one per candidate of a vectorised group) back inside the program. So
+variants that differ only in values share one program and train together like learning-rate siblings.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -58,6 +65,21 @@ class PlainTraining:
         del horizon, num_targets
         return {}
 
+    #: Fields that are recipe values (data of the program), blanked in the template.
+    VALUE_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def recipe_values(self) -> dict[str, np.float32]:
+        """The recipe's numeric settings as float32 host values (passed to the program as data)."""
+        return {name: np.float32(getattr(self, name)) for name in self.VALUE_FIELDS}
+
+    def template(self) -> PlainTraining:
+        """The static structure shared by every variant of this transform (recipe values blanked)."""
+        return dataclasses.replace(self, **dict.fromkeys(self.VALUE_FIELDS, 0.0)) if self.VALUE_FIELDS else self
+
+    def bind(self, values: Mapping[str, Any] | None) -> PlainTraining:
+        """The transform with its recipe values taken from `values` (arrays inside the program)."""
+        return dataclasses.replace(self, **values) if values else self
+
 
 @dataclass(frozen=True)
 class AdversarialTraining(PlainTraining):
@@ -73,6 +95,8 @@ class AdversarialTraining(PlainTraining):
     eps: float
     steps: int
     channel_mask: tuple[bool, ...] | None = None
+
+    VALUE_FIELDS = ("eps",)
 
     def training_inputs(self, key: jax.Array, x: jax.Array, loss_at: LossAt) -> jax.Array:
         mask = 1.0 if self.channel_mask is None else jnp.asarray(self.channel_mask, jnp.float32)
@@ -101,6 +125,8 @@ class RandomizedTraining(PlainTraining):
     offsets: tuple[float, ...]
     continuous: tuple[bool, ...]
 
+    VALUE_FIELDS = ("sigma",)
+
     def training_inputs(self, key: jax.Array, x: jax.Array, loss_at: LossAt) -> jax.Array:
         del loss_at
         noise = jax.random.normal(key, x.shape, jnp.float32)
@@ -127,6 +153,8 @@ class FaultAugmentation(PlainTraining):
     s_max: float
     ctx: FaultContext
 
+    VALUE_FIELDS = ("p", "s_max")  # the profile and the channel fraction (in `ctx`) shape the program
+
     def draws(self, key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
         """One window's `(applied, family index in the profile, severity units, family stream words)`."""
         u = jax.random.uniform(jax.random.fold_in(key, 0), (), jnp.float32)
@@ -151,16 +179,34 @@ class FaultAugmentation(PlainTraining):
 
 @dataclass(frozen=True)
 class AdaptiveRobustLoss(PlainTraining):
-    """The adaptive robust loss (spec 4.4) as training and validation loss; clean inputs."""
+    """The adaptive robust loss (spec 4.4) as training and validation loss; clean inputs.
 
-    alpha_lo: float
+    Attributes:
+        alpha_lo, alpha_init, scale_lo, scale_init: the recipe (alpha_init only sets the initial latents).
+        alpha_span, scale_span: `alpha_hi - alpha_lo` and `scale_init - scale_lo` when bound as data (None:
+            computed from the recipe in Python, as constants).
+    """
+
+    alpha_lo: Any
     alpha_init: float
-    scale_lo: float
-    scale_init: float
+    scale_lo: Any
+    scale_init: Any
+    alpha_span: Any = None
+    scale_span: Any = None
 
     def loss(self, prediction: jax.Array, target: jax.Array, latents: Any) -> jax.Array:
         return adaptive_loss.adaptive_nll(prediction, target, latents, alpha_lo=self.alpha_lo,
-                                          scale_lo=self.scale_lo, scale_init=self.scale_init)
+                                          scale_lo=self.scale_lo, scale_init=self.scale_init,
+                                          alpha_span=self.alpha_span, scale_span=self.scale_span)
+
+    def recipe_values(self) -> dict[str, np.float32]:
+        # the spans in float64 on the host, then rounded once: as the Python constants of the static program
+        return {"alpha_lo": np.float32(self.alpha_lo), "scale_lo": np.float32(self.scale_lo),
+                "alpha_span": np.float32(adaptive_loss.ALPHA_HI - float(self.alpha_lo)),
+                "scale_span": np.float32(float(self.scale_init) - float(self.scale_lo))}
+
+    def template(self) -> PlainTraining:
+        return dataclasses.replace(self, alpha_lo=0.0, alpha_init=0.0, scale_lo=0.0, scale_init=0.0)
 
     def initial_latents(self, horizon: int, num_targets: int) -> dict:
         return adaptive_loss.initial_latents(horizon=horizon, num_targets=num_targets, alpha_lo=self.alpha_lo,

@@ -51,11 +51,22 @@ AUTO_GROUP_SIZE = {"cpu": 1}
 AUTO_GROUP_SIZE_ACCELERATOR = 8
 
 
+#: Method variants (same inherited hyperparameters, recipes differing only in values) trained together when
+#: `train.group_size` is null, on every backend: the adaptive loss's 40 variants of DLinear on ETTh1 train
+#: X x faster as one group than one after another on 2 CPU cores (`benchmarks/training.py --variants`).
+AUTO_VARIANT_GROUP_SIZE = 40
+
+
 def group_size(options: TrainConfig) -> int:
     """Candidates trained together: `train.group_size`, or (null) the backend's automatic size."""
     if options.group_size is not None:
         return options.group_size
     return AUTO_GROUP_SIZE.get(jax.default_backend(), AUTO_GROUP_SIZE_ACCELERATOR)
+
+
+def variant_group_size(options: TrainConfig) -> int:
+    """Method variants trained together: `train.group_size`, or (null) `AUTO_VARIANT_GROUP_SIZE`."""
+    return AUTO_VARIANT_GROUP_SIZE if options.group_size is None else options.group_size
 
 
 @dataclass(frozen=True)
@@ -65,10 +76,13 @@ class GroupMember:
     Attributes:
         learning_rate: Adam learning rate.
         seed: model seed (parameter init and dropout keys).
+        transform: this member's method step transform when the group's members are variants of one method
+            (same `template()`, different recipe values); None: the group recipe's transform.
     """
 
     learning_rate: float
     seed: int
+    transform: TrainTransform | None = None
 
 
 @dataclass(frozen=True)
@@ -135,8 +149,29 @@ class TrainingRecipe:
     transform: TrainTransform = PLAIN_TRAINING
     revin: RevINConfig | None = None
 
+    @property
+    def structure(self) -> TrainingRecipe:
+        """What shapes the compiled program (the transform's template and RevIN): recipes with equal structure
+        differ only in recipe values and can train as one vectorised group."""
+        return TrainingRecipe(transform=self.transform.template(), revin=self.revin)
+
 
 PLAIN_RECIPE = TrainingRecipe()
+
+
+def member_transforms(members: Sequence[GroupMember], recipe: TrainingRecipe) -> list[TrainTransform]:
+    """Each member's step transform (its own, or the group recipe's).
+
+    Raises:
+        ValueError: a member's transform has another structure than the group recipe's (not a value variant).
+    """
+    transforms = [recipe.transform if member.transform is None else member.transform for member in members]
+    template = recipe.transform.template()
+    for transform in transforms:
+        if transform.template() != template:
+            raise ValueError(f"A group member's method transform {transform} differs from the group's {template} "
+                             "in more than recipe values; train it in its own group.")
+    return transforms
 
 
 def training_recipe(data: PreparedData, method: str, recipe: Mapping[str, Any]) -> TrainingRecipe:
@@ -201,7 +236,8 @@ class EpochProgram:
 
     `vectorize=True` stacks the candidates and runs the vmapped program once per epoch; `False` runs the
     single-candidate program for each candidate in turn. Programs are cached by architecture
-    configuration, dataset shape and group size, so learning-rate or seed siblings compile once.
+    configuration, method transform structure, dataset shape and group size, so learning-rate, seed and
+    recipe-value siblings (members with their own `transform`) compile once.
     """
 
     def __init__(self, data: PreparedData, architecture: str, hparams: Mapping[str, Any],
@@ -217,14 +253,17 @@ class EpochProgram:
         splits = [split_model(build_for(data, architecture, hparams, member.seed, recipe.revin))
                   for member in padded]
         train_graphdef, eval_graphdef = splits[0][0], splits[0][1]
-        latents = recipe.transform.initial_latents(data.spec.horizon, len(data.spec.target_indices))
-        states = [initial_state(params, batch_stats, latents) for _, _, params, batch_stats, _ in splits]
+        transforms = member_transforms(padded, recipe)
+        targets = (data.spec.horizon, len(data.spec.target_indices))
+        states = [initial_state(params, batch_stats, transform.initial_latents(*targets))
+                  for (_, _, params, batch_stats, _), transform in zip(splits, transforms, strict=True)]
+        values = [transform.recipe_values() for transform in transforms]
         others = [other for *_, other in splits]
         mesh = candidate_mesh(num_devices) if num_devices > 1 else None
         self.num_devices = num_devices
         self.fn = make_epoch_fn(train_graphdef, eval_graphdef, geometry, min_delta=options.min_delta,
                                 num_candidates=self.width if vectorize else None, mesh=mesh,
-                                transform=recipe.transform)
+                                transform=recipe.transform.template())
         split, replicated = candidate_shardings(mesh) if mesh is not None else (None, None)
         self._split = split
         batch = geometry.batch_size
@@ -232,23 +271,24 @@ class EpochProgram:
         self.shared = tuple(jax.device_put(a, replicated) for a in (
             data.standardised, data.train_starts.astype(np.int32), val_starts.astype(np.int32)))
         self.shuffle = jax.device_put(shuffle_key(data.spec.seeds.data_seed), replicated)
-        keys = [dropout_key(member.seed) for member in padded]
-        lrs = [np.float32(member.learning_rate) for member in padded]
-        if vectorize:
-            self.states = [jax.device_put(stack_candidates(states), split)]
-            self.others = [jax.device_put(stack_candidates(others), split)]
-            self.keys = [jax.device_put(jnp.stack(keys), split)]
-            self.lrs = [jax.device_put(np.asarray(lrs, np.float32), split)]
-        else:
-            self.states = [jax.device_put(state) for state in states]
-            self.others = [jax.device_put(other) for other in others]
-            self.keys = [jax.device_put(key) for key in keys]
-            self.lrs = [jax.device_put(lr) for lr in lrs]
+        self.states = self._place(states)
+        self.others = self._place(others)
+        self.keys = self._place([dropout_key(member.seed) for member in padded])
+        self.lrs = self._place([np.float32(member.learning_rate) for member in padded])
+        self.values = self._place(values)
         self._replicated = replicated
         started = time.perf_counter()
         self.compiled = self.fn.lower(self.states[0], self.others[0], *self.shared, self.shuffle, self.keys[0],
-                                      self._epoch(0), self.lrs[0], self._active([True] * self.size)).compile()
+                                      self._epoch(0), self.lrs[0], self._active([True] * self.size),
+                                      self.values[0]).compile()
         self.compile_seconds = time.perf_counter() - started
+
+    def _place(self, per_candidate: list[Any]) -> list[Any]:
+        """Per-candidate pytrees on the device: stacked and split over the mesh as one entry when vectorised,
+        one entry per candidate otherwise."""
+        if self.vectorize:
+            return [jax.device_put(stack_candidates(per_candidate), self._split)]
+        return [jax.device_put(tree) for tree in per_candidate]
 
     def _epoch(self, epoch: int) -> jax.Array:
         return jax.device_put(np.int32(epoch), self._replicated)
@@ -265,7 +305,7 @@ class EpochProgram:
         if self.vectorize:
             self.states[0], metrics = self.compiled(self.states[0], self.others[0], *self.shared, self.shuffle,
                                                     self.keys[0], self._epoch(epoch), self.lrs[0],
-                                                    self._active(active))
+                                                    self._active(active), self.values[0])
             metrics = jax.device_get(metrics)
             return tuple(np.asarray(values)[: self.size] for values in
                          (metrics.train_loss, metrics.val_loss, metrics.improved))
@@ -278,7 +318,7 @@ class EpochProgram:
                 continue
             self.states[index], metrics = self.compiled(
                 self.states[index], self.others[index], *self.shared, self.shuffle, self.keys[index],
-                epoch_array, self.lrs[index], self._active([True]))
+                epoch_array, self.lrs[index], self._active([True]), self.values[index])
             metrics = jax.device_get(metrics)
             train[index], val[index], improved[index] = metrics.train_loss, metrics.val_loss, metrics.improved
         return train, val, improved

@@ -8,11 +8,12 @@ validation batches, eval mode) and keeps the best parameters (strict improvement
 occurrence). The host only reads the validation losses and decides early stopping.
 
 `make_epoch_fn(..., num_candidates=G)` vmaps the same single-candidate epoch over G candidates that
-share the model's static structure (same architecture hyperparameters; learning rates, seeds and
-parameters differ). With a `mesh`, the candidate axis is split over its devices (`shard_map`; each
-device vmaps its G/D candidates, nothing is communicated), so on a CPU every core trains its own
-candidates instead of sharing small kernels. Per-candidate `active` flags freeze stopped candidates:
-their parameters, optimiser state and best checkpoint do not change. No IO here.
+share the model's static structure (same architecture hyperparameters and method transform structure;
+learning rates, seeds, parameters and the method's recipe values differ). With a `mesh`, the candidate
+axis is split over its devices (`shard_map`; each device vmaps its G/D candidates, nothing is
+communicated), so on a CPU every core trains its own candidates instead of sharing small kernels.
+Per-candidate `active` flags freeze stopped candidates: their parameters, optimiser state and best
+checkpoint do not change. No IO here.
 """
 
 from __future__ import annotations
@@ -163,20 +164,22 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     and seed siblings compile once).
 
     The returned function is
-    `epoch(state, other, series, train_starts, val_starts, shuffle_key, dropout_key, epoch, lr, active)
-    -> (state, EpochMetrics)` with `series (rows, m)`, `train_starts (N,)`, `val_starts (V, B)`,
+    `epoch(state, other, series, train_starts, val_starts, shuffle_key, dropout_key, epoch, lr, active,
+    recipe_values) -> (state, EpochMetrics)` with `series (rows, m)`, `train_starts (N,)`, `val_starts (V, B)`,
     `shuffle_key` (shared), `epoch` an int32 scalar and, per candidate, `state`, `other`,
-    `dropout_key`, `lr` (float32) and `active` (bool). With `num_candidates=G` every per-candidate
-    argument carries a leading axis of size G. `mesh` (one axis, `CANDIDATE_AXIS`, whose size divides G)
+    `dropout_key`, `lr` (float32), `active` (bool) and `recipe_values` (the transform's float32 recipe values,
+    `transform.recipe_values()`; None or `{}` for a transform without any). With `num_candidates=G` every
+    per-candidate argument carries a leading axis of size G. `mesh` (one axis, `CANDIDATE_AXIS`, whose size divides G)
     splits that axis over the mesh's devices; per-candidate arguments are then expected sharded along it
     and the shared ones replicated (`candidate_shardings`). `transform` is the method's step transform
-    (`sfbench_jax.methods.training`): the batch the step trains on, and the training/validation loss.
+    (`sfbench_jax.methods.training`): the batch the step trains on, and the training/validation loss; pass
+    its `template()` so that variants differing only in recipe values share the program.
     """
     window, batch = geometry.window, geometry.batch_size
     direction = adam_direction()
 
     def loss_fn(trainable: tuple[Any, Any], batch_stats: Any, other: Any, key: jax.Array, x: jax.Array,
-                y: jax.Array) -> tuple[jax.Array, Any]:
+                y: jax.Array, transform: TrainTransform) -> tuple[jax.Array, Any]:
         params, latents = trainable
         module = nnx.merge(train_graphdef, params, batch_stats, other, copy=True)
         nnx.reseed(module, dropout=key)
@@ -184,7 +187,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         return loss, nnx.state(module, nnx.BatchStat)
 
     def validation_loss(params: Any, batch_stats: Any, other: Any, latents: Any, series: jax.Array,
-                        val_starts: jax.Array) -> jax.Array:
+                        val_starts: jax.Array, transform: TrainTransform) -> jax.Array:
         module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
 
         def batch_mean(starts: jax.Array) -> jax.Array:
@@ -196,7 +199,8 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
 
     def epoch_fn(state: TrainState, other: Any, series: jax.Array, train_starts: jax.Array,
                  val_starts: jax.Array, shuffle_key: jax.Array, dropout_key: jax.Array, epoch: jax.Array,
-                 lr: jax.Array, active: jax.Array) -> tuple[TrainState, EpochMetrics]:
+                 lr: jax.Array, active: jax.Array, recipe_values: Any = None) -> tuple[TrainState, EpochMetrics]:
+        bound = transform.bind(recipe_values)  # this candidate's recipe values (traced) in the shared structure
         order = jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), geometry.num_train_windows)
         batches = order[: geometry.steps_per_epoch * batch].reshape(geometry.steps_per_epoch, batch)
         epoch_key = jax.random.fold_in(dropout_key, epoch)
@@ -205,11 +209,11 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
             (params, latents), batch_stats, opt_state = carry
             step_index, batch_ids = inputs
             x, y = gather_windows(series, train_starts[batch_ids], window)
-            loss_at = eval_mode_loss(eval_graphdef, transform, params, batch_stats, other, latents, y)
-            x = transform.training_inputs(method_key(dropout_key, epoch, step_index), x, loss_at)
+            loss_at = eval_mode_loss(eval_graphdef, bound, params, batch_stats, other, latents, y)
+            x = bound.training_inputs(method_key(dropout_key, epoch, step_index), x, loss_at)
             key = jax.random.fold_in(epoch_key, step_index)
             (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-                (params, latents), batch_stats, other, key, x, y)
+                (params, latents), batch_stats, other, key, x, y, bound)
             updates, opt_state = direction.update(grads, opt_state, (params, latents))
             params, latents = jax.tree.map(lambda p, u: p - lr * u, (params, latents), updates)
             return ((params, latents), batch_stats, opt_state), loss
@@ -217,7 +221,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         steps = jnp.arange(geometry.steps_per_epoch, dtype=jnp.int32)
         ((params, latents), batch_stats, opt_state), losses = jax.lax.scan(
             step, ((state.params, state.latents), state.batch_stats, state.opt_state), (steps, batches))
-        val_loss = validation_loss(params, batch_stats, other, latents, series, val_starts)
+        val_loss = validation_loss(params, batch_stats, other, latents, series, val_starts, bound)
         improved = active & jnp.isfinite(val_loss) & (val_loss < state.best_loss - min_delta)
 
         def choose(flag: jax.Array, new: Any, old: Any) -> Any:
@@ -236,7 +240,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
 
     if num_candidates is None:
         return jax.jit(epoch_fn)
-    per_candidate = (0, 0, None, None, None, None, 0, None, 0, 0)
+    per_candidate = (0, 0, None, None, None, None, 0, None, 0, 0, 0)
     vectorised = jax.vmap(epoch_fn, in_axes=per_candidate)
     if mesh is None:
         return jax.jit(vectorised)

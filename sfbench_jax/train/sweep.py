@@ -1,8 +1,9 @@
 """A resumable random-subgrid sweep for one (dataset, architecture, method) cell.
 
 `run_search` samples the candidates (spec 5.3), looks each one up in the candidate store, trains
-only the unfinished ones (grouped by architecture hyperparameters, so learning-rate siblings can
-share one vectorised program), saves each as soon as its group finishes, and returns every
+only the unfinished ones (grouped by architecture hyperparameters and method recipe structure, so
+learning-rate siblings and method variants that differ only in recipe values can share one vectorised
+program), saves each as soon as its group finishes, and returns every
 candidate's record in trial order. A sweep killed mid-way keeps all finished candidates; running
 it again trains only the rest. Selection is `select.py`'s.
 """
@@ -19,7 +20,15 @@ from typing import Any
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
-from sfbench_jax.train.fit import GroupMember, TrainOutcome, group_size, train_group, training_recipe
+from sfbench_jax.train.fit import (
+    GroupMember,
+    TrainingRecipe,
+    TrainOutcome,
+    group_size,
+    train_group,
+    training_recipe,
+    variant_group_size,
+)
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
 from sfbench_jax.train.seeds import model_seed, tuning_seed
 from sfbench_jax.train.store import (
@@ -122,13 +131,15 @@ def plan_method_search(data: PreparedData, architecture: str, method: str, *, re
                       keys=[candidate_hash(identity) for identity in identities], candidate_seeds=seeds)
 
 
-def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int) -> list[list[int]]:
-    """Pending candidate positions grouped by architecture hyperparameters and method recipe (trial order
-    kept), each group cut to at most `group_size`."""
-    by_config: dict[str, list[int]] = {}
+def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int,
+            recipes: Sequence[TrainingRecipe]) -> list[list[int]]:
+    """Pending candidate positions grouped by architecture hyperparameters and the structure of their training
+    recipe (trial order kept), each group cut to at most `group_size`: method variants that differ only in
+    recipe values (`TrainingRecipe.structure`) share a group, like learning-rate siblings."""
+    by_config: dict[tuple[str, TrainingRecipe], list[int]] = {}
     for position in pending:
         candidate = plan.candidates[position]
-        config = json.dumps([candidate.architecture_hparams, candidate.recipe], sort_keys=True)
+        config = (json.dumps(candidate.architecture_hparams, sort_keys=True), recipes[position].structure)
         by_config.setdefault(config, []).append(position)
     groups = []
     for positions in by_config.values():
@@ -184,7 +195,9 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
         log(f"{plan.architecture}: {len(plan.candidates)} of {plan.num_valid} valid candidates "
             f"(tuning seed {plan.tuning_seed}, model seed {plan.model_seed}); {len(results)} already in "
             f"the store, {len(pending)} to train")
-    groups = _groups(plan, pending, group_size(options))
+    recipes = [training_recipe(data, plan.method, candidate.recipe) for candidate in plan.candidates]
+    groups = _groups(plan, pending, group_size(options) if plan.method == "baseline" else variant_group_size(options),
+                     recipes)
     unclaimed = list(enumerate(groups, start=1))
     while unclaimed:  # the first group no other process is training; processes sharing the store split the work
         index, claim = store.claim_first_free(spec.key, plan.architecture,
@@ -199,17 +212,17 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
                 continue
             first = plan.candidates[todo[0]]
             hparams = first.architecture_hparams
-            members = [GroupMember(learning_rate=plan.candidates[p].learning_rate, seed=plan.candidate_seeds[p])
-                       for p in todo]
+            members = [GroupMember(learning_rate=plan.candidates[p].learning_rate, seed=plan.candidate_seeds[p],
+                                   transform=recipes[p].transform) for p in todo]
             trials = ", ".join(str(plan.candidates[p].trial_number) for p in todo)
             if log is not None:
-                variant = "" if plan.method == "baseline" else f" {first.variant}"
-                log(f"{plan.architecture}{variant} group {number}/{len(groups)}: trials [{trials}] {hparams}, "
+                names = ", ".join(plan.candidates[p].variant for p in todo)
+                variants = "" if plan.method == "baseline" else f" {names}"
+                log(f"{plan.architecture}{variants} group {number}/{len(groups)}: trials [{trials}] {hparams}, "
                     f"lr {[m.learning_rate for m in members]}")
             started = time.perf_counter()
             outcomes = train_group(data, plan.architecture, hparams, members, options, vectorize=len(members) > 1,
-                                   log=log if options.progress else None,
-                                   recipe=training_recipe(data, plan.method, first.recipe))
+                                   log=log if options.progress else None, recipe=recipes[todo[0]])
             for position, outcome in zip(todo, outcomes, strict=True):
                 result = _record(plan, position, outcome, data)
                 store.save(result, outcome.checkpoint)
