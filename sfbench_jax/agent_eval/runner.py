@@ -28,7 +28,7 @@ from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
 from sfbench_jax.agent_eval.metrics import process_metrics
 from sfbench_jax.agent_eval.modes import allowed_tools, canonical_mode
 from sfbench_jax.agent_eval.scenario import Scenario, canonical_json, round_floats
-from sfbench_jax.agent_eval.taxonomy import classify_failure
+from sfbench_jax.agent_eval.taxonomy import classify_failure, llm_trace_flags
 from sfbench_jax.agent_eval.toolbox import Session, ToolBudgetError
 from sfbench_jax.agent_eval.trace import TraceRecorder, tool_calls, write_trace
 from sfbench_jax.agent_eval.validators import ValidationContext, evaluate_validators
@@ -77,7 +77,8 @@ def _retrieve(scenario: Scenario, evidence: Any, recorder: TraceRecorder,
 
 async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode: str,
                       run_index: int = 0, seed: int = 0, call_timeout_s: float = 120.0,
-                      evidence: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                      evidence: Any = None, run_timeout_s: float | None = None,
+                      ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run one agent once on one scenario and score it.
 
     Args:
@@ -90,6 +91,8 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
         seed: Base seed handed to the agent.
         call_timeout_s: Per-tool-call timeout.
         evidence: An ``evidence.EvidenceLibrary`` (required in rag mode, unused otherwise).
+        run_timeout_s: Wall-clock budget of the whole run; None keeps the scenario's
+            ``limits.timeout_s`` (a slow local model on a CPU may need more).
 
     Returns:
         ``(trace events, run record)``.
@@ -120,7 +123,7 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
                      limits=dict(limits), seed=seed + run_index, mode=mode, evidence=retrieved)
     error = ""
     try:
-        with anyio.fail_after(float(limits["timeout_s"])):
+        with anyio.fail_after(float(run_timeout_s or limits["timeout_s"])):
             result = await agent.run(task, toolbox)
     except ToolBudgetError:
         result = AgentResult(final_answer=None, stop_reason="max_steps", usage={})
@@ -188,7 +191,9 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
                                stop_reason=stop_reason, required=scenario.required_tools,
                                distractors=scenario.distractor_tools,
                                precedence=scenario.precedence, handle_args=scenario.handle_args,
-                               output_template=scenario.output_template) \
+                               output_template=scenario.output_template,
+                               mode=str(header.get("mode") or "tools_provided"),
+                               trace_flags=llm_trace_flags(events)) \
         if status == "scored" else {"primary": None, "flags": []}
     record: dict[str, Any] = {
         "run_id": str(header["run_id"]),
@@ -220,6 +225,8 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
         "wall_s": round(float(final.get("t_ms", 0.0)) / 1000.0, 6),
         "tool_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
                                            if e.get("kind") == "tool_call"), 3),
+        "llm_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
+                                          if e.get("kind") == "llm_response"), 3),
     }
     return record
 
@@ -253,7 +260,8 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 
 async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session, *,
                     mode: str, repeats: int = 1, seed: int = 0, out_dir: Path | None = None,
-                    evidence: Any = None) -> list[dict[str, Any]]:
+                    evidence: Any = None, run_timeout_s: float | None = None,
+                    progress: Any = None) -> list[dict[str, Any]]:
     """Run an agent on every scenario ``repeats`` times, sequentially.
 
     Args:
@@ -265,6 +273,8 @@ async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session,
         seed: Base seed.
         out_dir: If given, traces go to ``out_dir/traces`` and records to ``out_dir/records``.
         evidence: An ``evidence.EvidenceLibrary`` (rag mode).
+        run_timeout_s: Overrides every scenario's wall-clock budget (see `execute_run`).
+        progress: Called with each record as it is written (e.g. to print a line).
 
     Returns:
         Run records in execution order.
@@ -276,10 +286,12 @@ async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session,
         for run_index in range(repeats):
             events, record = await execute_run(scenario, agent, session, mode=mode,
                                                run_index=run_index, seed=seed,
-                                               evidence=evidence)
+                                               evidence=evidence, run_timeout_s=run_timeout_s)
             if out_dir is not None:
                 stem = run_file_stem(record["run_id"])
                 write_trace(Path(out_dir) / "traces" / f"{stem}.jsonl", events)
                 write_record(Path(out_dir) / "records" / f"{stem}.json", record)
             records.append(record)
+            if progress is not None:
+                progress(record)
     return records

@@ -5,18 +5,30 @@ the final answer and assigns the primary label by the first matching rule of
 mcp_agent_eval.md section 3.5:
 
 1. ``tool_invocation``: some tool's calls ended in ``invalid_arguments``, ``unknown_tool`` or
-   ``blocked`` (a tool the mode does not offer) with no later ok call of that tool.
+   ``blocked`` (a tool the mode does not offer) with no later ok call of that tool; or the model
+   wrote a tool call that could not be parsed (``unparsed_tool_call``) and never completed the
+   required tools.
 2. ``reasoning``: a distractor was called; or the agent chose to stop (``final``) with
    required-tool recall below 1; or the answer has the wrong type for the output template.
 3. ``orchestration``: everything else (precedence violated, state-dependency violations, step
    limit or timeout, wrong values despite full recall).
+
+Flags name each failure mode seen in real models' traces, so a report can count them
+(`FAILURE_MODES`): ``schema_invalid_call`` (arguments that are not JSON or fail the tool's input
+schema), ``unknown_tool_called``, ``blocked_tool_called``, ``no_tool_call`` (answered without
+calling any tool in a mode that offers tools), ``no_answer`` (no final answer at all),
+``answer_not_json`` (the final reply held no JSON object), ``tool_call_in_content`` (calls
+recovered from the message text instead of structured ``tool_calls``), ``unparsed_tool_call``,
+``forced_final`` (the budget ran out and the answer came from the forced last turn) and
+``stopped_<reason>`` for ``max_steps``, ``timeout`` and ``context_exceeded``. `llm_trace_flags`
+derives the turn-level ones from the ``llm_response`` events.
 
 What does not: success itself (validators decide that; only failed runs get a label).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -25,10 +37,43 @@ from sfbench_jax.agent_eval.metrics import state_dependency_violations
 from sfbench_jax.agent_eval.trace import ToolCallEvent
 from sfbench_jax.agent_eval.validators import edge_satisfied
 
-__all__ = ["FAILURE_LABELS", "classify_failure", "unrecovered_invocation_failures"]
+__all__ = ["FAILURE_LABELS", "FAILURE_MODES", "classify_failure", "llm_trace_flags",
+           "unrecovered_invocation_failures"]
 
 FAILURE_LABELS = ("reasoning", "tool_invocation", "orchestration")
 _INVOCATION_STATUSES = frozenset({"invalid_arguments", "unknown_tool", "blocked"})
+_STATUS_FLAGS = {"invalid_arguments": "schema_invalid_call", "unknown_tool": "unknown_tool_called",
+                 "blocked": "blocked_tool_called"}
+#: The failure modes a report counts (run-level flags), in reading order.
+FAILURE_MODES = ("schema_invalid_call", "unknown_tool_called", "blocked_tool_called",
+                 "unparsed_tool_call", "tool_call_in_content", "no_tool_call", "no_answer",
+                 "answer_not_json", "wrong_answer_type", "distractor_called", "premature_stop",
+                 "precedence_violated", "state_dependency", "forced_final", "stopped_max_steps",
+                 "stopped_timeout", "stopped_context_exceeded", "wrong_value")
+_STOP_FLAGS = frozenset({"max_steps", "timeout", "context_exceeded"})
+
+
+def llm_trace_flags(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Turn-level failure modes of an LLM agent's trace (none for scripted agents).
+
+    Args:
+        events: Trace events (``llm_response`` events carry ``call_format`` and
+            ``forced_final``).
+
+    Returns:
+        Sorted flags among ``tool_call_in_content``, ``unparsed_tool_call``, ``forced_final``.
+    """
+    flags = set()
+    for event in events:
+        if event.get("kind") != "llm_response":
+            continue
+        if event.get("call_format") in {"content_tagged", "content_json"}:
+            flags.add("tool_call_in_content")
+        if event.get("call_format") == "unparsed_tagged":
+            flags.add("unparsed_tool_call")
+        if event.get("forced_final"):
+            flags.add("forced_final")
+    return sorted(flags)
 
 
 def unrecovered_invocation_failures(calls: Sequence[ToolCallEvent]) -> list[str]:
@@ -59,7 +104,8 @@ def _wrong_type(answer: Any, template: Mapping[str, Any]) -> bool:
 def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: Any,
                      stop_reason: str, required: Sequence[str], distractors: Sequence[str],
                      precedence: Sequence[tuple[str, str]], handle_args: Sequence[str],
-                     output_template: Mapping[str, Any]) -> dict[str, Any]:
+                     output_template: Mapping[str, Any], mode: str = "tools_provided",
+                     trace_flags: Collection[str] = ()) -> dict[str, Any]:
     """Failure flags and primary label of a run.
 
     Args:
@@ -72,11 +118,18 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
         precedence: Precedence edges.
         handle_args: Handle argument names.
         output_template: The answer schema.
+        mode: The evaluation mode (``no_tool_call`` is not a failure mode in ``rag``).
+        trace_flags: Turn-level flags from `llm_trace_flags`.
 
     Returns:
         ``{"primary": label or None, "flags": sorted flag names}``.
     """
-    flags: set[str] = set()
+    flags: set[str] = set(trace_flags)
+    flags.update(_STATUS_FLAGS[c.status] for c in calls if c.status in _STATUS_FLAGS)
+    if not calls and mode != "rag":
+        flags.add("no_tool_call")
+    if isinstance(answer, str):
+        flags.add("answer_not_json")
     unrecovered = unrecovered_invocation_failures(calls)
     if unrecovered:
         flags.add("invocation_unrecovered")
@@ -96,7 +149,7 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
         flags.add("precedence_violated")
     if state_dependency_violations(calls, handle_args):
         flags.add("state_dependency")
-    if stop_reason in {"max_steps", "timeout"}:
+    if stop_reason in _STOP_FLAGS:
         flags.add(f"stopped_{stop_reason}")
     if stop_reason == "final" and not recall_complete:
         flags.add("premature_stop")
@@ -104,7 +157,7 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
         flags.add("wrong_value")
     if success:
         return {"primary": None, "flags": sorted(flags)}
-    if unrecovered:
+    if unrecovered or ("unparsed_tool_call" in flags and not recall_complete):
         primary = "tool_invocation"
     elif ("distractor_called" in flags or "wrong_answer_type" in flags
           or (stop_reason == "final" and not recall_complete)):

@@ -13,7 +13,7 @@ from sfbench_jax.agent_eval.toolbox import ToolOutcome, ToolSpec
 
 __all__ = ["STOP_REASONS", "ZERO_USAGE", "Agent", "AgentResult", "AgentTask", "ToolBoxLike"]
 
-STOP_REASONS = ("final", "max_steps", "timeout", "error")
+STOP_REASONS = ("final", "max_steps", "timeout", "context_exceeded", "error")
 
 
 class AgentTask(NamedTuple):

@@ -4,7 +4,18 @@ What lives here: `LLMConfig` (frozen; from a TOML file), the `ChatBackend` proto
 ``httpx`` implementation `HttpChatBackend`, `extract_json_object`, the `LLMAgent` loop and
 `preflight` (one request with a trivial ``echo`` tool that must come back as a structured tool
 call, so a misconfigured endpoint fails loudly instead of scoring zero). What does not: reading
-the API key from the environment (the CLI does that and passes the key in), any vendor SDK.
+the API key from the environment (the CLI does that and passes the key in), any vendor SDK,
+parsing tool calls written as text (``tool_text.py``).
+
+The loop, per turn: one request; the reply's structured ``tool_calls`` (or, failing those, calls
+the model wrote into its text, see ``tool_text.py``) run through the ToolBox; a reply without
+calls must hold the JSON answer (one correction request if it does not). When the turn or tool
+budget runs out, one last request without tools asks for the answer (``force_final``). An LLM
+request that times out ends the run with stop reason ``timeout``; one the endpoint refuses for
+exceeding the context window ends it with ``context_exceeded`` (both are scored failures, not
+harness errors). Every turn is recorded as ``llm_request`` / ``llm_response`` events with the
+call format, tokens, latency and the response message itself, so a trace replays offline
+(``replay.RecordedChatBackend``).
 
 No default points at a real host: ``base_url`` is required.
 """
@@ -13,19 +24,22 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import httpx
 
 from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
+from sfbench_jax.agent_eval.agents.tool_text import parse_content_tool_calls
 from sfbench_jax.agent_eval.toolbox import ToolBudgetError, ToolSpec
 
-__all__ = ["ChatBackend", "ChatBackendError", "HttpChatBackend", "LLMAgent", "LLMConfig",
-           "PreflightError", "extract_json_object", "preflight", "tool_schema"]
+__all__ = ["ChatBackend", "ChatBackendError", "ChatTimeoutError", "ContextLengthError",
+           "HttpChatBackend", "LLMAgent", "LLMConfig", "PreflightError", "extract_json_object",
+           "preflight", "tool_schema"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,8 @@ class LLMConfig:
         tool_choice: ``auto``, ``required`` or ``none``.
         parallel_tool_calls: Sent when not None.
         max_llm_turns: Turn cap; the scenario's own cap applies if it is lower.
+        force_final: When the turn or tool budget runs out, spend the last turn on one request
+            without tools that asks for the JSON answer.
         strip_schema_titles: Remove ``title`` keys from tool schemas (for strict servers).
         extra_body: Extra request fields (e.g. reasoning effort), recorded in run records.
     """
@@ -58,6 +74,7 @@ class LLMConfig:
     tool_choice: str = "auto"
     parallel_tool_calls: bool | None = False
     max_llm_turns: int = 16
+    force_final: bool = True
     strip_schema_titles: bool = False
     extra_body: Mapping[str, Any] = field(default_factory=dict)
 
@@ -70,6 +87,8 @@ class LLMConfig:
             raise ValueError(f"tool_choice {self.tool_choice!r}; use auto, required or none")
         if self.max_llm_turns < 1 or self.timeout_s <= 0:
             raise ValueError("max_llm_turns must be >= 1 and timeout_s > 0")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1 (or unset), got {self.max_tokens}")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> LLMConfig:
@@ -118,6 +137,19 @@ class ChatBackendError(RuntimeError):
     """The endpoint answered with an HTTP error or something that is not a chat completion."""
 
 
+class ChatTimeoutError(ChatBackendError):
+    """One request got no answer within ``timeout_s``."""
+
+
+class ContextLengthError(ChatBackendError):
+    """The endpoint refused the request because the conversation exceeds its context window."""
+
+
+#: How vLLM, llama.cpp's server, OpenAI and TGI word a context-window refusal.
+_CONTEXT_WORDS = re.compile(r"context (window|length)|maximum context|exceed.{0,40}context|"
+                            r"too many tokens|prompt is too long|input_too_long", re.IGNORECASE)
+
+
 class PreflightError(RuntimeError):
     """The endpoint does not return structured tool calls."""
 
@@ -160,13 +192,21 @@ class HttpChatBackend:
             The parsed response.
 
         Raises:
-            ChatBackendError: On connection errors, non-2xx answers or non-JSON bodies.
+            ChatTimeoutError: If no answer came within the timeout.
+            ContextLengthError: On a 4xx answer that names the context window.
+            ChatBackendError: On connection errors, other non-2xx answers or non-JSON bodies.
         """
         try:
             async with httpx.AsyncClient(timeout=self._timeout, transport=self._transport) as http:
                 response = await http.post(self.url, json=dict(request), headers=self._headers)
+        except httpx.TimeoutException as exc:
+            raise ChatTimeoutError(f"POST {self.url} got no answer within {self._timeout} s") \
+                from exc
         except httpx.HTTPError as exc:
             raise ChatBackendError(f"POST {self.url} failed: {exc!r}") from exc
+        if response.status_code // 100 == 4 and _CONTEXT_WORDS.search(response.text):
+            raise ContextLengthError(f"POST {self.url} returned HTTP {response.status_code}: "
+                                     f"{response.text[:300]}")
         if response.status_code // 100 != 2:
             raise ChatBackendError(f"POST {self.url} returned HTTP {response.status_code}: "
                                    f"{response.text[:500]}")
@@ -244,6 +284,70 @@ _RAG_SYSTEM = (
 )
 _CORRECTION = ("Your last reply did not contain a JSON object. Reply again with only the JSON "
                "object that satisfies the schema.")
+_UNPARSED = ("Your last reply looks like a tool call that could not be parsed. Call a tool with "
+             'a JSON object {"name": ..., "arguments": {...}}, or reply with only the JSON '
+             "answer.")
+_FORCE_FINAL = ("The step budget is spent: no more tool calls. Reply now with only the JSON "
+                "object that satisfies the schema, from the tool results you have.")
+_RECORDED_CHARS = 8000  # response text kept in the trace per turn
+
+
+class _Turn(NamedTuple):
+    """One model reply: its text, the calls to run as ``(id, name, arguments)``, their format."""
+
+    content: str
+    calls: list[tuple[str, str, Any]]
+    call_format: str
+    structured: list[dict[str, Any]]
+
+
+class _RunState:
+    """Per-run conversation, offered tools, recorder and usage counters."""
+
+    def __init__(self, messages: list[dict[str, Any]], tool_list: list[dict[str, Any]],
+                 tools: Any) -> None:
+        self.messages = messages
+        self.tool_list = tool_list
+        self.tool_names = frozenset(t["function"]["name"] for t in tool_list)
+        self.tools = tools
+        self.recorder = getattr(tools, "recorder", None)
+        self.usage = {"llm_turns": 0, "tokens_in": 0, "tokens_out": 0}
+
+    def record(self, kind: str, **fields: Any) -> None:
+        if self.recorder is not None:
+            self.recorder.record(kind, **fields)
+
+    def result(self, answer: Any, stop_reason: str) -> AgentResult:
+        return AgentResult(final_answer=answer, stop_reason=stop_reason, usage=dict(self.usage))
+
+
+def _recorded_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The response message as kept in the trace (long text capped, marked ``truncated``)."""
+    out = {k: message.get(k) for k in ("role", "content", "tool_calls") if k in message}
+    content = out.get("content")
+    if isinstance(content, str) and len(content) > _RECORDED_CHARS:
+        out["content"] = content[:_RECORDED_CHARS]
+        out["truncated"] = True
+    return json.loads(json.dumps(out, default=str))
+
+
+def _turn_of(message: Mapping[str, Any], tool_names: frozenset[str], turn: int) -> _Turn:
+    content = str(message.get("content") or "")
+    structured = [dict(c) for c in (message.get("tool_calls") or []) if isinstance(c, Mapping)]
+    if structured:
+        calls = []
+        for index, call in enumerate(structured):
+            function = call.get("function") or {}
+            calls.append((str(call.get("id") or f"call_{turn}_{index}"),
+                          str(function.get("name", "")), function.get("arguments") or "{}"))
+        return _Turn(content, calls, "structured", structured)
+    found, call_format = parse_content_tool_calls(content, tool_names) if tool_names \
+        else ([], "none")
+    calls = [(f"content_{turn}_{i}", c.name, c.arguments) for i, c in enumerate(found)]
+    synthesized = [{"id": cid, "type": "function",
+                    "function": {"name": name, "arguments": args if isinstance(args, str)
+                                 else json.dumps(args)}} for cid, name, args in calls]
+    return _Turn(content, calls, call_format, synthesized)
 
 
 class LLMAgent:
@@ -266,7 +370,7 @@ class LLMAgent:
     def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  task: AgentTask) -> dict[str, Any]:
         cfg = self.config
-        request: dict[str, Any] = {"model": cfg.model, "messages": messages,
+        request: dict[str, Any] = {"model": cfg.model, "messages": list(messages),
                                    "temperature": cfg.temperature}
         if tools:
             request["tools"] = tools
@@ -293,6 +397,83 @@ class LLMAgent:
         return [{"role": "system", "content": system.format(schema=schema)},
                 {"role": "user", "content": user}]
 
+    async def _turn(self, state: _RunState, task: AgentTask, *, with_tools: bool,
+                    forced: bool = False) -> _Turn:
+        """One request and its recorded reply (tokens, latency, call format, message)."""
+        turn = state.usage["llm_turns"]
+        request = self._request(state.messages, state.tool_list if with_tools else [], task)
+        state.record("llm_request", turn=turn, n_messages=len(state.messages),
+                     n_tools=len(request.get("tools", [])), forced_final=forced)
+        started = time.perf_counter()
+        try:
+            response = await self.backend.complete(request)
+        finally:
+            state.usage["llm_turns"] += 1
+        latency_ms = round((time.perf_counter() - started) * 1000.0, 3)
+        reported = response.get("usage") or {}
+        tokens_in = int(reported.get("prompt_tokens", 0) or 0)
+        tokens_out = int(reported.get("completion_tokens", 0) or 0)
+        state.usage["tokens_in"] += tokens_in
+        state.usage["tokens_out"] += tokens_out
+        choice = response["choices"][0]
+        message = dict(choice.get("message") or {})
+        parsed = _turn_of(message, state.tool_names if with_tools else frozenset(), turn)
+        state.record("llm_response", turn=turn, tokens_in=tokens_in, tokens_out=tokens_out,
+                     latency_ms=latency_ms, finish_reason=choice.get("finish_reason"),
+                     call_format=parsed.call_format, n_tool_calls=len(parsed.calls),
+                     forced_final=forced, message=_recorded_message(message))
+        return parsed
+
+    async def _run_calls(self, state: _RunState, turn: _Turn) -> bool:
+        """Run a turn's calls; False when the tool budget ran out (the rest answer an error)."""
+        content = (turn.content or None) if turn.call_format == "structured" else None
+        state.messages.append({"role": "assistant", "content": content,
+                               "tool_calls": turn.structured})
+        spent = False
+        for call_id, name, arguments in turn.calls:
+            if spent:
+                content = "ERROR (budget): the tool-call budget is spent"
+            else:
+                try:
+                    outcome = await state.tools.call(name, arguments)
+                    content = (json.dumps(outcome.structured, sort_keys=True) if outcome.ok
+                               else f"ERROR ({outcome.status}): {outcome.text}")
+                except ToolBudgetError:
+                    spent = True
+                    content = "ERROR (budget): the tool-call budget is spent"
+            state.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        return not spent
+
+    async def _forced_final(self, state: _RunState, task: AgentTask) -> AgentResult:
+        """The budget is spent: one request without tools for the answer (``force_final``)."""
+        if not (self.config.force_final and state.tool_list):
+            return state.result(None, "max_steps")
+        state.messages.append({"role": "user", "content": _FORCE_FINAL})
+        turn = await self._turn(state, task, with_tools=False, forced=True)
+        return state.result(extract_json_object(turn.content), "max_steps")
+
+    async def _loop(self, state: _RunState, task: AgentTask) -> AgentResult:
+        max_turns = min(self.config.max_llm_turns, int(task.limits.get("max_llm_turns", 16)))
+        reserve = 1 if self.config.force_final and state.tool_list and max_turns > 1 else 0
+        corrected = False
+        while state.usage["llm_turns"] < max_turns - reserve:
+            turn = await self._turn(state, task, with_tools=True)
+            if turn.calls:
+                if not await self._run_calls(state, turn):
+                    return await self._forced_final(state, task)
+                continue
+            answer = extract_json_object(turn.content)
+            if answer is not None and turn.call_format == "none":
+                return state.result(answer, "final")
+            if corrected:
+                return state.result(answer if answer is not None else turn.content or None,
+                                    "final")
+            corrected = True
+            state.messages.append({"role": "assistant", "content": turn.content})
+            state.messages.append({"role": "user", "content": _UNPARSED if turn.call_format
+                                   == "unparsed_tagged" else _CORRECTION})
+        return await self._forced_final(state, task)
+
     async def run(self, task: AgentTask, tools: Any) -> AgentResult:
         """Run the tool-calling loop (in rag mode: one answer from the retrieved passages).
 
@@ -301,59 +482,21 @@ class LLMAgent:
             tools: The ToolBox (its recorder also receives llm_request/llm_response events).
 
         Returns:
-            The answer; stop reason ``final`` or ``max_steps``.
+            The answer; stop reason ``final``, ``max_steps`` (budget spent; the forced answer,
+            if any, is still scored), ``timeout`` (an LLM request timed out) or
+            ``context_exceeded`` (the endpoint refused the conversation's length).
         """
-        recorder = getattr(tools, "recorder", None)
-        messages = self._opening_messages(task)
         tool_list = [tool_schema(s, strip_titles=self.config.strip_schema_titles)
                      for s in tools.specs()]
-        usage = {"llm_turns": 0, "tokens_in": 0, "tokens_out": 0}
-        max_turns = min(self.config.max_llm_turns, int(task.limits.get("max_llm_turns", 16)))
-        corrected = False
-        while usage["llm_turns"] < max_turns:
-            request = self._request(messages, tool_list, task)
-            if recorder is not None:
-                recorder.record("llm_request", turn=usage["llm_turns"],
-                                n_messages=len(messages))
-            response = await self.backend.complete(request)
-            usage["llm_turns"] += 1
-            reported = response.get("usage") or {}
-            tokens_in = int(reported.get("prompt_tokens", 0) or 0)
-            tokens_out = int(reported.get("completion_tokens", 0) or 0)
-            usage["tokens_in"] += tokens_in
-            usage["tokens_out"] += tokens_out
-            message = dict(response["choices"][0].get("message") or {})
-            calls = message.get("tool_calls") or []
-            if recorder is not None:
-                recorder.record("llm_response", turn=usage["llm_turns"] - 1,
-                                tokens_in=tokens_in, tokens_out=tokens_out,
-                                n_tool_calls=len(calls),
-                                finish_reason=response["choices"][0].get("finish_reason"))
-            if calls:
-                messages.append({"role": "assistant", "content": message.get("content"),
-                                 "tool_calls": calls})
-                try:
-                    for call in calls:
-                        function = call.get("function") or {}
-                        outcome = await tools.call(str(function.get("name", "")),
-                                                   function.get("arguments") or "{}")
-                        content = (json.dumps(outcome.structured, sort_keys=True) if outcome.ok
-                                   else f"ERROR ({outcome.status}): {outcome.text}")
-                        messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
-                                         "content": content})
-                except ToolBudgetError:
-                    return AgentResult(final_answer=None, stop_reason="max_steps", usage=usage)
-                continue
-            content = str(message.get("content") or "")
-            answer = extract_json_object(content)
-            if answer is not None:
-                return AgentResult(final_answer=answer, stop_reason="final", usage=usage)
-            if corrected:
-                return AgentResult(final_answer=content, stop_reason="final", usage=usage)
-            corrected = True
-            messages.append({"role": "assistant", "content": content})
-            messages.append({"role": "user", "content": _CORRECTION})
-        return AgentResult(final_answer=None, stop_reason="max_steps", usage=usage)
+        state = _RunState(self._opening_messages(task), tool_list, tools)
+        try:
+            return await self._loop(state, task)
+        except ChatTimeoutError as exc:
+            state.record("llm_error", error=str(exc), stop_reason="timeout")
+            return state.result(None, "timeout")
+        except ContextLengthError as exc:
+            state.record("llm_error", error=str(exc), stop_reason="context_exceeded")
+            return state.result(None, "context_exceeded")
 
 
 async def preflight(config: LLMConfig, backend: ChatBackend) -> dict[str, Any]:
