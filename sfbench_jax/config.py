@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sfbench_jax.data.registry import DATASETS, DatasetSpec
+from sfbench_jax.faults.registry import SCENARIO_KEYS
 from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION
 
 #: Evaluation RNG modes: on-device folded keys, or the reference's MT19937 streams (spec 2.5).
@@ -25,6 +26,31 @@ RNG_MODES = ("jax", "reference")
 MAX_WINDOWS = 1_000_000
 #: Largest fixed channel fraction q: the severity rule's gamma (spec 2.1).
 MAX_CHANNEL_FRACTION = DEFAULT_CHANNEL_FRACTION
+#: Fewest bootstrap draws: the 95% percentile interval's ends are the 2.5% and 97.5% quantiles of the B resampled
+#: values, and only from B = 40 on does each 2.5% tail hold at least one draw (below, the ends are the extreme
+#: draws; at B = 1 both ends are one resample, an "interval" that need not contain the estimate).
+MIN_BOOTSTRAP_DRAWS = 40
+#: Most bootstrap draws: the Monte Carlo error of a percentile falls as 1/sqrt(B), at 100,000 draws far below the
+#: digits the tables print, while the bootstrap's time grows with B x K (about a minute at K = 10,000).
+MAX_BOOTSTRAP_DRAWS = 100_000
+#: Loss rows the bootstrap resamples: the clean row and one per scored scenario.
+BOOTSTRAP_ROWS = 1 + len(SCENARIO_KEYS)
+#: Host bytes the bootstrap's resampling batches may take (`evaluate.scores.bootstrap_means` sizes them to it).
+BOOTSTRAP_BATCH_BYTES = 32 * 2**20
+#: Temporary bytes per window and window byte of the fused kernel: the factor the engine's own block sizing
+#: assumes on accelerators (`evaluate.engine.default_block_size`).
+KERNEL_BYTES_PER_WINDOW_BYTE = 16
+
+
+def bootstrap_bytes(draws: int, windows: int) -> int:
+    """Host memory of a bootstrap of `draws` resamples of `windows` test windows: the resampling batches, the
+    stacked loss rows (and their copy), and per draw the resampled means and the ratios derived from them."""
+    return BOOTSTRAP_BATCH_BYTES + 2 * BOOTSTRAP_ROWS * windows * 8 + 3 * BOOTSTRAP_ROWS * draws * 8
+
+
+def window_bytes(spec: DatasetSpec) -> int:
+    """Bytes of one window's data, `(input_len + horizon) x channels` float32."""
+    return (spec.input_len + spec.horizon) * spec.num_channels * 4
 
 
 @dataclass(frozen=True)
@@ -212,10 +238,12 @@ class EvalConfig:
             float rounding of the per-window reductions.
         channel_fraction: fixed channel fraction q of the sensitivity variant (k = ceil(q M) channels for
             s > 0); None uses the severity rule.
-        memory_budget_mb: temporary memory per device when choosing the block size.
+        memory_budget_mb: temporary memory per device when choosing the block size; an explicit block size and
+            the bootstrap (on the host) are checked against it before any work.
         num_devices: devices to shard windows over; None: all local devices when the evaluation moves enough
             window data to pay for the per-device overhead, else fewer. Never changes a result.
-        bootstrap_draws: bootstrap resamples for the 95% intervals.
+        bootstrap_draws: bootstrap resamples for the 95% intervals, in [40, 100,000] (`MIN_BOOTSTRAP_DRAWS`,
+            `MAX_BOOTSTRAP_DRAWS` say why).
         channel_sparse: run a channel-independent model (DLinear, PatchTST, SeasonalNaive) only on the target
             channels a fault touched; per-window losses equal the full computation to float rounding
             (false: the full computation, e.g. to compare).
@@ -248,7 +276,37 @@ class EvalConfig:
                              f"fraction q, or null for the severity rule), got {self.channel_fraction}.")
         _require_at_least("eval.memory_budget_mb", self.memory_budget_mb, 1)
         _require_at_least("eval.num_devices", self.num_devices, 1, "(or null for automatic)")
-        _require_at_least("eval.bootstrap_draws", self.bootstrap_draws, 1)
+        self._check_bootstrap()
+
+    def _check_bootstrap(self) -> None:
+        """Draws enough for a 95% percentile interval, not more than the time and the memory budget allow."""
+        draws = self.bootstrap_draws
+        if isinstance(draws, bool) or not isinstance(draws, int) \
+                or not MIN_BOOTSTRAP_DRAWS <= draws <= MAX_BOOTSTRAP_DRAWS:
+            raise ValueError(
+                f"eval.bootstrap_draws must be in [{MIN_BOOTSTRAP_DRAWS}, {MAX_BOOTSTRAP_DRAWS:,}], got {draws}: a 95% "
+                f"percentile interval needs at least one draw in each 2.5% tail (B >= {MIN_BOOTSTRAP_DRAWS}), and "
+                f"beyond {MAX_BOOTSTRAP_DRAWS:,} draws the bootstrap costs minutes without changing a printed digit.")
+        needed = bootstrap_bytes(draws, self.k)
+        if needed > self.memory_budget_mb * 2**20:
+            raise ValueError(
+                f"eval.bootstrap_draws={draws} with eval.k={self.k} needs about {math.ceil(needed / 2**20)} MiB for "
+                f"the bootstrap, over eval.memory_budget_mb={self.memory_budget_mb}; lower eval.bootstrap_draws or "
+                "eval.k, or raise eval.memory_budget_mb.")
+
+    def check_block_size(self, spec: DatasetSpec) -> None:
+        """Raise a ValueError when an explicit `block_size` cannot fit `memory_budget_mb` on this dataset: the
+        compiled program holds about `KERNEL_BYTES_PER_WINDOW_BYTE` bytes per byte of window data (the factor
+        the engine's own block sizing uses), so that block would run out of memory only after the training."""
+        if self.block_size is None:
+            return
+        largest = self.memory_budget_mb * 2**20 // (KERNEL_BYTES_PER_WINDOW_BYTE * window_bytes(spec))
+        if self.block_size > largest:
+            raise ValueError(
+                f"eval.block_size={self.block_size} exceeds the {largest} windows of {spec.key} that fit "
+                f"eval.memory_budget_mb={self.memory_budget_mb} (about {KERNEL_BYTES_PER_WINDOW_BYTE} x "
+                f"{window_bytes(spec):,} bytes of temporaries per window); lower eval.block_size (or null for "
+                "automatic) or raise eval.memory_budget_mb.")
 
     def for_dataset(self, spec: DatasetSpec) -> EvalConfig:
         """These settings with the seed resolved (None -> the dataset's canonical evaluation seed)."""
@@ -299,3 +357,8 @@ class RunConfig:
     compilation_cache: bool = True
     figures: bool = True
     overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        # the block size needs the dataset's window size: checked here, before any work
+        if isinstance(self.eval, EvalConfig) and isinstance(self.dataset, DatasetConfig):
+            self.eval.check_block_size(self.dataset.spec)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sfbench_jax.config import BOOTSTRAP_BATCH_BYTES, MIN_BOOTSTRAP_DRAWS
 from sfbench_jax.data.seeds import bootstrap_seed
 
 BOOTSTRAP_DRAWS = 1000
@@ -59,14 +60,17 @@ def robustness_scores(clean: np.ndarray, faulted: np.ndarray) -> RobustnessScore
 
 
 def bootstrap_means(losses: np.ndarray, seed: int, draws: int = BOOTSTRAP_DRAWS,
-                    draws_per_batch: int = 64) -> np.ndarray:
+                    draws_per_batch: int | None = None) -> np.ndarray:
     """Mean of every loss row under each bootstrap resample of the windows -> `(draws, rows)` float64.
 
     The resamples are exactly the reference's: `rng = default_rng(seed)`, then `draws` successive calls
     `rng.integers(0, K, size=K)`. Each resample is turned into per-window counts and the means are one
-    matrix product; batches of draws bound the memory to `draws_per_batch * K` counts.
+    matrix product; batches of draws bound the memory to `draws_per_batch * K` counts (None: 64 draws, fewer
+    where K is so large that a batch would outgrow `config.BOOTSTRAP_BATCH_BYTES`, about 32 bytes per count).
     """
     num_windows = losses.shape[1]
+    if draws_per_batch is None:
+        draws_per_batch = max(1, min(64, BOOTSTRAP_BATCH_BYTES // (32 * num_windows)))
     rng = np.random.default_rng(seed)
     means = np.empty((draws, losses.shape[0]))
     for first in range(0, draws, draws_per_batch):
@@ -112,7 +116,14 @@ def _column_intervals(values: np.ndarray, confidence: float) -> tuple[Interval, 
 def bootstrap_intervals(clean: np.ndarray, faulted: np.ndarray, *, eval_seed: int,
                         draws: int = BOOTSTRAP_DRAWS, confidence: float = CONFIDENCE) -> BootstrapIntervals:
     """Percentile bootstrap intervals (spec 6.3): each resample draws K test windows with replacement,
-    shared by the clean mean and every scenario, and takes its own worst scenario."""
+    shared by the clean mean and every scenario, and takes its own worst scenario.
+
+    Raises:
+        ValueError: fewer than `config.MIN_BOOTSTRAP_DRAWS` draws (a 2.5% tail would hold no draw).
+    """
+    if draws < MIN_BOOTSTRAP_DRAWS:
+        raise ValueError(f"bootstrap_intervals needs at least {MIN_BOOTSTRAP_DRAWS} draws for a 95% percentile "
+                         f"interval (one draw in each 2.5% tail), got {draws}.")
     losses = np.vstack([np.asarray(clean, np.float64)[None, :], np.asarray(faulted, np.float64)])
     means = bootstrap_means(losses, bootstrap_seed(eval_seed), draws)  # (draws, 1 + P)
     mse_c, mse_p = means[:, 0], means[:, 1:]

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sfbench_jax.methods.recipe_bounds import check_recipe_values
 from sfbench_jax.presets import preset_grid
 
 #: Architectures the methods apply to: the five trained ones (SeasonalNaive has nothing to train or wrap).
@@ -124,13 +125,15 @@ def method_grid(name: str, grid: Mapping[str, Any] | None) -> dict[str, tuple[An
 def check_method(name: str, architecture: str, grid: Mapping[str, Any] | None, *,
                  num_baseline_candidates: int) -> None:
     """Raise a ValueError naming the problem of a method setting before any work: unknown method or recipe
-    key, a method/architecture pair that does not apply, PGD with the adaptive loss, an invalid trimming
-    alpha of randomized smoothing, or an ensemble larger than the baseline candidates it draws from."""
+    key, a method/architecture pair that does not apply, PGD with the adaptive loss, a recipe value outside its
+    range (`recipe_bounds`), an invalid trimming alpha of randomized smoothing, or an ensemble larger than the
+    baseline candidates it draws from."""
     spec = get_method(name)
     if not spec.applies_to(architecture):
         raise InapplicableMethodError(f"Method {name!r} does not apply to {architecture!r}; it applies to "
                                       f"{', '.join(spec.architectures)}.")
     recipes = method_grid(name, grid)
+    check_recipe_values(name, recipes)
     if name == "randomized_smoothing":
         for samples in recipes["samples"]:
             for alpha in recipes["alpha"]:

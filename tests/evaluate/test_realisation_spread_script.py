@@ -22,7 +22,7 @@ def test_spread_of_etth1_realisations(load_script) -> None:
     model = SeasonalNaive(season_length=24, input_len=spec.input_len, horizon=spec.horizon,
                           target_indices=spec.target_indices)
     predict, state = predict_fn(model)
-    options = EvalConfig(seed=spec.seeds.canonical_eval_seed, bootstrap_draws=10, progress=False)
+    options = EvalConfig(seed=spec.seeds.canonical_eval_seed, bootstrap_draws=40, progress=False)
     evaluation = evaluate_predictor(predict, state, data, options)
     assert jax_mode["canonical"] == pytest.approx(evaluation.scores.d_w, rel=1e-12)
     for row in (reference, jax_mode):

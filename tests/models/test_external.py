@@ -92,7 +92,7 @@ def native(etth1, fixture):
 
 
 def _evaluate(predict, state, data, chunk):
-    options = EvalConfig(seed=7, k=K, block_size=BLOCK, chunk_size=chunk, bootstrap_draws=20, progress=False)
+    options = EvalConfig(seed=7, k=K, block_size=BLOCK, chunk_size=chunk, bootstrap_draws=40, progress=False)
     return evaluate_predictor(predict, state, data, options).losses
 
 
