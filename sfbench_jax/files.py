@@ -1,6 +1,7 @@
 """Atomic file writes shared by every layer that writes (data caches, the candidate store, reports): write to a
 temporary file in the target folder, then rename into place, so a crash never leaves a half-written file and an
-existing file is replaced only by a complete one."""
+existing file is replaced only by a complete one. Also the atomic swap of two folders (`exchange_directories`) that
+replaces a whole run folder in one step."""
 
 from __future__ import annotations
 
@@ -71,3 +72,39 @@ def write_json(payload: dict[str, Any], target: Path) -> Path:
 def write_text(text: str, target: Path) -> Path:
     """Atomically write a text file."""
     return write_atomically(target, lambda path: path.write_text(text))
+
+
+#: `renameat2` flag that swaps two paths atomically (linux/fs.h).
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange_directories(first: Path, second: Path) -> None:
+    """Swap two folders of one file system in one atomic step (Linux `renameat2(RENAME_EXCHANGE)`): at every
+    moment each path names one complete folder, the old or the new.
+
+    Raises:
+        OSError: the system or file system cannot swap atomically (errno ENOSYS, EINVAL, ...), or either path
+            is missing; nothing was changed.
+    """
+    import ctypes
+    import errno
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available in this C library")
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    status = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    if status != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"cannot swap {first} and {second}: {os.strerror(code)}")
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file's (or folder's) content to disk, so a rename that follows survives a power loss."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

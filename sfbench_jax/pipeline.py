@@ -3,7 +3,9 @@
 check the config against the registries -> load and validate the data -> prepare windows -> select the
 model on clean validation (every model the same way; trainable ones through the resumable candidate
 store) -> evaluate the winner under the eight scenarios -> write summary.csv, per_window.parquet,
-candidates.csv, training_curves.parquet (trained models), manifest.json and the heatmap. The summary's
+candidates.csv, training_curves.parquet (trained models), manifest.json and the heatmap, and last the completion
+record that vouches for them (`run_folder`, `report.runs.seal_run`). The run claims its folder before any work: a
+folder holding a completed run is refused, or with `overwrite` replaced in one atomic swap at the end. The summary's
 reference-normalised scores (mCE, relative mCE) need the dataset's SeasonalNaive winner on the same windows and
 faults: it is selected and evaluated in the same run (no training; the run's own model when it is that winner).
 Nothing is written outside `output_dir` except finished candidates in the candidate store (`train.store_dir`) and
@@ -22,17 +24,19 @@ from pathlib import Path
 from sfbench_jax.config import MethodConfig, ModelConfig, RunConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.files import ensure_writable_dir, write_csv, write_json, write_parquet
+from sfbench_jax.files import write_csv, write_json, write_parquet
 from sfbench_jax.methods import check_method
 from sfbench_jax.models.registry import get_spec
 from sfbench_jax.report.figures import scenario_heatmap
 from sfbench_jax.report.manifest import run_manifest
+from sfbench_jax.report.runs import seal_run
 from sfbench_jax.report.tables import (
     candidates_table,
     per_window_table,
     summary_table,
     training_curves_table,
 )
+from sfbench_jax.run_folder import claim_run_folder
 from sfbench_jax.selection import (
     EvaluatedModel,
     Selection,
@@ -49,11 +53,13 @@ ANCHOR_MODEL = "seasonal_naive"
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a run produced: the evaluated models and the files written."""
+    """What a run produced: the evaluated models, the files written (in the run folder) and, when it replaced a
+    completed run (`overwrite`), the folder that earlier run was moved to."""
 
     models: list[EvaluatedModel]
     files: dict[str, Path]
     candidates: list[CandidateResult] = field(default_factory=list)
+    replaced: Path | None = None
 
 
 def log_to_stderr(enabled: bool) -> Callable[[str], None]:
@@ -152,18 +158,27 @@ def phase_line(timings: dict[str, float]) -> str:
     return "phases: " + ", ".join(parts) + f" ({split})"
 
 
-def run(cfg: RunConfig, output_dir: Path) -> RunResult:
+def run(cfg: RunConfig, output_dir: Path, *, job_files: dict[str, dict] | None = None) -> RunResult:
     """Run the benchmark for one dataset, model and method and write the results into `output_dir`.
 
+    Args:
+        cfg: the run's configuration (`cfg.overwrite` replaces a completed run in `output_dir`).
+        output_dir: the run folder.
+        job_files: JSON files written into the run folder before any work and covered by its record (a
+            multirun job's `cell.json`).
+
     Raises:
+        RunFolderTakenError: `output_dir` holds a completed run and `cfg.overwrite` is false (before any work).
         PermissionError: `output_dir` or the candidate store cannot be written (before any work).
         ValueError / DataContractError: bad configuration or data (before any training or evaluation).
     """
     clock = PhaseClock()
     log = log_to_stderr(cfg.eval.progress)
     check_run_config(cfg)
-    output_dir = ensure_writable_dir(Path(output_dir))
-    store = candidate_store(cfg, output_dir)
+    folder = claim_run_folder(Path(output_dir), overwrite=cfg.overwrite)
+    for name, payload in (job_files or {}).items():
+        write_json(payload, folder.work / name)
+    store = candidate_store(cfg, folder.work)  # the default store lies in the run folder: it moves with the run
     if get_spec(cfg.model.name).is_trainable:
         store.ensure_writable()
     data = load_data(cfg)
@@ -177,9 +192,14 @@ def run(cfg: RunConfig, output_dir: Path) -> RunResult:
     anchor = evaluate_anchor(data, cfg, model)
     clock.lap("anchor")
     timings = clock.timings(model)
-    files = write_outputs(cfg, data, model, selection, output_dir, timings, anchor)
+    files = write_outputs(cfg, data, model, selection, folder.work, timings, anchor)
+    seal_run(folder.work)
+    replaced = folder.commit()
     scores = model.evaluation.scores
     log(phase_line(timings))
     log(f"done in {time.perf_counter() - clock.started:.1f} s: MSE_c {scores.mse_c:.3f}, D_w {scores.d_w:.3f} "
         f"({model.evaluation.losses.scenario_keys[scores.worst_index]}), MSE_w {scores.mse_w:.3f} -> {output_dir}")
-    return RunResult(models=[model], files=files, candidates=selection.candidates)
+    if replaced is not None:
+        log(f"the completed run that was in {output_dir} was moved to {replaced}")
+    return RunResult(models=[model], files={name: folder.target / path.name for name, path in files.items()},
+                     candidates=selection.candidates, replaced=replaced)

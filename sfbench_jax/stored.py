@@ -30,12 +30,13 @@ from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, SeverityCurves, seve
 from sfbench_jax.evaluate.engine import fault_context
 from sfbench_jax.faults.registry import SCENARIOS, perturb
 from sfbench_jax.faults.streams import pair_key
-from sfbench_jax.files import ensure_writable_dir, write_csv, write_json, write_parquet
+from sfbench_jax.files import write_csv, write_json, write_parquet
 from sfbench_jax.pipeline import evaluate_anchor, load_data
 from sfbench_jax.predictors import CLEAN_CONTEXT, run_predictor
 from sfbench_jax.report.paper import label_of
-from sfbench_jax.report.runs import MANIFEST_FILE, StoredRun, load_run
+from sfbench_jax.report.runs import MANIFEST_FILE, StoredRun, load_run, seal_run
 from sfbench_jax.report.tables import candidates_table, per_window_table, summary_table
+from sfbench_jax.run_folder import claim_run_folder
 from sfbench_jax.selection import Selection, candidate_store, evaluate_model, select_model, winner_predictor
 from sfbench_jax.train import CandidateStore
 
@@ -207,7 +208,7 @@ def reselect_on_perturbed_validation(run: StoredRun | Path, output_dir: Path, *,
         raise ValueError(f"Unknown selection mode {mode!r}; use one of {list(SELECTION_MODES)}.")
     started = time.perf_counter()
     restored = restore_run(run, log=log)
-    output_dir = ensure_writable_dir(Path(output_dir))
+    folder = claim_run_folder(Path(output_dir), overwrite=True)  # an earlier re-selection there is replaced whole
     scores = perturbed_validation_scores(restored, mode=mode)
     best = scores.sort_values(["score", "trial_number", "candidate_hash"]).iloc[0]
     winner = next(c for c in restored.selection.candidates if c.candidate_hash == best["candidate_hash"])
@@ -222,16 +223,18 @@ def reselect_on_perturbed_validation(run: StoredRun | Path, output_dir: Path, *,
     summary["selection_metric"], summary["selection_value"] = mode, float(best["score"])
     candidates = candidates_table(selection).merge(scores.drop(columns=["trial_number", "best_val_loss"]),
                                                    on="candidate_hash", how="left")
-    write_csv(summary, output_dir / "summary.csv")
-    write_parquet(per_window_table([model]), output_dir / "per_window.parquet")
-    write_csv(candidates, output_dir / "candidates.csv")
+    write_csv(summary, folder.work / "summary.csv")
+    write_parquet(per_window_table([model]), folder.work / "per_window.parquet")
+    write_csv(candidates, folder.work / "candidates.csv")
     manifest = {**restored.run.manifest, "timings": {"reselect_seconds": time.perf_counter() - started},
                 "selection_pressure": {
         "mode": mode, "source_run": str(restored.run.directory), "winner": winner.candidate_hash,
         "clean_winner": restored.selection.winner.candidate_hash, "changed": winner.candidate_hash !=
         restored.selection.winner.candidate_hash, "perturbation_seed": restored.data.spec.seeds.seed_eval}}
-    write_json(manifest, output_dir / MANIFEST_FILE)
-    return output_dir
+    write_json(manifest, folder.work / MANIFEST_FILE)
+    seal_run(folder.work)  # last: the completion record
+    folder.commit(keep_replaced=False)
+    return folder.target
 
 
 def reselect_runs(runs: Sequence[StoredRun], output_root: Path, *, mode: str = "perturbed_worst",

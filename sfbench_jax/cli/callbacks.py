@@ -71,6 +71,9 @@ class CollectOnMultirunEnd(Callback):
         except MissingCellsError as error:
             print(f"[sfbench-collect] {error}", file=sys.stderr, flush=True)
             raise SystemExit(1) from error
+        except ValueError as error:  # a damaged run or an unreadable sweep file: named, no table written
+            print(f"[sfbench-collect] {error} No table was written.", file=sys.stderr, flush=True)
+            raise SystemExit(2) from error
         print(f"[sfbench-collect] {len(collection.summary)} cells merged -> "
               f"{', '.join(path.name for path in collection.files.values())} in {sweep_dir}",
               file=sys.stderr, flush=True)

@@ -2,7 +2,8 @@
 multirun runs at its end), e.g. after SLURM jobs finished separately or failed jobs were re-run.
 
 Exit status 0 when every expected cell is present, 1 when cells are missing (they are listed), 2 on
-bad arguments.
+bad arguments, an unreadable sweep file, or a damaged run (a run folder without a valid completion record, a
+file that differs from it, or a summary its per-window losses do not give: named in one line, no table written).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import sys
 from pathlib import Path
 
 from sfbench_jax.report.collect import Cell, MissingCellsError, collect
+from sfbench_jax.report.runs import DamagedRunsError
+from sfbench_jax.run_folder import DamagedRunError
 
 
 def parse_expect(tokens: list[str]) -> list[Cell]:
@@ -46,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except MissingCellsError as error:
         print(f"sfbench-collect: {error}", file=sys.stderr)
         return 1
+    except (DamagedRunError, DamagedRunsError) as error:
+        print(f"sfbench-collect: {error} No table was written.", file=sys.stderr)
+        return 2
     except (ValueError, FileNotFoundError) as error:
         print(f"sfbench-collect: {error}", file=sys.stderr)
         return 2

@@ -1,7 +1,15 @@
 """`sfbench`: compose conf/config.yaml, convert it to RunConfig, run the pipeline in the Hydra run dir.
 
+A run folder that holds a completed run is never written into (`sfbench_jax.run_folder`): `ClaimRunFolder`, a
+Hydra callback, refuses it before Hydra creates the folder or writes its `.hydra/` and log there, so a refused
+command leaves the folder untouched; with `overwrite=true` it sends Hydra's own files to the staging folder the
+new run is written into, so they are swapped in with the run. An unusable `hydra.run.dir` is reported there too,
+as one line.
+
 In a multirun every job records its (dataset, architecture, method) cell first and, if it fails, its
-error (`job_failed.json`) instead of stopping the sweep; the collection callback then names it.
+error (`job_failed.json`) instead of stopping the sweep; the collection callback then names it. A job whose
+folder already holds a completed run is skipped (re-running a sweep fills in only what is missing), or with
+`overwrite=true` replaced like a single run.
 """
 
 from __future__ import annotations
@@ -18,8 +26,9 @@ expose_cpu_cores()  # before JAX initialises (the imports below load it)
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, read_write
 
 from sfbench_jax.config import (
     DatasetConfig,
@@ -32,6 +41,7 @@ from sfbench_jax.config import (
 from sfbench_jax.files import write_json
 from sfbench_jax.methods import get_method
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
+from sfbench_jax.run_folder import check_run_folder, holds_completed_run, staging_folder, target_of_staging
 
 CONFIG_PATH = "pkg://sfbench_jax.conf"
 
@@ -78,7 +88,7 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
     return run_config
 
 
-def run_job(cfg: DictConfig, output_dir: Path) -> None:
+def run_job(cfg: DictConfig, output_dir: Path, job_files: dict[str, dict] | None = None) -> None:
     """Validate the config, switch on the compilation cache, run the pipeline (a host model's failure, e.g. an
     external predictor's wrong shape, is raised as its own `HostModelError`, a ValueError)."""
     from sfbench_jax.cli.compilation_cache import use_compilation_cache
@@ -88,7 +98,32 @@ def run_job(cfg: DictConfig, output_dir: Path) -> None:
     run_config = to_run_config(cfg)
     use_compilation_cache(run_config)
     with reporting_host_failures():
-        run(run_config, output_dir)
+        run(run_config, output_dir, job_files=job_files)
+
+
+def _refuse(error: Exception) -> None:
+    """Report bad input as one line (HYDRA_FULL_ERROR=1: with the traceback) and exit with status 2."""
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        traceback.print_exception(error)
+    print(f"sfbench: error: {error}\n(set HYDRA_FULL_ERROR=1 for the traceback)", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+class ClaimRunFolder(Callback):
+    """Check `hydra.run.dir` before Hydra creates it (see the module docstring); registered in conf/config.yaml."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
+        """Refuse an unusable folder or one holding a completed run; with `overwrite=true` redirect Hydra's
+        files (and the run) to the staging folder."""
+        target = Path(str(OmegaConf.select(config, "hydra.run.dir")))
+        overwrite = bool(OmegaConf.select(config, "overwrite", default=False))
+        try:
+            check_run_folder(target, overwrite=overwrite)
+        except INPUT_ERRORS as error:
+            _refuse(error)
+        if overwrite and holds_completed_run(target):
+            with read_write(config.hydra.run):
+                config.hydra.run.dir = str(staging_folder(target))
 
 
 def cell_of(cfg: DictConfig) -> dict[str, str]:
@@ -100,37 +135,47 @@ def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
     """Run one multirun job; record its cell first and any failure instead of raising, so the sweep goes on.
 
     A (method, architecture) pair the benchmark does not define (e.g. RevIN on PatchTST) is skipped with a
-    one-line note: it is not a cell of the sweep (the collection does not expect it)."""
+    one-line note: it is not a cell of the sweep (the collection does not expect it). So is a job whose folder
+    already holds a completed run (without `overwrite=true`): it is kept as it is, record and cell included."""
     cell = cell_of(cfg)
     if not get_method(cell["method"]).applies_to(cell["architecture"]):
         print(f"[sfbench] job {output_dir.name} skipped: method {cell['method']!r} does not apply to "
               f"{cell['architecture']!r} (not a cell of the benchmark)", file=sys.stderr, flush=True)
         return
-    write_json({**cell, "overrides": list(HydraConfig.get().overrides.task)}, output_dir / CELL_FILE)
+    replacing = holds_completed_run(output_dir)
+    if replacing and not bool(cfg.get("overwrite", False)):
+        print(f"[sfbench] job {output_dir.name} skipped: {output_dir} already holds a completed run (kept; delete "
+              "the folder or pass overwrite=true to run it again)", file=sys.stderr, flush=True)
+        return
+    job = {**cell, "overrides": list(HydraConfig.get().overrides.task)}
+    if not replacing:  # a job that fails before it writes anything is still named by its cell
+        (output_dir / FAILED_FILE).unlink(missing_ok=True)
+        write_json(job, output_dir / CELL_FILE)
     try:
-        run_job(cfg, output_dir)
+        run_job(cfg, output_dir, job_files={CELL_FILE: job})
     except Exception as error:  # noqa: BLE001 - recorded in job_failed.json and reported by the collection step
-        write_json({**cell, "error": type(error).__name__, "message": str(error),
-                    "traceback": traceback.format_exc()}, output_dir / FAILED_FILE)
+        if not replacing:  # a completed run being replaced stays as it was
+            write_json({**cell, "error": type(error).__name__, "message": str(error),
+                        "traceback": traceback.format_exc()}, output_dir / FAILED_FILE)
         print(f"[sfbench] job {output_dir.name} FAILED ({cell['dataset']}, {cell['architecture']}, "
               f"{cell['method']}): {type(error).__name__}: {error}", file=sys.stderr, flush=True)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
 def main(cfg: DictConfig) -> None:
-    """Run one benchmark job."""
+    """Run one benchmark job (in the run folder `hydra.run.dir`; a replacing run is written in its staging
+    folder and swapped in at the end)."""
     hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
     if hydra_config.mode == RunMode.MULTIRUN:
         run_recorded(cfg, output_dir)
         return
     try:
-        run_job(cfg, output_dir)
+        run_job(cfg, target_of_staging(output_dir) or output_dir)
     except INPUT_ERRORS as error:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        print(f"sfbench: error: {error}\n(set HYDRA_FULL_ERROR=1 for the traceback)", file=sys.stderr, flush=True)
-        sys.exit(2)
+        _refuse(error)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ runs, without retraining (e.g. `sfbench-report table19 --runs multirun/2026-01-0
 NAME is one of the outputs of `sfbench_jax.report.outputs.OUTPUTS` (table4, table10, table11, table12, table16,
 table17, table19, table20, figure2, figure3, figure4, figure5, figure6, curves, longform) or `all`. A FOLDER
 that a multirun wrote is first checked against the jobs it expected: a missing or failed job is named and
-nothing is written. Exit status 0 when everything was written, 1 when runs are missing or cannot support an
-output (the reason is printed), 2 on bad arguments.
+nothing is written. Every run is verified first (its completion record and its summary against its per-window
+losses, `report.runs.load_run`). Exit status 0 when everything was written, 1 when runs are missing or cannot
+support an output (the reason is printed), 2 on bad arguments or a damaged run (named in one line with the file;
+no table is written).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 from sfbench_jax.report.collect import EXPECTED_FILE, check_sweep
 from sfbench_jax.report.outputs import OUTPUTS, Analysis, ReportOptions, Restorer, build_output
 from sfbench_jax.report.realisations import NotApplicable
-from sfbench_jax.report.runs import RunConflictError, gather_runs
+from sfbench_jax.report.runs import DamagedRunsError, RunConflictError, gather_runs
+from sfbench_jax.run_folder import DamagedRunError
 
 
 def parse_where(tokens: list[str]) -> dict[str, str]:
@@ -110,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
             use_compilation_cache(run_config(runs.runs[0].manifest))
         analysis = Analysis(runs, options, restorer=Restorer(fault_examples, run_severity_curves))
         written = build_all(names, analysis, args.output, skip_inapplicable=args.names == ["all"])
+    except (DamagedRunError, DamagedRunsError) as error:
+        print(f"sfbench-report: {error} No table was written.", file=sys.stderr)
+        return 2
     except (NotApplicable, RunConflictError, NotStoredError) as error:
         print(f"sfbench-report: {error}", file=sys.stderr)
         return 1

@@ -3,7 +3,10 @@ the paper views the runs support (Table 4 and Figures 2/5 for an architecture sw
 sweep, ...). Nothing is published while a job is missing.
 
 Each job folder holds `cell.json` (written when the job starts, with the job's overrides), then either a
-finished run (`summary.csv`, `manifest.json`, ...) or `job_failed.json` (the recorded error). What was expected
+finished run (`summary.csv`, `manifest.json`, ..., and last its completion record `run_record.json`) or
+`job_failed.json` (the recorded error); a folder with neither is an unfinished (e.g. killed) job. Every finished
+run is verified (`report.runs.load_run`) before it is merged: a damaged one stops the collection, named, and no
+table is written. What was expected
 comes from the sweep definition (`expected_cells.json`, written when the multirun starts: every job's overrides
 and (dataset, architecture, method) cell) or from the caller (cells). Runs are keyed by every setting that
 changes their numbers (`report.runs`), so a sweep over `eval.seed`, `eval.channel_fraction` or `eval.rng`
@@ -24,10 +27,30 @@ import pandas as pd
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.files import write_csv, write_json
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
-from sfbench_jax.report.runs import SUMMARY_FILE, RunSet, gather_runs, is_run_folder
+from sfbench_jax.report.runs import SUMMARY_FILE, DamagedRunsError, RunSet, gather_runs
+from sfbench_jax.run_folder import DamagedRunError, holds_completed_run
 
 CELL_FILE, FAILED_FILE = "cell.json", "job_failed.json"
 EXPECTED_FILE, REPORT_FILE = "expected_cells.json", "collect_report.json"
+
+
+class SweepFileError(ValueError):
+    """A sweep's bookkeeping file (`expected_cells.json`, `cell.json`, `job_failed.json`) cannot be read."""
+
+
+def read_sweep_json(path: Path, fix: str) -> dict[str, Any]:
+    """A JSON object from a sweep's bookkeeping file.
+
+    Raises:
+        SweepFileError: naming the file, what is wrong and `fix`.
+    """
+    try:
+        payload = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SweepFileError(f"{path} cannot be read ({error}): it was cut or changed. {fix}") from error
+    if not isinstance(payload, dict):
+        raise SweepFileError(f"{path} does not hold a JSON object: it was changed. {fix}")
+    return payload
 
 
 class Cell(NamedTuple):
@@ -131,7 +154,12 @@ def _expected_payload(sweep_dir: Path) -> dict[str, Any]:
         raise FileNotFoundError(f"{path} not found: this folder was not written by an sfbench multirun. Pass the "
                                 "expected cells explicitly, e.g. --expect dataset=etth1,beijing_air_tiantan "
                                 "model=dlinear,patchtst method=baseline.")
-    return json.loads(path.read_text())
+    payload = read_sweep_json(path, "It is written when the multirun starts: re-run the sweep (finished jobs are "
+                              "kept), or pass the expected cells with --expect dataset=... model=... method=....")
+    if not isinstance(payload.get("cells"), list) or not isinstance(payload.get("jobs", []), list):
+        raise SweepFileError(f"{path} lacks its `cells` list: it was changed. Re-run the sweep, or pass the expected "
+                             "cells with --expect dataset=... model=... method=....")
+    return payload
 
 
 def read_expected_cells(sweep_dir: Path) -> list[Cell]:
@@ -152,23 +180,32 @@ def read_expected_jobs(sweep_dir: Path) -> list[ExpectedJob]:
             for number, (job, cell) in enumerate(zip(payload["jobs"], payload["job_cells"], strict=True))]
 
 
+def _job_record(directory: Path) -> JobRecord:
+    fix = (f"Delete the job folder {directory} and re-run the sweep (finished jobs are kept), or re-run that job "
+           "on its own.")
+    payload = read_sweep_json(directory / CELL_FILE, fix)
+    try:
+        cell = Cell(str(payload["dataset"]), str(payload["architecture"]), str(payload["method"]))
+    except KeyError as error:
+        raise SweepFileError(f"{directory / CELL_FILE} lacks {error}: it was changed. {fix}") from error
+    overrides = normalised_overrides(payload.get("overrides", []))
+    if holds_completed_run(directory):  # verified (and refused if damaged) when the runs are gathered
+        return JobRecord(directory, cell, "done", overrides=overrides)
+    if (directory / FAILED_FILE).is_file():
+        failure = read_sweep_json(directory / FAILED_FILE, fix)
+        return JobRecord(directory, cell, "failed", f"{failure.get('error')}: {failure.get('message')}", overrides)
+    return JobRecord(directory, cell, "unfinished", "the job started but wrote no complete run (no completion "
+                     "record: it is still running, was killed, or failed while writing)", overrides)
+
+
 def read_jobs(sweep_dir: Path) -> list[JobRecord]:
-    """Every job folder (a direct sub-folder with a cell.json) of a sweep."""
-    records = []
-    for directory in sorted(p for p in Path(sweep_dir).iterdir() if (p / CELL_FILE).is_file()):
-        payload = json.loads((directory / CELL_FILE).read_text())
-        cell = Cell(payload["dataset"], payload["architecture"], payload["method"])
-        overrides = normalised_overrides(payload.get("overrides", []))
-        if is_run_folder(directory):
-            records.append(JobRecord(directory, cell, "done", overrides=overrides))
-        elif (directory / FAILED_FILE).is_file():
-            failure = json.loads((directory / FAILED_FILE).read_text())
-            records.append(JobRecord(directory, cell, "failed", f"{failure['error']}: {failure['message']}",
-                                     overrides))
-        else:
-            records.append(JobRecord(directory, cell, "unfinished", "the job started but wrote no result",
-                                     overrides))
-    return records
+    """Every job folder (a direct sub-folder with a cell.json) of a sweep.
+
+    Raises:
+        SweepFileError: a job's `cell.json` or `job_failed.json` cannot be read (the file and the fix named).
+    """
+    return [_job_record(directory)
+            for directory in sorted(p for p in Path(sweep_dir).iterdir() if (p / CELL_FILE).is_file())]
 
 
 def varying_overrides(expected: Sequence[ExpectedJob]) -> list[str]:
@@ -261,6 +298,9 @@ def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_d
     Raises:
         MissingCellsError: an expected job has no finished run (after writing collect_report.json).
         FileNotFoundError: no expected cells given and none recorded.
+        SweepFileError: a bookkeeping file of the sweep cannot be read.
+        DamagedRunError / DamagedRunsError: a finished run is damaged (named; nothing but collect_report.json is
+            written).
         RunConflictError: two runs with the same settings hold different numbers.
     """
     from sfbench_jax.report.outputs import publish_views
@@ -270,7 +310,12 @@ def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_d
     jobs, missing = check_sweep(sweep_dir, expected, output_dir)
     if missing:
         raise MissingCellsError(missing, sweep_dir)
-    runs = gather_runs([job.directory for job in jobs if job.status == "done"])
+    try:
+        runs = gather_runs([job.directory for job in jobs if job.status == "done"])
+    except (DamagedRunError, DamagedRunsError) as error:
+        report = json.loads((output_dir / REPORT_FILE).read_text())
+        write_json({**report, "status": "damaged", "damaged": str(error)}, output_dir / REPORT_FILE)
+        raise
     summary = sorted_summary(runs.summary)
     files = {"report": output_dir / REPORT_FILE, "summary": write_csv(summary, output_dir / SUMMARY_FILE)}
     views = publish_views(runs, output_dir, figures=figures)

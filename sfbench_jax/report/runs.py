@@ -1,13 +1,19 @@
-"""Stored runs: find the run folders under some folders, key every run by all the settings that change its
-numbers, and refuse ambiguous sets.
+"""Stored runs: find the run folders under some folders, verify each one, key every run by all the settings that
+change its numbers, and refuse ambiguous sets.
 
 A run folder holds `summary.csv` (one row) and `manifest.json` (its resolved config); `per_window.parquet` and
-`candidates.csv` lie beside them. A run's key is its resolved configuration without the settings that never
-change a number (chunking, devices, progress, folders, caches, figures), plus the block size the engine used
-(it fixes the float rounding) and the data checksum. Two folders with the same key and the same numbers are
-one run stored twice (the first folder is kept); the same key with different numbers is an error naming both.
+`candidates.csv` lie beside them, and `run_record.json` (`sfbench_jax.run_folder`), written last, vouches for all
+of them. `load_run` is the one way a run is read: it verifies the record (every file's size and SHA-256) and then
+recomputes the summary's scores from the run's own per-window losses (`check_numbers`), so a cut or edited file
+is refused with a `DamagedRunError` naming the folder and the file before any number enters a table. `seal_run`
+is the matching last step of every writer.
 
-Nothing here computes a score; `sfbench_jax.report.collect` checks a sweep's runs against what it expected.
+A run's key is its resolved configuration without the settings that never change a number (chunking, devices,
+progress, folders, caches, figures, overwrite), plus the block size the engine used (it fixes the float rounding)
+and the data checksum. Two folders with the same key and the same numbers are one run stored twice (the first
+folder is kept); the same key with different numbers is an error naming both.
+
+Nothing here computes a new score; `sfbench_jax.report.collect` checks a sweep's runs against what it expected.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sfbench_jax.evaluate.scores import robustness_scores
+from sfbench_jax.run_folder import RECORD_FILE, RECORDED_FILES, DamagedRunError, verify_record, write_record
+
 SUMMARY_FILE, MANIFEST_FILE = "summary.csv", "manifest.json"
 PER_WINDOW_FILE, CANDIDATES_FILE = "per_window.parquet", "candidates.csv"
 
@@ -29,8 +38,13 @@ PER_WINDOW_FILE, CANDIDATES_FILE = "per_window.parquet", "candidates.csv"
 SETTINGS_WITHOUT_EFFECT = frozenset({
     "eval.chunk_size", "eval.num_devices", "eval.progress", "eval.memory_budget_mb", "eval.block_size",
     "train.group_size", "train.devices", "train.store_dir", "train.progress",
-    "data_root", "cache_dir", "compilation_cache", "figures",
+    "data_root", "cache_dir", "compilation_cache", "figures", "overwrite",
 })
+#: A folder holding one of these is a sweep's (merged outputs), not a run folder.
+SWEEP_FILES = ("expected_cells.json", "collect_report.json")
+#: Relative tolerance of the summary-against-per-window check: float64 rounding (the engine's arithmetic is
+#: repeated exactly, so real runs agree to the last bit; an edited digit is off by far more).
+NUMBERS_RTOL = 1e-12
 #: Key entries always shown when a run is named.
 NAMED_ALWAYS = ("dataset", "architecture", "method")
 
@@ -154,12 +168,21 @@ def _shown(value: Any) -> str:
 
 
 def is_run_folder(directory: Path) -> bool:
-    """A folder with a summary and a manifest."""
-    return (directory / SUMMARY_FILE).is_file() and (directory / MANIFEST_FILE).is_file()
+    """A folder that holds (part of) a run: its completion record or any file a run writes (a sweep's merged
+    outputs aside). Whether the run is complete is `load_run`'s check."""
+    directory = Path(directory)
+    if any((directory / name).is_file() for name in SWEEP_FILES):
+        return False
+    return any((directory / name).is_file() for name in (RECORD_FILE, *RECORDED_FILES) if name != "cell.json")
+
+
+def _is_hidden(path: Path, root: Path) -> bool:
+    """Whether `path` lies in a hidden folder below `root` (`.hydra`, a staging or replaced run folder)."""
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
 def find_run_folders(roots: Iterable[Path]) -> list[Path]:
-    """Every run folder at or below `roots`, sorted, each once.
+    """Every run folder at or below `roots` (complete or not; hidden folders skipped), sorted, each once.
 
     Raises:
         FileNotFoundError: a root does not exist.
@@ -169,23 +192,111 @@ def find_run_folders(roots: Iterable[Path]) -> list[Path]:
         root = Path(root)
         if not root.exists():
             raise FileNotFoundError(f"{root} does not exist; pass folders that hold sfbench runs (--runs FOLDER).")
-        candidates = [root] if root.is_file() else [root, *(p.parent for p in root.rglob(MANIFEST_FILE))]
-        found.update(p.resolve() for p in candidates if p.is_dir() and is_run_folder(p))
+        if root.is_file():
+            continue
+        names = (RECORD_FILE, SUMMARY_FILE, MANIFEST_FILE, PER_WINDOW_FILE)
+        candidates = {root, *(path.parent for name in names for path in root.rglob(name))}
+        found.update(p.resolve() for p in candidates if not _is_hidden(p, root) and is_run_folder(p))
     return sorted(found)
 
 
+def _read_json(directory: Path, name: str) -> dict[str, Any]:
+    try:
+        payload = json.loads((Path(directory) / name).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DamagedRunError(directory, name, f"cannot be read ({error})") from error
+    if not isinstance(payload, dict):
+        raise DamagedRunError(directory, name, "does not hold a JSON object")
+    return payload
+
+
+def _read_row(directory: Path) -> dict[str, Any]:
+    try:
+        summary = pd.read_csv(Path(directory) / SUMMARY_FILE)
+    except (OSError, ValueError) as error:
+        raise DamagedRunError(directory, SUMMARY_FILE, f"cannot be read ({error})") from error
+    if len(summary) != 1:
+        raise DamagedRunError(directory, SUMMARY_FILE, f"holds {len(summary)} rows; a run folder holds one")
+    return {name: _plain(value) for name, value in summary.iloc[0].items()}
+
+
 def load_run(directory: Path) -> StoredRun:
-    """Read one run folder.
+    """Read one run folder, verified: its completion record, then its summary's scores against its per-window
+    losses (`check_numbers`).
 
     Raises:
-        ValueError: the summary does not hold exactly one row.
+        DamagedRunError: no valid record, a file that differs from it, or a summary number its per-window losses
+            do not give (the folder, the file and the fix are named).
     """
-    summary = pd.read_csv(directory / SUMMARY_FILE)
-    if len(summary) != 1:
-        raise ValueError(f"{directory / SUMMARY_FILE} holds {len(summary)} rows; a run folder holds one.")
-    row = {name: _plain(value) for name, value in summary.iloc[0].items()}
-    manifest = json.loads((directory / MANIFEST_FILE).read_text())
-    return StoredRun(directory=Path(directory), key=run_key(manifest, row), row=row, manifest=manifest)
+    directory = Path(directory)
+    verify_record(directory)
+    row = _read_row(directory)
+    manifest = _read_json(directory, MANIFEST_FILE)
+    check_numbers(directory, row)
+    return StoredRun(directory=directory, key=run_key(manifest, row), row=row, manifest=manifest)
+
+
+def seal_run(directory: Path) -> Path:
+    """Write the completion record of a run folder whose files are all written: the last write of every writer
+    (the pipeline, the selector-pressure re-selection). The summary is checked against the per-window losses
+    first, so a run is never sealed with numbers its own losses do not give.
+
+    Raises:
+        DamagedRunError: the summary and the per-window losses disagree (nothing is sealed).
+    """
+    directory = Path(directory)
+    row = _read_row(directory)
+    check_numbers(directory, row)
+    key = json.loads(key_identity(run_key(_read_json(directory, MANIFEST_FILE), row)))
+    return write_record(directory, run_key=key)
+
+
+def _per_window_scores(directory: Path) -> tuple[list[str], Any, int]:
+    path = Path(directory) / PER_WINDOW_FILE
+    try:
+        frame = pd.read_parquet(path)
+    except (OSError, ValueError) as error:
+        raise DamagedRunError(directory, PER_WINDOW_FILE, f"cannot be read ({error})") from error
+    keys = [c.removeprefix("mse_") for c in frame.columns if c.startswith("mse_") and c != "mse_clean"]
+    if "mse_clean" not in frame.columns or not keys:
+        raise DamagedRunError(directory, PER_WINDOW_FILE, "lacks the mse_clean / mse_<scenario> columns")
+    clean = frame["mse_clean"].to_numpy()
+    faulted = np.stack([frame[f"mse_{key}"].to_numpy() for key in keys])
+    try:
+        return keys, robustness_scores(clean, faulted), len(frame)
+    except ValueError as error:
+        raise DamagedRunError(directory, PER_WINDOW_FILE, f"gives no scores ({error})") from error
+
+
+def check_numbers(directory: Path, row: Mapping[str, Any]) -> None:
+    """Recompute a summary row's scores from the run's own `per_window.parquet` exactly as the engine does
+    (`evaluate.scores.robustness_scores`): MSE_c, every scenario's MSE and D, D_w and its scenario, MSE_w, D-bar,
+    mPC and the window count, each equal up to float64 rounding (`NUMBERS_RTOL`).
+
+    Raises:
+        DamagedRunError: the first number that differs, named with both values.
+    """
+    keys, scores, windows = _per_window_scores(directory)
+    expected: dict[str, Any] = {"mse_c": scores.mse_c, "d_w": scores.d_w, "mse_w": scores.mse_w,
+                                "d_mean": scores.d_mean, "mpc": scores.mpc}
+    for index, key in enumerate(keys):
+        expected[f"mse_{key}"], expected[f"d_{key}"] = float(scores.mse_p[index]), float(scores.d_p[index])
+    for name, value in expected.items():
+        stored = _as_float(row.get(name))
+        if stored is None or not np.isclose(stored, value, rtol=NUMBERS_RTOL, atol=0.0):
+            raise DamagedRunError(directory, SUMMARY_FILE, f"says {name} = {row.get(name)}, but its "
+                                  f"{PER_WINDOW_FILE} gives {value!r}: the numbers were changed after the run")
+    if str(row.get("worst_scenario")) != keys[scores.worst_index] or _as_float(row.get("k")) != windows:
+        raise DamagedRunError(directory, SUMMARY_FILE, f"says worst_scenario = {row.get('worst_scenario')}, k = "
+                              f"{row.get('k')}, but its {PER_WINDOW_FILE} gives {keys[scores.worst_index]}, "
+                              f"{windows}: the numbers were changed after the run")
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return _number(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _plain(value: Any) -> Any:
@@ -253,17 +364,45 @@ class RunSet:
         raise KeyError(f"No run stored in {directory}.")
 
 
-def gather_runs(roots: Iterable[Path]) -> RunSet:
-    """Read every run folder under `roots`, merge copies of the same run and refuse conflicting ones.
+class DamagedRunsError(ValueError):
+    """Several run folders are damaged; `errors` holds each one's `DamagedRunError`."""
+
+    def __init__(self, errors: Sequence[DamagedRunError]) -> None:
+        self.errors = list(errors)
+        super().__init__(f"{len(self.errors)} run folders are damaged: " + " | ".join(str(e) for e in self.errors))
+
+
+def load_runs(directories: Iterable[Path]) -> list[StoredRun]:
+    """`load_run` of every folder; every damaged folder is named, not only the first.
 
     Raises:
+        DamagedRunError: one folder is damaged.
+        DamagedRunsError: several are.
+    """
+    runs, damaged = [], []
+    for directory in directories:
+        try:
+            runs.append(load_run(directory))
+        except DamagedRunError as error:
+            damaged.append(error)
+    if len(damaged) == 1:
+        raise damaged[0]
+    if damaged:
+        raise DamagedRunsError(damaged)
+    return runs
+
+
+def gather_runs(roots: Iterable[Path]) -> RunSet:
+    """Read and verify every run folder under `roots`, merge copies of the same run and refuse conflicting ones.
+
+    Raises:
+        DamagedRunError / DamagedRunsError: a run folder is incomplete or damaged (each one named).
         RunConflictError: two folders with the same key hold different numbers (both are named).
         FileNotFoundError: a root does not exist.
     """
     kept: dict[str, StoredRun] = {}
     duplicates: list[tuple[Path, Path]] = []
-    for directory in find_run_folders(roots):
-        run = load_run(directory)
+    for run in load_runs(find_run_folders(roots)):
         first = kept.get(run.identity)
         if first is None:
             kept[run.identity] = run

@@ -1,6 +1,7 @@
 """Collecting runs never loses one: a real multirun over evaluation seeds x two architectures keeps one row per
 job, a deleted job folder is named exactly (and no table is written), copies of a run are merged, and two
-runs with the same settings but different numbers are refused with both folders named."""
+runs with the same settings but different numbers are refused with both folders named (damaged runs:
+test_run_records.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from sfbench_jax.report.collect import Cell, collect, read_expected_jobs
 from sfbench_jax.report.runs import RunConflictError, gather_runs
 
 from .conftest import report_command
+from .summaries import rewrite_consistently
 
 JOB_FOLDERS = [f"{number}_etth1_{architecture}_baseline" for number, architecture in
                enumerate(["seasonal_naive", "dlinear"] * 4)]
@@ -71,9 +73,7 @@ def test_copies_merge_and_conflicts_name_both_folders(analysis_root: Path, tmp_p
     shutil.copytree(source, second)
     runs = gather_runs([tmp_path])
     assert len(runs.runs) == 1 and runs.duplicates == ((first.resolve(), second.resolve()),)
-    summary = pd.read_csv(second / "summary.csv")
-    summary.loc[0, "d_w"] += 0.01
-    summary.to_csv(second / "summary.csv", index=False)
+    rewrite_consistently(second, scale=1.01)  # the same settings, other (self-consistent, sealed) numbers
     with pytest.raises(RunConflictError) as raised:
         gather_runs([tmp_path])
     assert str(first.resolve()) in str(raised.value) and str(second.resolve()) in str(raised.value)

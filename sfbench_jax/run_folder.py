@@ -1,0 +1,268 @@
+"""Run folders are complete or visibly not (docs/reliability.md): the completion record, its verification, and the
+claim a run makes on its folder.
+
+A run writes its files and then, last and atomically, its completion record `run_record.json`: the size and
+SHA-256 of every file of the run (`RECORDED_FILES` that are present) and the run's key. `verify_record` is the
+one check every reader makes (`sfbench-collect`, `sfbench-report`, the stored-run rebuilds and the MCP tools, all
+through `sfbench_jax.report.runs.load_run`): a folder without a readable record, or whose files differ from it,
+is refused with a `DamagedRunError` that names the folder, the file and the fix.
+
+`claim_run_folder` is how a run takes its folder. A folder that holds a completed run (it has a record) is never
+written into: without `overwrite` the run stops before any work (`RunFolderTakenError`); with it the new run is
+written into a staging folder beside the target (`.NAME.staging-PID`) and `RunFolder.commit` swaps the two in one
+atomic step (Linux `renameat2(RENAME_EXCHANGE)`), so at every moment the target holds the complete earlier run or
+the complete new one; the earlier run is then kept in `.NAME.replaced-TIME-PID` beside it. A folder without a
+record (a run that was killed or failed there) is re-used: the files the earlier attempt left are removed first.
+Folders whose name starts with a dot (staging, replaced, `.hydra`) are never read as runs.
+
+Nothing here knows what the files mean; `report.runs` checks the numbers of a verified folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sfbench_jax.files import ensure_writable_dir, exchange_directories, fsync_path, write_atomically
+
+RECORD_FILE = "run_record.json"
+RECORD_FORMAT = "sfbench-run-record/1"
+#: What a run writes (removed from a folder whose run never completed, before a new run writes into it).
+RUN_OUTPUTS = ("summary.csv", "per_window.parquet", "candidates.csv", "training_curves.parquet",
+               "scenario_heatmap.png", "manifest.json")
+#: What a record covers when present: the outputs and a multirun job's `cell.json` (its overrides).
+RECORDED_FILES = (*RUN_OUTPUTS, "cell.json")
+STAGING_MARK, REPLACED_MARK = ".staging-", ".replaced-"
+#: errno values of a system or file system that cannot swap two folders atomically.
+_NO_EXCHANGE = {errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}
+FIX = "Re-run the job (into a new folder, or into this one with overwrite=true) or delete the folder."
+
+
+class DamagedRunError(ValueError):
+    """A run folder without a valid completion record, or whose files differ from it.
+
+    Attributes:
+        folder: the run folder.
+        file: the file at fault (the record itself when it is missing or unreadable).
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, folder: Path, file: str, problem: str, fix: str = FIX) -> None:
+        self.folder, self.file, self.problem = Path(folder), file, problem
+        super().__init__(f"Run folder {folder} is damaged: {file} {problem}. {fix}")
+
+
+class RunFolderTakenError(ValueError):
+    """The folder already holds a completed run and `overwrite` was not given."""
+
+
+def file_digest(path: Path) -> dict[str, Any]:
+    """`{"bytes": size, "sha256": hex digest}` of a file."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": Path(path).stat().st_size, "sha256": digest.hexdigest()}
+
+
+def _record_checksum(record: Mapping[str, Any]) -> str:
+    body = {name: value for name, value in record.items() if name != "record_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def write_record(directory: Path, *, run_key: Mapping[str, Any], names: Iterable[str] | None = None) -> Path:
+    """Write the completion record of a run folder whose files are all written (the last write of a run).
+
+    Args:
+        directory: the run folder.
+        run_key: the run's key (JSON-able), kept as its identity.
+        names: the files to cover (default: every `RECORDED_FILES` entry present).
+    """
+    directory = Path(directory)
+    names = [n for n in RECORDED_FILES if (directory / n).is_file()] if names is None else list(names)
+    for name in names:
+        fsync_path(directory / name)  # the files reach the disk before the record that vouches for them
+    record: dict[str, Any] = {
+        "format": RECORD_FORMAT, "run_key": dict(run_key),
+        "run_id": hashlib.sha256(json.dumps(dict(run_key), sort_keys=True).encode()).hexdigest()[:16],
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "files": {name: file_digest(directory / name) for name in names},
+    }
+    record["record_sha256"] = _record_checksum(record)
+
+    def write(path: Path) -> None:
+        path.write_text(json.dumps(record, indent=2, sort_keys=True))
+        fsync_path(path)
+
+    target = write_atomically(directory / RECORD_FILE, write)
+    fsync_path(directory)
+    return target
+
+
+def holds_completed_run(directory: Path) -> bool:
+    """Whether a folder holds a completed run (a completion record, valid or not)."""
+    return (Path(directory) / RECORD_FILE).is_file()
+
+
+def read_record(directory: Path) -> dict[str, Any]:
+    """The completion record of a run folder, unverified against the files.
+
+    Raises:
+        DamagedRunError: the record is missing, unreadable or not one sfbench wrote.
+    """
+    path = Path(directory) / RECORD_FILE
+    if not path.is_file():
+        raise DamagedRunError(directory, RECORD_FILE, "is missing: the run never completed (it was killed or "
+                              "failed while writing), or it was written by a version without completion records")
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DamagedRunError(directory, RECORD_FILE, f"cannot be read ({error})") from error
+    if not (isinstance(record, dict) and record.get("format") == RECORD_FORMAT
+            and isinstance(record.get("files"), dict) and record.get("record_sha256") == _record_checksum(record)):
+        raise DamagedRunError(directory, RECORD_FILE, "is not a valid completion record (changed or cut)")
+    return record
+
+
+def verify_record(directory: Path) -> dict[str, Any]:
+    """Check every file a run folder's record lists (size, then SHA-256) and that no run file lies there unlisted.
+
+    Returns:
+        The record.
+
+    Raises:
+        DamagedRunError: naming the folder, the first file at fault and the fix.
+    """
+    directory = Path(directory)
+    record = read_record(directory)
+    for name, expected in sorted(record["files"].items()):
+        path = directory / name
+        if not path.is_file():
+            raise DamagedRunError(directory, name, "is missing (its completion record lists it)")
+        actual = file_digest(path)
+        if actual["bytes"] != expected.get("bytes"):
+            raise DamagedRunError(directory, name, f"does not match its completion record ({actual['bytes']} bytes, "
+                                  f"recorded {expected.get('bytes')}): it was cut or changed after the run finished")
+        if actual["sha256"] != expected.get("sha256"):
+            raise DamagedRunError(directory, name, "does not match its completion record (same size, different "
+                                  "SHA-256): it was changed after the run finished")
+    stray = [name for name in RECORDED_FILES if name not in record["files"] and (directory / name).is_file()]
+    if stray:
+        raise DamagedRunError(directory, stray[0], "is not listed in its completion record (a file of another run?)")
+    return record
+
+
+def describe_record(directory: Path) -> str:
+    """`dataset / architecture / method (eval seed S)` of the run a folder's record names ('' if unreadable)."""
+    try:
+        key = read_record(directory)["run_key"]
+    except DamagedRunError:
+        return ""
+    return f"{key.get('dataset')} / {key.get('architecture')} / {key.get('method')} (eval seed {key.get('eval_seed')})"
+
+
+def staging_folder(target: Path) -> Path:
+    """The folder this process writes a replacing run into: `.NAME.staging-PID` beside `target`."""
+    target = Path(target)
+    return target.parent / f".{target.name}{STAGING_MARK}{os.getpid()}"
+
+
+def target_of_staging(path: Path) -> Path | None:
+    """The target of this process's staging folder `path` (None when `path` is not one)."""
+    path = Path(path)
+    suffix = f"{STAGING_MARK}{os.getpid()}"
+    if path.name.startswith(".") and path.name.endswith(suffix) and len(path.name) > len(suffix) + 1:
+        return path.parent / path.name[1:-len(suffix)]
+    return None
+
+
+def check_run_folder(target: Path, *, overwrite: bool) -> None:
+    """Refuse, before any work, a folder that cannot be written or holds a completed run (without `overwrite`).
+
+    Raises:
+        RunFolderTakenError: the folder holds a completed run and `overwrite` is false.
+        PermissionError: the folder cannot be created or written.
+    """
+    target = Path(target)
+    if holds_completed_run(target) and not overwrite:
+        what = describe_record(target)
+        raise RunFolderTakenError(
+            f"The run folder {target} already holds a completed run{f' ({what})' if what else ''}; sfbench never "
+            "overwrites one. Choose a new folder (hydra.run.dir=NEW_FOLDER), or replace it with overwrite=true "
+            f"(the earlier run is then kept beside it in .{target.name}{REPLACED_MARK}TIME).")
+    ensure_writable_dir(target)
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """Where a run writes (`work`) and where it ends up (`target`); they differ when a completed run is replaced."""
+
+    target: Path
+    work: Path
+
+    @property
+    def is_staged(self) -> bool:
+        """Whether the run is written into a staging folder and swapped in by `commit`."""
+        return self.work != self.target
+
+    def commit(self, *, keep_replaced: bool = True) -> Path | None:
+        """Put a staged run in place: swap it with the target in one atomic step; the earlier run goes to
+        `.NAME.replaced-TIME-PID` (returned), or is deleted when `keep_replaced` is false.
+
+        Where the file system cannot swap atomically, the earlier run is renamed aside first and the new one
+        renamed in after it (a kill between the two leaves the target missing, both runs complete beside it).
+        """
+        if not self.is_staged:
+            return None
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = self.target.parent / f".{self.target.name}{REPLACED_MARK}{stamp}-{os.getpid()}"
+        if not self.target.exists():  # the earlier run was removed meanwhile: nothing to keep
+            os.rename(self.work, self.target)
+            fsync_path(self.target.parent)
+            return None
+        try:
+            exchange_directories(self.work, self.target)
+        except OSError as error:
+            if error.errno not in _NO_EXCHANGE:
+                raise
+            os.rename(self.target, aside)
+            os.rename(self.work, self.target)
+        else:
+            os.rename(self.work, aside)
+        fsync_path(self.target.parent)
+        if not keep_replaced:
+            shutil.rmtree(aside, ignore_errors=True)
+            return None
+        return aside
+
+
+def _remove_leftovers(folder: Path) -> None:
+    for name in (*RUN_OUTPUTS, RECORD_FILE):
+        (folder / name).unlink(missing_ok=True)
+
+
+def claim_run_folder(target: Path, *, overwrite: bool) -> RunFolder:
+    """Take `target` for a new run, before any work (see the module docstring).
+
+    Raises:
+        RunFolderTakenError: `target` holds a completed run and `overwrite` is false.
+        PermissionError: a folder cannot be created or written.
+    """
+    target = Path(target)
+    check_run_folder(target, overwrite=overwrite)
+    if holds_completed_run(target):
+        work = ensure_writable_dir(staging_folder(target), what="staging folder",
+                                   fix=f"Make {target.parent} writable, or choose another folder with "
+                                       "hydra.run.dir=PATH.")
+    else:
+        work = target
+    _remove_leftovers(work)
+    return RunFolder(target=target, work=work)
