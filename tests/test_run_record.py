@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from sfbench_jax.report.runs import gather_runs, load_run

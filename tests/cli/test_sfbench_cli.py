@@ -55,6 +55,10 @@ def test_main_job_writes_all_outputs(tmp_path: Path) -> None:
     assert manifest["timings"]["total_seconds"] > 0
     png = (run_dir / "scenario_heatmap.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    record = json.loads((run_dir / "run_record.json").read_text())  # written last, vouching for every file
+    assert sorted(record["files"]) == ["candidates.csv", "manifest.json", "per_window.parquet",
+                                       "scenario_heatmap.png", "summary.csv"]
+    assert record["files"]["scenario_heatmap.png"]["bytes"] == len(png)
     assert "done in" in completed.stderr
     assert "selected trial" in completed.stderr and "season_length=24" in completed.stderr
 
@@ -92,8 +96,10 @@ def test_unusable_run_directory_is_reported(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     completed = _sfbench(f"hydra.run.dir={blocker / 'run'}")
-    assert completed.returncode != 0
-    assert f"Not a directory: '{blocker / 'run'}'" in completed.stderr
+    assert completed.returncode == 2
+    [line] = [line for line in completed.stderr.splitlines() if line.startswith("sfbench: error:")]
+    assert f"Cannot create the run directory {blocker / 'run'}" in line and "hydra.run.dir=PATH" in line
+    assert f"Not a directory: '{blocker / 'run'}'" in line and "Traceback" not in completed.stderr
 
 
 def test_library_rejects_unwritable_run_directory(tmp_path: Path) -> None:
