@@ -125,19 +125,24 @@ def find_stored_run(runs_dir: Path, dataset: str, run: str) -> Path:
 
 
 def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | None = None,
-                      severities: Sequence[float] | None = None) -> dict[str, Any]:
+                      severities: Sequence[float] | None = None, policy: Any = None) -> dict[str, Any]:
     """Severity curves of a stored run's winner (rebuilt from the candidate store, never trained) on the run's
-    evaluation settings (JAX RNG mode; `k` overrides the number of test windows)."""
+    evaluation settings (JAX RNG mode; `k` overrides the number of test windows). `policy`: a
+    `sfbench_jax.stored.RebuildPolicy` for a run named by someone else (the MCP server), checked before the run is
+    read any further."""
     from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
     from sfbench_jax.pipeline import load_data
     from sfbench_jax.report.runs import load_run
-    from sfbench_jax.stored import restore_run, run_config
+    from sfbench_jax.stored import check_manifest, restore_run, run_config
 
+    if policy is not None:
+        policy.confine(Path(run_dir), "the run folder")
+        check_manifest(json.loads((Path(run_dir) / "manifest.json").read_text()), policy)
     run = load_run(Path(run_dir))
-    cfg = run_config(run.manifest)
+    cfg = run_config(run.manifest, policy=policy)
     if data_root is not None:
         cfg = dataclasses.replace(cfg, data_root=str(data_root))
-    restored = restore_run(run, data=load_data(cfg))
+    restored = restore_run(run, data=load_data(cfg), policy=policy)
     options = dataclasses.replace(restored.cfg.eval, rng="jax", progress=False, **({} if k is None else {"k": k}))
     curves = severity_curves(restored.predict, restored.state, restored.data, options,
                              severities=severities or DEFAULT_SEVERITIES)

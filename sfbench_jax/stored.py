@@ -4,6 +4,13 @@ stored numbers: severity-response curves, per-window fault examples (paper Figur
 selector-pressure re-selection (spec 5.5: the stored candidates chosen on perturbed validation, the new winner
 evaluated in full).
 
+A `RebuildPolicy` makes a rebuild safe for a caller who only names a run folder (the MCP server): the stored
+files are data, never code. Only registered architectures and methods are rebuilt, host models (whose manifest
+names code to import or files to read) only when the policy allows them, every folder is confined to the
+policy's roots (the run folder and its candidate store; the manifest's `data_root` and `cache_dir` are replaced
+by the policy's), and the refusal (`UntrustedRunError`) names the setting, never a path. Without a policy (the
+CLI, on the user's own runs) the manifest is followed as written.
+
 Sits beside `pipeline` (layer 7): it calls `selection`, `evaluate` and `report`; the CLI and the API call it.
 """
 
@@ -31,6 +38,8 @@ from sfbench_jax.evaluate.engine import fault_context
 from sfbench_jax.faults.registry import SCENARIOS, perturb
 from sfbench_jax.faults.streams import pair_key
 from sfbench_jax.files import write_csv, write_json, write_parquet
+from sfbench_jax.methods import METHODS
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline import evaluate_anchor, load_data
 from sfbench_jax.predictors import CLEAN_CONTEXT, run_predictor
 from sfbench_jax.report.paper import label_of
@@ -49,8 +58,105 @@ class NotStoredError(RuntimeError):
     """A stored run's candidates are not (all) in the candidate store; using it would mean training."""
 
 
-def run_config(manifest: dict[str, Any]) -> RunConfig:
-    """The RunConfig a manifest recorded (unknown keys of newer or older versions are ignored)."""
+#: Hyperparameters that name code to import (`external`'s `target`) or files to read (`chronos2`'s `weights`).
+HOST_HYPERPARAMETERS = ("target", "weights")
+#: Registered architectures configured by such a hyperparameter: the host models.
+HOST_MODELS = frozenset(name for name, spec in MODELS.items()
+                        if set(HOST_HYPERPARAMETERS) & set(spec.hyperparameter_names))
+
+
+class UntrustedRunError(ValueError):
+    """A stored run asks a guarded rebuild (`RebuildPolicy`) for something it refuses: a model or method outside the
+    registries, a host model, or a folder outside the policy's roots. The message names the setting, not a path."""
+
+
+@dataclass(frozen=True)
+class RebuildPolicy:
+    """How far a rebuild trusts a run folder it is pointed at by name (see the module docstring).
+
+    Attributes:
+        roots: folders the run folder and its candidate store (`train.store_dir`, default `<run>/candidates`)
+            must resolve inside (symbolic links are resolved first).
+        data_root: data folder used instead of the manifest's `data_root` (None: bundled and synthetic data only).
+        cache_dir: derived-data cache used instead of the manifest's `cache_dir` (None: no cache).
+        allow_host_models: rebuild host models too (`external` imports the manifest's `model.target`, `chronos2`
+            reads `model.weights`): only for runs folders whose every manifest the operator trusts.
+    """
+
+    roots: tuple[Path, ...]
+    data_root: Path | None = None
+    cache_dir: Path | None = None
+    allow_host_models: bool = False
+
+    def confine(self, path: Path, what: str) -> Path:
+        """`path` resolved (links followed), if it lies inside one of the roots.
+
+        Raises:
+            UntrustedRunError: it lies outside every root (the message names `what`, not the path).
+        """
+        resolved = Path(path).expanduser().resolve()
+        if not any(resolved.is_relative_to(Path(root).expanduser().resolve()) for root in self.roots):
+            raise UntrustedRunError(f"{what} lies outside the folders this rebuild may read (the runs root and the "
+                                    "candidate-store roots it was given); only runs and stores inside them are "
+                                    "rebuilt. Move the run (and its store) inside, or give the store's folder as "
+                                    "a store root.")
+        return resolved
+
+
+def check_manifest(manifest: Any, policy: RebuildPolicy) -> None:
+    """Refuse a manifest a guarded rebuild must not follow, before anything is built or imported.
+
+    Raises:
+        UntrustedRunError: no config mapping, a model or method outside the registries, a host model the policy
+            does not allow, or a non-host model carrying a code or file hyperparameter.
+    """
+    values = manifest.get("config") if isinstance(manifest, dict) else None
+    if not isinstance(values, dict):
+        raise UntrustedRunError("the run's manifest.json holds no `config` mapping; it is not a run folder sfbench "
+                                "wrote. Re-run the job to write it again.")
+    model = values.get("model") if isinstance(values.get("model"), dict) else {}
+    method = values.get("method") if isinstance(values.get("method"), dict) else {}
+    name, method_name = model.get("name", "seasonal_naive"), method.get("name", "baseline")
+    if not isinstance(name, str) or name not in MODELS:
+        raise UntrustedRunError(f"the run's model {str(name)[:64]!r} is not a registered architecture; stored runs "
+                                f"are rebuilt only from the registry ({', '.join(sorted(MODELS))}).")
+    if not isinstance(method_name, str) or method_name not in METHODS:
+        raise UntrustedRunError(f"the run's method {str(method_name)[:64]!r} is not a registered method; stored "
+                                f"runs are rebuilt only from the registry ({', '.join(sorted(METHODS))}).")
+    if name in HOST_MODELS and not policy.allow_host_models:
+        raise UntrustedRunError(f"the run is of the host model {name!r}, whose manifest names code to import or "
+                                "files to read (model.target / model.weights); this rebuild does not allow host "
+                                "models. Rebuild the run where you trust its manifest (sfbench-report), or allow host "
+                                "models (the MCP server's --allow-host-models) only if every manifest under the "
+                                "runs root is trusted.")
+    named = [f"model.{section}{key}" for section, mapping in (("", model), ("hparams.", model.get("hparams")),
+                                                               ("grid.", model.get("grid")))
+             if isinstance(mapping, dict) for key in HOST_HYPERPARAMETERS if mapping.get(key) is not None]
+    if named and name not in HOST_MODELS:
+        raise UntrustedRunError(f"the run's manifest sets {', '.join(named)} for {name!r}, which has no such "
+                                "hyperparameter; it is not a manifest sfbench wrote. Re-run the job.")
+
+
+def _guarded(cfg: RunConfig, policy: RebuildPolicy) -> RunConfig:
+    """The manifest's folders replaced by the policy's (`train.store_dir` is confined in `restore_run`)."""
+    return dataclasses.replace(cfg, data_root=None if policy.data_root is None else str(policy.data_root),
+                               cache_dir=None if policy.cache_dir is None else str(policy.cache_dir),
+                               compilation_cache=False)
+
+
+def run_config(manifest: dict[str, Any], *, policy: RebuildPolicy | None = None) -> RunConfig:
+    """The RunConfig a manifest recorded (unknown keys of newer or older versions are ignored).
+
+    Args:
+        manifest: the run's manifest.
+        policy: guard for a run named by someone else (see `RebuildPolicy`); None follows the manifest as written.
+
+    Raises:
+        UntrustedRunError: the policy refuses the manifest (`check_manifest`).
+        ValueError: a recorded setting is invalid.
+    """
+    if policy is not None:
+        check_manifest(manifest, policy)
     values = manifest["config"]
     kwargs: dict[str, Any] = {}
     defaults = RunConfig()
@@ -63,7 +169,8 @@ def run_config(manifest: dict[str, Any]) -> RunConfig:
             kwargs[item.name] = type(default)(**{k: v for k, v in values[item.name].items() if k in known})
         else:
             kwargs[item.name] = values[item.name]
-    return RunConfig(**kwargs)
+    cfg = RunConfig(**kwargs)
+    return cfg if policy is None else _guarded(cfg, policy)
 
 
 @dataclass(frozen=True)
@@ -105,19 +212,44 @@ class StoredOnly(CandidateStore):
                              "train.store_dir at the store the run used, or re-run the job first.")
 
 
-def restore_run(run: StoredRun | Path, *, data: PreparedData | None = None, log: Log | None = None) -> RestoredRun:
+def restore_run(run: StoredRun | Path, *, data: PreparedData | None = None, log: Log | None = None,
+                policy: RebuildPolicy | None = None) -> RestoredRun:
     """Rebuild a stored run's winner (no training: every candidate must be in the store).
+
+    Args:
+        run: the run (or its folder).
+        data: the run's prepared data, if already loaded.
+        log: progress lines.
+        policy: guard for a run named by someone else (see `RebuildPolicy`): the manifest is checked before the
+            run is read further, the run folder and its candidate store must lie inside the policy's roots.
 
     Raises:
         NotStoredError: a candidate is missing from the store.
+        UntrustedRunError: the policy refuses the run.
     """
+    if policy is not None:
+        folder = run.directory if isinstance(run, StoredRun) else Path(run)
+        policy.confine(folder, "the run folder")
+        if not isinstance(run, StoredRun):
+            check_manifest(_read_manifest(folder), policy)  # before the run is loaded any further
     run = run if isinstance(run, StoredRun) else load_run(Path(run))
-    cfg = run_config(run.manifest)
+    cfg = run_config(run.manifest, policy=policy)
     data = load_data(cfg) if data is None else data
-    store = StoredOnly(candidate_store(cfg, run.directory).root)
+    store_root = candidate_store(cfg, run.directory).root
+    if policy is not None:
+        store_root = policy.confine(store_root, "the run's candidate store (train.store_dir)")
+    store = StoredOnly(store_root)
     selection = select_model(data, cfg, store, log or (lambda message: None))
     predict, state = winner_predictor(data, selection, store)
     return RestoredRun(run=run, cfg=cfg, data=data, selection=selection, store=store, predict=predict, state=state)
+
+
+def _read_manifest(folder: Path) -> Any:
+    try:
+        return json.loads((Path(folder) / MANIFEST_FILE).read_text())
+    except (OSError, ValueError) as error:
+        raise UntrustedRunError(f"the run's {MANIFEST_FILE} cannot be read as JSON ({type(error).__name__}); "
+                                "re-run the job to write it again.") from None
 
 
 def run_severity_curves(run: StoredRun | Path, *, severities: Sequence[float] = DEFAULT_SEVERITIES,

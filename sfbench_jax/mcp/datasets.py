@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from sfbench_jax.mcp.bundled import BUNDLED_FILES, bundled_root, is_bundled
-from sfbench_jax.mcp.errors import InvalidArgumentsError, UnavailableToolError, UnknownDatasetError
+from sfbench_jax.mcp.errors import (
+    InvalidArgumentsError,
+    RefusedToolError,
+    UnavailableToolError,
+    UnknownDatasetError,
+)
 
 __all__ = [
     "BATTERY_IDS",
@@ -241,12 +246,14 @@ class DataStore:
     never evicted (the registry is small).
     """
 
-    def __init__(self, data_root: Path | None) -> None:
+    def __init__(self, data_root: Path | None, *, runs: Any = None) -> None:
         """Create an empty store.
 
         Args:
             data_root: The shared data folder (with ``phm/`` inside), or None to serve the
                 bundled datasets only.
+            runs: The server's stored runs (`sfbench_jax.mcp.runs.StoredRuns`), or None: tools that
+                read stored runs then say how to give the server a runs root.
 
         Raises:
             FileNotFoundError: If ``data_root`` is given and is not a directory.
@@ -257,6 +264,7 @@ class DataStore:
                 f"data root {root} is not a directory; pass --data-root or set SFBENCH_DATA_ROOT "
                 "to the shared data folder (the one holding phm/)")
         self.data_root = root
+        self.runs = runs
         self._entries: dict[tuple[str, ...], Any] = {}
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._guard = threading.Lock()
@@ -273,13 +281,16 @@ class DataStore:
 
         Raises:
             UnavailableToolError: If the store has no data root.
-            PermissionError: If the resolved path escapes the data root (a symlink).
+            RefusedToolError: If the resolved path escapes the data root (a symbolic link).
         """
         if self.data_root is None:
             raise UnavailableToolError(_unavailable_message(dataset, None))
         candidate = (self.data_root / dataset.files[role]).resolve()
         if not candidate.is_relative_to(self.data_root):
-            raise PermissionError(f"{dataset.name}/{role} resolves outside the data root")
+            raise RefusedToolError(
+                f"the {role} file of {dataset.name} ({dataset.files[role]}) resolves outside the server's "
+                "data root (a symbolic link); the server reads only files inside its data root. Ask the "
+                "operator to replace the link with the file")
         return candidate
 
     def root_holding(self, dataset: PHMDataset) -> Path:
@@ -379,6 +390,6 @@ def _unavailable_message(dataset: PHMDataset, data_root: Path | None) -> str:
         return (f"{dataset.name} is not available: this server was started without a data root. "
                 f"Restart it with --data-root PATH, the shared data folder holding {files}; "
                 f"without one it serves {bundled} (bundled) and the tools that need no data")
-    return (f"{dataset.name} is not available: the data root {data_root} does not hold {files}. "
+    return (f"{dataset.name} is not available: the server's data root does not hold {files}. "
             "Restart the server with --data-root PATH pointing at the shared data folder (see "
             "its README)")

@@ -22,9 +22,12 @@ __all__ = [
     "ERROR_CODE_STATUS",
     "DomainToolError",
     "InvalidArgumentsError",
+    "OverBudgetError",
+    "RefusedToolError",
     "UnavailableToolError",
     "UnknownDatasetError",
     "UnknownHandleError",
+    "UnknownRunError",
     "error_code_of",
     "kernel_errors",
 ]
@@ -33,9 +36,12 @@ __all__ = [
 ERROR_CODE_STATUS: dict[str, str] = {
     "invalid_arguments": "invalid_arguments",
     "unknown_dataset": "invalid_arguments",
+    "unknown_run": "invalid_arguments",
     "domain_error": "domain_error",
     "unknown_handle": "domain_error",
     "unavailable": "domain_error",
+    "refused": "domain_error",
+    "over_budget": "domain_error",
 }
 
 _TAG_RE = re.compile(r"\[(?P<code>[a-z_]+)\]")
@@ -66,6 +72,25 @@ class UnknownHandleError(_TaggedToolError):
     """A handle that does not follow the handle grammar or names an unknown object."""
 
     code = "unknown_handle"
+
+
+class UnknownRunError(_TaggedToolError):
+    """A stored-run name that names no run of the dataset under the server's runs root."""
+
+    code = "unknown_run"
+
+
+class RefusedToolError(_TaggedToolError):
+    """A request the server refuses on principle: a file or folder outside its roots (a symbolic link), a stored
+    run that would make it import code or read files its manifest names."""
+
+    code = "refused"
+
+
+class OverBudgetError(_TaggedToolError):
+    """A call that would exceed, or did exceed, the server's per-call cost or time budget."""
+
+    code = "over_budget"
 
 
 class DomainToolError(_TaggedToolError):

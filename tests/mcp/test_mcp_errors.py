@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.server import MCPServer
 
 from sfbench_jax.mcp.datasets import DataStore, PHMDataset, resolve_dataset
-from sfbench_jax.mcp.errors import UnknownDatasetError
+from sfbench_jax.mcp.errors import RefusedToolError, UnknownDatasetError
 
 pytestmark = pytest.mark.anyio
 
@@ -152,7 +152,8 @@ def test_store_refuses_symlinks_out_of_the_root(tmp_path: Path) -> None:
     store = DataStore(root)
     rogue = PHMDataset(name="rogue", family="cmapss", asset_class="x", description="x",
                        files={"train": "phm/escape.txt"})
-    with pytest.raises(PermissionError, match="outside the data root"):
+    with pytest.raises(RefusedToolError, match=r"^\[refused\] .*outside the server's data root") as refused:
         store.path(rogue, "train")
+    assert str(tmp_path) not in str(refused.value)
     with pytest.raises(FileNotFoundError, match="not a directory"):
         DataStore(tmp_path / "missing")

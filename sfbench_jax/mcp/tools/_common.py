@@ -56,12 +56,15 @@ class ToolDef:
         group: Server group (``prognostics``, ``maintenance``, ``battery``, ``benchmark``).
         warmup: Optional call, given the store, that compiles the kernels behind the tool.
         is_offline_stub: True for distractor tools that never do real work (e.g. web_search).
+        is_exclusive: True for the costly tools (forecasting evaluations: seconds and up to a GB per call),
+            which the server runs one at a time.
     """
 
     fn: Callable[..., Any]
     group: str
     warmup: Callable[[DataStore], object] | None = None
     is_offline_stub: bool = False
+    is_exclusive: bool = False
 
     @property
     def name(self) -> str:

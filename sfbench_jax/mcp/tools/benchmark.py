@@ -3,30 +3,41 @@ severity-response curves.
 
 What lives here: thin adapters over the engine's library API ``sfbench_jax.api``
 (``list_datasets``, ``list_scenarios``, ``seasonal_naive_robustness``, ``seasonal_naive_curves``,
-``stored_run_curves``). Datasets are passed by registered name only and stored runs by folder name
-(looked up under ``SFBENCH_RUNS_DIR``, default ``./outputs``); the data root is the server's. What
-does not: any evaluation logic (the engine owns it).
+``stored_run_curves``) and the cost bounds of their arguments. Datasets are passed by registered name only and
+stored runs by folder name under the server's runs root (``--runs-root``; ``sfbench_jax.mcp.runs``), rebuilt
+only under the server's `RebuildPolicy` (registered architectures and methods, no host model unless allowed,
+no folder outside the runs and store roots); the data root is the server's. What does not: any evaluation
+logic (the engine owns it).
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import re
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from sfbench_jax.mcp.datasets import DataStore, reject_path_like
-from sfbench_jax.mcp.errors import DomainToolError, UnavailableToolError, UnknownDatasetError
+from sfbench_jax.mcp.errors import (
+    DomainToolError,
+    OverBudgetError,
+    RefusedToolError,
+    UnavailableToolError,
+    UnknownDatasetError,
+)
+from sfbench_jax.mcp.runs import NO_RUNS_ROOT, check_run_name
 from sfbench_jax.mcp.tools._common import ToolDef, ToolResult
 
-__all__ = ["TOOLS", "list_fault_scenarios", "list_forecasting_datasets",
+__all__ = ["MAX_CURVE_CELLS", "MAX_CURVE_WINDOWS", "TOOLS", "list_fault_scenarios", "list_forecasting_datasets",
            "seasonal_naive_robustness", "severity_curves"]
 
-#: Where `severity_curves` looks for stored runs (a run is named by its folder name).
-RUNS_DIR_VARIABLE = "SFBENCH_RUNS_DIR"
+#: Most test windows of one severity_curves call.
+MAX_CURVE_WINDOWS = 20_000
+#: Most windows x severities of one severity_curves call: each such cell is nine forecasts (clean and eight
+#: scenarios) plus its bootstrap share. 420,000 cells (20,000 windows x 21 severities) take about 15 s and
+#: under 1 GB for SeasonalNaive on a 2-core CPU; the issue's 100,000 x 101 took 94 s and 2.9 GB.
+MAX_CURVE_CELLS = 420_000
 
 
 class ForecastingDatasets(ToolResult):
@@ -105,13 +116,18 @@ def seasonal_naive_robustness(
         summary = api.seasonal_naive_robustness(dataset, data_root=data_root, k=k,
                                                 eval_seed=eval_seed, rng=rng)
     except FileNotFoundError as exc:
-        raise UnavailableToolError(f"dataset {dataset!r} has no data under this server's "
-                                   f"data root: {exc}") from exc
+        raise UnavailableToolError(_missing_data(dataset, exc)) from exc
     except ValueError as exc:  # the engine's config and contract checks (PHMInputError too)
         raise DomainToolError(f"{type(exc).__name__}: {exc}") from exc
     return RobustnessResult(dataset=dataset, summary=dict(summary),
                             kernel="sfbench_jax.api.seasonal_naive_robustness",
                             units={"mse_c": "normalised MSE", "mse_w": "normalised MSE"})
+
+
+def _missing_data(dataset: str, error: FileNotFoundError) -> str:
+    missing = f" ({error.filename.rsplit('/', 1)[-1]} is missing)" if isinstance(error.filename, str) else ""
+    return (f"dataset {dataset!r} has no data under this server's data root{missing}. Ask the operator to "
+            "start the server with --data-root pointing at the shared data folder")
 
 
 def _checked_dataset(api: Any, dataset: str) -> None:
@@ -122,6 +138,34 @@ def _checked_dataset(api: Any, dataset: str) -> None:
                                   f"dataset; valid names: {', '.join(names)}")
 
 
+def _check_curve_cost(k: int, severities: list[float] | None) -> None:
+    count = 21 if severities is None else len(severities)
+    if k * count > MAX_CURVE_CELLS:
+        raise OverBudgetError(
+            f"k={k} windows x {count} severities = {k * count:,} cells is more than this tool computes in one "
+            f"call ({MAX_CURVE_CELLS:,}: each cell is nine forecasts and its bootstrap share, and a call must "
+            "end within the server's time budget). Use fewer windows or severities; for a larger grid run "
+            "sfbench-report curves, which has no budget")
+
+
+def _stored_curves(api: Any, store: DataStore, dataset: str, run: str, k: int,
+                   severities: list[float] | None) -> dict[str, Any]:
+    from sfbench_jax.stored import NotStoredError, UntrustedRunError
+
+    if store.runs is None:
+        raise UnavailableToolError(NO_RUNS_ROOT)
+    folder = store.runs.find(dataset, run, store.data_root)
+    try:
+        return api.stored_run_curves(folder, data_root=store.data_root, k=k, severities=severities,
+                                     policy=store.runs.policy(store.data_root))
+    except UntrustedRunError as exc:
+        raise RefusedToolError(f"the stored run {run!r}: {exc}") from None
+    except NotStoredError:
+        raise UnavailableToolError(f"the stored run {run!r} lacks candidates in its candidate store (the tool "
+                                   "never trains). Re-run its job, or ask the operator to give the server the "
+                                   "store's folder with --store-root") from None
+
+
 def severity_curves(
         store: DataStore,
         dataset: Annotated[str, Field(description="registered forecasting dataset name "
@@ -129,10 +173,12 @@ def severity_curves(
         run: Annotated[str, Field(description="seasonal_naive (selected on clean validation, no "
                                               "stored run needed) or the folder name of a stored "
                                               "sfbench run of this dataset under the server's runs "
-                                              "folder (SFBENCH_RUNS_DIR, default ./outputs)")]
+                                              "root (--runs-root)")]
         = "seasonal_naive",
-        k: Annotated[int, Field(ge=1, le=100_000, description="test windows to score")] = 2_000,
-        severities: Annotated[list[float] | None, Field(
+        k: Annotated[int, Field(ge=1, le=MAX_CURVE_WINDOWS, description=(
+            "test windows to score; k x the number of severities is at most "
+            f"{MAX_CURVE_CELLS:,}"))] = 2_000,
+        severities: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]] | None, Field(
             min_length=1, max_length=101, description="severity grid in [0, 1] (default 0, 0.05, "
                                                       "..., 1)")] = None,
 ) -> SeverityCurvesResult:
@@ -141,19 +187,17 @@ def severity_curves(
     with 95% window-bootstrap bands, computed in one compiled pass; never trains."""
     api = _api()
     _checked_dataset(api, dataset)
-    reject_path_like(run, "run")
-    if not re.fullmatch(r"[A-Za-z0-9_.=-]{1,128}", run):
-        raise DomainToolError(f"run={run!r} is not a run name (letters, digits, _ . = -)")
+    if run != "seasonal_naive":
+        check_run_name(run)
+    _check_curve_cost(k, severities)
     try:
         if run == "seasonal_naive":
             curves = api.seasonal_naive_curves(dataset, data_root=store.data_root, k=k, severities=severities)
         else:
-            runs_dir = Path(os.environ.get(RUNS_DIR_VARIABLE, "outputs")).expanduser()
-            folder = api.find_stored_run(runs_dir, dataset, run)
-            curves = api.stored_run_curves(folder, data_root=store.data_root, k=k, severities=severities)
+            curves = _stored_curves(api, store, dataset, run, k, severities)
     except FileNotFoundError as exc:
-        raise UnavailableToolError(f"{exc}") from exc
-    except (ValueError, RuntimeError) as exc:  # config, grid and stored-candidate checks
+        raise UnavailableToolError(_missing_data(dataset, exc)) from exc
+    except (ValueError, RuntimeError) as exc:  # config, grid and stored-run checks
         raise DomainToolError(f"{type(exc).__name__}: {exc}") from exc
     return SeverityCurvesResult(dataset=dataset, run=run, curves=curves,
                                 kernel="sfbench_jax.api.severity curves",
@@ -163,6 +207,6 @@ def severity_curves(
 TOOLS = (
     ToolDef(list_forecasting_datasets, "benchmark"),
     ToolDef(list_fault_scenarios, "benchmark"),
-    ToolDef(seasonal_naive_robustness, "benchmark"),
-    ToolDef(severity_curves, "benchmark"),
+    ToolDef(seasonal_naive_robustness, "benchmark", is_exclusive=True),
+    ToolDef(severity_curves, "benchmark", is_exclusive=True),
 )

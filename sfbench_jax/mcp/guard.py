@@ -1,0 +1,187 @@
+"""What every tool call passes through on the server side: a time budget, one-at-a-time heavy work, answers
+checked against the tool's output schema, and error texts without server paths.
+
+What lives here: `CallGuard` (the server's per-call settings: time budget, the lock of the exclusive tools, the
+server folders to hide), `guarded_tool` (an SDK `Tool` whose function runs under the guard), `check_answer`
+(an answer that is not finite or breaks the output schema becomes an ``[domain_error]``) and `redact` (server
+paths in an error text replaced by placeholders). What does not: argument strictness (``strict.py``) and the
+tools themselves.
+
+A call past its budget is answered with ``[over_budget]`` at once; its worker thread cannot be stopped and
+finishes in the background, which is why the cost of every argument is bounded before work starts (each tool)
+and the exclusive tools (the forecasting evaluations: seconds and up to a GB each) compute one at a time: a
+call that cannot start within its budget is answered ``[over_budget]`` too.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import jsonschema
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from pydantic import BaseModel
+
+from sfbench_jax.mcp.errors import DomainToolError, OverBudgetError
+
+__all__ = ["DEFAULT_CALL_TIMEOUT_S", "MAX_CALL_TIMEOUT_S", "CallGuard", "check_answer", "guarded_tool", "redact"]
+
+#: Default per-call time budget: the costliest allowed call (severity_curves at its cost bound on a
+#: SeasonalNaive) takes about 15 s on a 2-core CPU; a stored trained model may take several times that.
+DEFAULT_CALL_TIMEOUT_S = 120.0
+#: Largest per-call budget the server accepts (an hour: beyond it, use the CLI, which has none).
+MAX_CALL_TIMEOUT_S = 3600.0
+
+# An absolute POSIX path of two or more parts that is not part of a word (units such as mm/s stay).
+_PATH_PART = r"[^\s/'\"`,;:()\[\]{}<>]"
+_ABSOLUTE_PATH = re.compile(rf"(?<![\w.~/-])/(?:{_PATH_PART}+/)+{_PATH_PART}*")
+_PATH_TAIL = rf"(?:/{_PATH_PART}*)*"
+
+
+@dataclass(frozen=True)
+class CallGuard:
+    """Per-call settings of a server.
+
+    Attributes:
+        call_timeout_s: Time budget of one call, in seconds (waiting for the exclusive lock included).
+        hidden_paths: Server folders replaced in error texts by their label, e.g. ``{"<runs root>": path}``.
+        exclusive: Lock shared by the exclusive tools (one computes at a time).
+    """
+
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    hidden_paths: Mapping[str, Path] = field(default_factory=dict)
+    exclusive: threading.Lock = field(default_factory=threading.Lock, compare=False)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.call_timeout_s, int | float) and 0 < self.call_timeout_s <= MAX_CALL_TIMEOUT_S):
+            raise ValueError(f"call timeout {self.call_timeout_s!r} s is outside (0, {MAX_CALL_TIMEOUT_S:g}]; a "
+                             "call must end, and longer work belongs in the CLI, which has no time budget")
+
+
+def redact(text: str, hidden_paths: Mapping[str, Path]) -> str:
+    """``text`` with every server folder replaced by its label and any other absolute path by ``<server path>``.
+
+    Args:
+        text: An error text.
+        hidden_paths: Label -> folder (each also hidden in its resolved form).
+
+    Returns:
+        The text a client may see.
+    """
+    forms = sorted(((str(form), label) for label, path in hidden_paths.items()
+                    for form in {Path(path), Path(path).expanduser().resolve()} if str(form) not in ("/", ".")),
+                   key=lambda pair: -len(pair[0]))
+    for form, label in forms:  # the folder and whatever path follows it inside
+        text = re.sub(re.escape(form) + r"(?![\w.-])" + _PATH_TAIL, lambda _, label=label: label, text)
+    return _ABSOLUTE_PATH.sub("<server path>", text)
+
+
+def _non_finite(value: Any, where: str) -> str | None:
+    """The dotted place of the first non-finite float in a nested answer, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else where or "the answer"
+    if isinstance(value, Mapping):
+        items: Sequence[tuple[str, Any]] = [(f"{where}.{key}" if where else str(key), item)
+                                            for key, item in value.items()]
+    elif isinstance(value, list | tuple):
+        items = [(f"{where}[{index}]", item) for index, item in enumerate(value)]
+    else:
+        return None
+    for place, item in items:
+        found = _non_finite(item, place)
+        if found is not None:
+            return found
+    return None
+
+
+def check_answer(tool: str, answer: Any, output_schema: Mapping[str, Any] | None) -> None:
+    """Refuse an answer with a non-finite number or one that breaks the tool's output schema.
+
+    JSON has no infinity or NaN (the SDK would send ``null`` where the schema promises a number, and the client
+    would reject the whole response as a protocol error), so such an answer becomes a tool error instead.
+
+    Args:
+        tool: Tool name, for the message.
+        answer: What the tool function returned (a pydantic model, usually).
+        output_schema: The tool's published output schema, or None.
+
+    Raises:
+        DomainToolError: The answer holds a non-finite number or does not match the schema.
+    """
+    python = answer.model_dump(mode="python") if isinstance(answer, BaseModel) else answer
+    place = _non_finite(python, "")
+    if place is not None:
+        raise DomainToolError(f"{tool} computed a non-finite number ({place}) for these arguments: they lie "
+                              "outside the range where the result is representable. Use values of a physically "
+                              "meaningful size")
+    if output_schema is None or not isinstance(answer, BaseModel):
+        return
+    wire = answer.model_dump(mode="json", by_alias=True)
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(output_schema).iter_errors(wire))
+    if error is not None:
+        where = ".".join(str(part) for part in error.absolute_path) or "the answer"
+        raise DomainToolError(f"{tool} produced an answer that breaks its output schema at {where} "
+                              f"({error.message[:200]}) for these arguments. Use values of a physically "
+                              "meaningful size")
+
+
+def _run_checked(tool: Tool, fn: Callable[..., Any], arguments: dict[str, Any], *, exclusive: threading.Lock | None,
+                 deadline: float) -> Any:
+    """The tool function on a worker thread: wait for the exclusive lock if any, call, check the answer."""
+    if exclusive is not None:
+        if not exclusive.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise OverBudgetError(f"{tool.name} could not start within the server's time budget: another "
+                                  "forecasting computation is running (they run one at a time). Retry later, or "
+                                  "with fewer windows or severities")
+        try:
+            answer = fn(**arguments)
+        finally:
+            exclusive.release()
+    else:
+        answer = fn(**arguments)
+    check_answer(tool.name, answer, tool.output_schema)
+    return answer
+
+
+def guarded_tool(tool: Tool, guard: CallGuard, *, exclusive: bool = False) -> Tool:
+    """A copy of an SDK tool whose function runs under ``guard`` (see the module docstring).
+
+    Args:
+        tool: A synchronous tool as built by ``Tool.from_function`` (and `strict_tool`).
+        guard: The server's per-call settings.
+        exclusive: Compute one call at a time with the other exclusive tools.
+
+    Returns:
+        The same tool with an asynchronous function: budget, lock, answer check, redacted errors.
+    """
+    fn, lock, budget = tool.fn, guard.exclusive if exclusive else None, guard.call_timeout_s
+
+    async def guarded(**arguments: Any) -> Any:
+        work = functools.partial(_run_checked, tool, fn, arguments, exclusive=lock,
+                                 deadline=time.monotonic() + budget)
+        try:
+            with anyio.fail_after(budget):
+                return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except TimeoutError:
+            raise OverBudgetError(f"{tool.name} ran past the server's time budget of {budget:g} s and was "
+                                  "abandoned. Ask for less work (fewer windows or severities), or ask the "
+                                  "operator for a larger --call-timeout") from None
+        except ToolError as error:
+            raise ToolError(redact(str(error), guard.hidden_paths)) from error
+        except (ArithmeticError, RuntimeWarning) as error:
+            # numeric overflow (a RuntimeWarning where warnings are errors, as in the test suite)
+            raise DomainToolError(f"{tool.name} overflowed for these arguments ({type(error).__name__}); use "
+                                  "values of a physically meaningful size") from error
+
+    guarded.__name__ = tool.name
+    return tool.model_copy(update={"fn": guarded, "is_async": True})

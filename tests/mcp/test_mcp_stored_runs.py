@@ -1,0 +1,151 @@
+"""Stored files are data, never code (issue 21, defect 4 and the run-name items of defect 7), against the real
+server over stdio: a planted run folder whose manifest names an external model imports nothing; the runs root is
+an explicit setting; unknown, path-like and symlinked run names, a candidate store outside the roots and a
+symbolic link out of the data root are tagged tool errors that reveal no server path and no other run's name.
+
+The runs root holds one real SeasonalNaive run of ETTh1 (made here by the `sfbench` CLI, eval=quick) and copies
+of it with planted manifests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_helpers import subprocess_env
+
+pytestmark = pytest.mark.anyio
+
+EVIL_MODULE = '''import os, pathlib
+pathlib.Path(__file__).with_name(f"pwned_{os.getpid()}").write_text("imported")
+def predict(x):
+    return x[:, -1:, :1]
+'''
+
+
+def _plant(source: Path, target: Path, **config: Any) -> None:
+    shutil.copytree(source, target)
+    manifest = json.loads((target / "manifest.json").read_text())
+    for dotted, value in config.items():
+        section, _, key = dotted.partition("__")
+        if key:
+            manifest["config"][section][key] = value
+        else:
+            manifest["config"][section] = value
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    record = target / "run_record.json"
+    if record.exists():  # a planter re-records the folder, as anyone can: the record is no signature
+        from sfbench_jax.run_folder import write_record
+
+        write_record(target, run_key=json.loads(record.read_text())["run_key"])
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> dict[str, Path]:
+    """runs/etth1/{sn_quick (real), evil (external model), far_store (store outside), linked (a symlink out)}."""
+    base = tmp_path_factory.mktemp("stored_runs")
+    runs, store, real = base / "runs", base / "store", base / "runs" / "etth1" / "sn_quick"
+    completed = subprocess.run(
+        [str(Path(sys.executable).parent / "sfbench"), "model=seasonal_naive", "eval=quick", "eval.progress=false",
+         f"train.store_dir={store}", f"cache_dir={base / 'cache'}", f"hydra.run.dir={real}"],
+        capture_output=True, text=True, env={**os.environ, "SFBENCH_DATA_ROOT": str(data_root)}, timeout=600,
+        check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    store.mkdir(exist_ok=True)
+    _plant(real, runs / "etth1" / "evil",
+           model={"name": "external", "target": "evil_mod:predict", "grid": {}, "hparams": {}})
+    _plant(real, runs / "etth1" / "far_store", train__store_dir=str(base / "elsewhere"))
+    _plant(real, base / "outside" / "linked")
+    (runs / "etth1" / "linked").symlink_to(base / "outside" / "linked", target_is_directory=True)
+    cwd = base / "cwd"  # the server's working folder: where `external` would find evil_mod
+    cwd.mkdir()
+    (cwd / "evil_mod.py").write_text(EVIL_MODULE)
+    return {"base": base, "runs": runs, "store": store, "cwd": cwd, "data_root": data_root}
+
+
+def _params(tree: dict[str, Path], *extra: str, runs_root: bool = True) -> StdioServerParameters:
+    args = ["-m", "sfbench_jax.mcp.server", "--data-root", str(tree["data_root"]), "--group", "benchmark"]
+    if runs_root:
+        args += ["--runs-root", str(tree["runs"]), "--store-root", str(tree["store"])]
+    return StdioServerParameters(command=sys.executable, args=[*args, *extra], env=subprocess_env(),
+                                 cwd=str(tree["cwd"]))
+
+
+async def _curves(params: StdioServerParameters, *runs: str) -> list[Any]:
+    async with Client(params) as client:
+        return [await client.call_tool("severity_curves", {"dataset": "etth1", "run": run, "k": 200,
+                                                           "severities": [0.0, 1.0]}) for run in runs]
+
+
+def _assert_private(text: str, tree: dict[str, Path], *names: str) -> None:
+    for secret in (str(tree["base"]), str(tree["base"].resolve()), str(Path.home()), *names):
+        assert secret not in text, (secret, text)
+
+
+def test_the_planted_module_would_run_if_imported(tree: dict[str, Path]) -> None:
+    # Guards the next test: from the server's working folder, importing evil_mod leaves a marker.
+    subprocess.run([sys.executable, "-c", "import evil_mod"], cwd=tree["cwd"], check=True, env=subprocess_env())
+    markers = list(tree["cwd"].glob("pwned_*"))
+    assert markers
+    for marker in markers:
+        marker.unlink()
+
+
+async def test_defect4_planted_manifest_imports_nothing(tree: dict[str, Path]) -> None:
+    # Issue 21, defect 4: `severity_curves(dataset, run)` on a planted run whose manifest says
+    # model: {name: external, target: evil_mod:predict} imported and ran evil_mod.
+    (result,) = await _curves(_params(tree), "evil")
+    text = result.content[0].text
+    assert result.is_error and "[refused]" in text and "host model 'external'" in text, text
+    assert list(tree["cwd"].glob("pwned_*")) == []
+    _assert_private(text, tree, "sn_quick", "far_store", "linked")
+
+
+async def test_runs_root_is_explicit_and_the_real_run_works(tree: dict[str, Path]) -> None:
+    (absent,) = await _curves(_params(tree, runs_root=False), "sn_quick")
+    assert absent.is_error and "[unavailable]" in absent.content[0].text
+    assert "--runs-root" in absent.content[0].text
+    (stored,) = await _curves(_params(tree), "sn_quick")
+    assert not stored.is_error, stored.content
+    assert stored.structured_content["curves"]["model"] == "seasonal_naive"
+    assert stored.structured_content["curves"]["severities"] == [0.0, 1.0]
+
+
+@pytest.mark.parametrize(("run", "code"), [
+    ("gru_paper", "[unknown_run]"),          # no such run: other runs are not listed
+    ("../etth1/sn_quick", "[unknown_run]"),  # path-like
+    ("/etc/passwd", "[unknown_run]"),
+    ("sn_quick/../evil", "[unknown_run]"),
+    (".hidden", "[unknown_run]"),
+    ("=x", "[unknown_run]"),
+    ("linked", "[refused]"),                 # a symlink out of the runs root
+    ("far_store", "[refused]"),              # its manifest's train.store_dir lies outside the roots
+])
+async def test_run_names_reveal_nothing(tree: dict[str, Path], run: str, code: str) -> None:
+    # Issue 21, defect 7: an unknown run name answered with the absolute runs path and the other runs' names.
+    (result,) = await _curves(_params(tree), run)
+    text = result.content[0].text
+    assert result.is_error and code in text, text
+    _assert_private(text, tree, *(name for name in ("sn_quick", "evil", "far_store", "linked") if name not in run))
+
+
+async def test_symlink_out_of_the_data_root_is_a_tagged_error(tmp_path: Path, data_root: Path) -> None:
+    # Issue 21, defect 7: a symlink out of the data root was refused with an untagged "Error executing tool".
+    root = tmp_path / "data"
+    (root / "phm" / "cmapss").mkdir(parents=True)
+    for name in ("train_fd002.txt.gz", "test_fd002.txt.gz", "rul_fd002.txt.gz"):
+        (root / "phm" / "cmapss" / name).symlink_to(data_root / "phm" / "cmapss" / name)
+    params = StdioServerParameters(command=sys.executable, env=subprocess_env(), args=[
+        "-m", "sfbench_jax.mcp.server", "--data-root", str(root), "--group", "prognostics"])
+    async with Client(params) as client:
+        result = await client.call_tool("load_dataset", {"dataset_name": "cmapss_fd002", "split": "test"})
+    text = result.content[0].text
+    assert result.is_error and "[refused]" in text and "outside the server's data root" in text, text
+    assert str(tmp_path) not in text and str(data_root) not in text
