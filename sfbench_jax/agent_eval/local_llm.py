@@ -171,8 +171,10 @@ def llama_server(config: LocalServerConfig) -> Iterator[str]:
     if config.log_path is not None:
         Path(config.log_path).parent.mkdir(parents=True, exist_ok=True)
     log = open(config.log_path or os.devnull, "wb")  # noqa: SIM115 - closed in `finally`
+    # OpenMP threads that sleep instead of spinning: a shared 2-core machine stays usable
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     process = subprocess.Popen(_command(config, port), stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, start_new_session=True)
+                               stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     try:
         _wait_ready(process, url, config)
         yield url

@@ -51,6 +51,10 @@ def test_parse_content_tool_calls() -> None:
     assert parse_content_tool_calls(answer, names) == ([], "none")
     assert parse_content_tool_calls('{"name": "pump", "parameters": 3, "rpn": 1, "x": 2}', names) == ([], "none")
     assert parse_content_tool_calls(None, names) == ([], "none")
+    written = 'function.check_compliance:\n{ "standard": "IEC61508", "demand_mode": "low_demand"}'
+    assert parse_content_tool_calls(written, names) == (
+        [ContentCall("check_compliance", {"standard": "IEC61508", "demand_mode": "low_demand"})], "content_tagged")
+    assert parse_content_tool_calls("functions.x:\n{ broken", names) == ([], "unparsed_tagged")
 
 
 def _tagged_policy(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -93,7 +97,7 @@ async def test_spent_turn_budget_forces_an_answer(eval_server: MCPServer,
     scenario = scenario_map["safety_gearbox_fmea_risk"]
 
     def loop_then_answer(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        if "tools" not in request:
+        if request["tool_choice"] == "none":
             risk = json.loads([m for m in request["messages"] if m["role"] == "tool"][-1]["content"])
             return 200, completion({"content": json.dumps({"rpn": risk["rpn"],
                                                            "risk_level": risk["risk_level"]})})
@@ -104,7 +108,7 @@ async def test_spent_turn_budget_forces_an_answer(eval_server: MCPServer,
         async with connect(eval_server) as session:
             _, record = await execute_run(scenario, agent_for(chat, max_llm_turns=3), session,
                                                mode="tools_provided")
-    assert ["tools" in r for r in chat.requests] == [True, True, False]
+    assert [r["tool_choice"] for r in chat.requests] == ["auto", "auto", "none"]
     assert chat.requests[-1]["messages"][-1]["content"].startswith("The step budget is spent")
     assert record["stop_reason"] == "max_steps" and record["success"] is True
     assert {"forced_final", "stopped_max_steps"} <= set(record["failure"]["flags"])

@@ -22,6 +22,7 @@ No default points at a real host: ``base_url`` is required.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -333,6 +334,8 @@ def _recorded_message(message: Mapping[str, Any]) -> dict[str, Any]:
 
 def _turn_of(message: Mapping[str, Any], tool_names: frozenset[str], turn: int) -> _Turn:
     content = str(message.get("content") or "")
+    if "&#34;" in content or "&quot;" in content:  # llama-cpp-python's chatml-function-calling
+        content = html.unescape(content)           # escapes the prompt; models copy the entities
     structured = [dict(c) for c in (message.get("tool_calls") or []) if isinstance(c, Mapping)]
     if structured:
         calls = []
@@ -341,8 +344,7 @@ def _turn_of(message: Mapping[str, Any], tool_names: frozenset[str], turn: int) 
             calls.append((str(call.get("id") or f"call_{turn}_{index}"),
                           str(function.get("name", "")), function.get("arguments") or "{}"))
         return _Turn(content, calls, "structured", structured)
-    found, call_format = parse_content_tool_calls(content, tool_names) if tool_names \
-        else ([], "none")
+    found, call_format = parse_content_tool_calls(content, tool_names)
     calls = [(f"content_{turn}_{i}", c.name, c.arguments) for i, c in enumerate(found)]
     synthesized = [{"id": cid, "type": "function",
                     "function": {"name": name, "arguments": args if isinstance(args, str)
@@ -397,11 +399,16 @@ class LLMAgent:
         return [{"role": "system", "content": system.format(schema=schema)},
                 {"role": "user", "content": user}]
 
-    async def _turn(self, state: _RunState, task: AgentTask, *, with_tools: bool,
-                    forced: bool = False) -> _Turn:
-        """One request and its recorded reply (tokens, latency, call format, message)."""
+    async def _turn(self, state: _RunState, task: AgentTask, *, forced: bool = False) -> _Turn:
+        """One request and its recorded reply (tokens, latency, call format, message).
+
+        A forced turn still lists the tools (the prompt prefix stays the same, so a server's
+        prompt cache still hits) but with ``tool_choice: none``.
+        """
         turn = state.usage["llm_turns"]
-        request = self._request(state.messages, state.tool_list if with_tools else [], task)
+        request = self._request(state.messages, state.tool_list, task)
+        if forced:
+            request["tool_choice"] = "none"
         state.record("llm_request", turn=turn, n_messages=len(state.messages),
                      n_tools=len(request.get("tools", [])), forced_final=forced)
         started = time.perf_counter()
@@ -417,7 +424,7 @@ class LLMAgent:
         state.usage["tokens_out"] += tokens_out
         choice = response["choices"][0]
         message = dict(choice.get("message") or {})
-        parsed = _turn_of(message, state.tool_names if with_tools else frozenset(), turn)
+        parsed = _turn_of(message, state.tool_names, turn)
         state.record("llm_response", turn=turn, tokens_in=tokens_in, tokens_out=tokens_out,
                      latency_ms=latency_ms, finish_reason=choice.get("finish_reason"),
                      call_format=parsed.call_format, n_tool_calls=len(parsed.calls),
@@ -426,7 +433,8 @@ class LLMAgent:
 
     async def _run_calls(self, state: _RunState, turn: _Turn) -> bool:
         """Run a turn's calls; False when the tool budget ran out (the rest answer an error)."""
-        content = (turn.content or None) if turn.call_format == "structured" else None
+        # content is "" rather than null: llama.cpp's server rejects a null assistant content
+        content = turn.content if turn.call_format == "structured" else ""
         state.messages.append({"role": "assistant", "content": content,
                                "tool_calls": turn.structured})
         spent = False
@@ -449,15 +457,16 @@ class LLMAgent:
         if not (self.config.force_final and state.tool_list):
             return state.result(None, "max_steps")
         state.messages.append({"role": "user", "content": _FORCE_FINAL})
-        turn = await self._turn(state, task, with_tools=False, forced=True)
-        return state.result(extract_json_object(turn.content), "max_steps")
+        turn = await self._turn(state, task, forced=True)
+        answer = None if turn.calls else extract_json_object(turn.content)
+        return state.result(answer, "max_steps")
 
     async def _loop(self, state: _RunState, task: AgentTask) -> AgentResult:
         max_turns = min(self.config.max_llm_turns, int(task.limits.get("max_llm_turns", 16)))
         reserve = 1 if self.config.force_final and state.tool_list and max_turns > 1 else 0
         corrected = False
         while state.usage["llm_turns"] < max_turns - reserve:
-            turn = await self._turn(state, task, with_tools=True)
+            turn = await self._turn(state, task)
             if turn.calls:
                 if not await self._run_calls(state, turn):
                     return await self._forced_final(state, task)

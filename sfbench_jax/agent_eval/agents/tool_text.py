@@ -6,7 +6,8 @@ the names the LLM agent records for each turn in the trace:
 
 * ``structured``: the server returned OpenAI ``tool_calls`` (the normal case);
 * ``content_tagged``: tagged text such as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
-  (Hermes, Qwen, SmolLM2), ``<function_call>...`` or Mistral's ``[TOOL_CALLS] [...]``;
+  (Hermes, Qwen, SmolLM2), ``<function_call>...``, Mistral's ``[TOOL_CALLS] [...]`` or
+  llama-cpp-python's ``functions.NAME:\n{...}``;
 * ``content_json``: a bare or fenced JSON object (or list of objects) with a ``name`` and an
   ``arguments`` / ``parameters`` member;
 * ``unparsed_tagged``: a tool-call tag whose body is not a parseable call (classified, never run);
@@ -30,6 +31,8 @@ CALL_FORMATS = ("structured", "content_tagged", "content_json", "unparsed_tagged
 _TAGGED = re.compile(r"<(tool_call|function_call|functioncall)>\s*(.*?)\s*(?:</\1>|$)",
                      re.DOTALL | re.IGNORECASE)
 _MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(.*)$", re.DOTALL)
+# llama-cpp-python's chatml-function-calling syntax, written as text when the tools are withheld
+_FUNCTIONS = re.compile(r"^\s*functions?\.([A-Za-z0-9_.-]+):\s*(\{.*)$", re.DOTALL)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
@@ -105,6 +108,12 @@ def parse_content_tool_calls(content: str | None,
         ``(calls, format)`` with format one of `CALL_FORMATS` other than ``structured``.
     """
     text = content or ""
+    named = _FUNCTIONS.match(text)
+    if named:
+        body = next((c for c in _json_candidates(named.group(2)) if _is_object(c)), None)
+        if body is None:
+            return [], "unparsed_tagged"
+        return [ContentCall(named.group(1), json.loads(body))], "content_tagged"
     bodies = [m.group(2) for m in _TAGGED.finditer(text)]
     mistral = _MISTRAL.search(text)
     if mistral:
@@ -122,6 +131,13 @@ def parse_content_tool_calls(content: str | None,
         if found and (len(found) > 1 or found[0].name in tool_names or _looks_like_call(candidate)):
             return found, "content_json"
     return [], "none"
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _looks_like_call(text: str) -> bool:
