@@ -16,11 +16,18 @@ so a killed job never leaves a stale claim). Every write happens under the claim
 rename (Orbax renames its finished checkpoint folder into place; `result.json` is renamed last), so a
 reader sees a candidate either finished and complete or not at all, and a claim holder re-reads the store
 before training, so a candidate another process finished meanwhile is never trained twice.
+
+A stored candidate is verified when it is used: `result.json` records the size and SHA-256 of every file of its
+checkpoint, and `restore` re-hashes them before Orbax reads a byte, then refuses non-finite weights. A damaged
+`result.json` or checkpoint is one `ValueError` naming the candidate folder and the fix (delete the folder; the
+next run retrains that candidate), never Orbax's traceback or a NaN score. Records written before checkpoint
+checksums existed are restored without the file check (weights are still checked for NaN/inf).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import hashlib
@@ -37,6 +44,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from sfbench_jax.data.checksums import file_sha256
 from sfbench_jax.files import ensure_writable_dir, write_json
 
 #: Bump when training semantics or the stored layout change (old candidates are then retrained).
@@ -102,6 +110,8 @@ class CandidateResult:
         code_version: package version that trained it.
         recipe: the method recipe (empty for the baseline).
         variant: the spec's variant id ("baseline" for the baseline).
+        checkpoint_files: `{relative path: [bytes, sha256]}` of every checkpoint file, recorded by `save` and
+            verified by `restore` (empty for failed and untrained candidates and for older records).
     """
 
     candidate_hash: str
@@ -125,6 +135,7 @@ class CandidateResult:
     code_version: str
     recipe: dict[str, Any] = field(default_factory=dict, hash=False)
     variant: str = "baseline"
+    checkpoint_files: dict[str, list[Any]] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def is_finished(self) -> bool:
@@ -160,14 +171,24 @@ class CandidateStore:
         return self.root / dataset / architecture / key
 
     def load(self, dataset: str, architecture: str, key: str) -> CandidateResult | None:
-        """The stored result, or None if the candidate has not finished."""
-        path = self.candidate_dir(dataset, architecture, key) / RESULT_FILE
+        """The stored result, or None if the candidate has not finished.
+
+        Raises:
+            ValueError: `result.json` is damaged (not JSON, fields missing, another candidate's), naming the
+                candidate folder and the fix.
+        """
+        folder = self.candidate_dir(dataset, architecture, key)
+        path = folder / RESULT_FILE
         if not path.is_file():
             return None
-        result = CandidateResult.from_json(json.loads(path.read_text()))
+        try:
+            result = CandidateResult.from_json(json.loads(path.read_text()))
+        except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as error:
+            raise ValueError(f"{path} is not a valid candidate record ({type(error).__name__}: {error}); it was "
+                             f"damaged after it was written. {_delete_fix(folder)}") from error
         if result.candidate_hash != key:
             raise ValueError(f"{path} records candidate {result.candidate_hash}, expected {key}; the store is "
-                             "corrupted. Delete that folder to retrain the candidate.")
+                             f"corrupted. {_delete_fix(folder)}")
         return result
 
     def save(self, result: CandidateResult, checkpoint: Mapping[str, Mapping[str, np.ndarray]] | None) -> Path:
@@ -185,22 +206,39 @@ class CandidateStore:
             with ocp.StandardCheckpointer() as checkpointer:
                 checkpointer.save(target, {group: dict(values) for group, values in checkpoint.items()})
                 checkpointer.wait_until_finished()
+            result = dataclasses.replace(result, checkpoint_files=checkpoint_files(target))
         return write_json(result.to_json(), folder / RESULT_FILE)
 
     def restore(self, result: CandidateResult) -> dict[str, dict[str, np.ndarray]]:
-        """The stored checkpoint of a finished candidate as `{"params": {...}, "batch_stats": {...}}`.
+        """The stored checkpoint of a finished candidate as `{"params": {...}, "batch_stats": {...}}`, verified
+        against the checksums its `result.json` records (re-read from the store) before it is read.
 
         Raises:
             FileNotFoundError: the checkpoint folder is missing.
+            ValueError: the checkpoint does not match its record, cannot be read, or holds NaN/inf weights
+                (naming the candidate folder and the fix).
         """
-        target = self.candidate_dir(result.dataset, result.architecture, result.candidate_hash) / CHECKPOINT_DIR
+        folder = self.candidate_dir(result.dataset, result.architecture, result.candidate_hash)
+        target = folder / CHECKPOINT_DIR
         if not target.is_dir():
             raise FileNotFoundError(f"Checkpoint of candidate {result.candidate_hash} missing at {target}; "
-                                    "delete its folder so the sweep retrains it.")
-        with ocp.StandardCheckpointer() as checkpointer:
-            restored = checkpointer.restore(target)
-        return {group: {name: np.asarray(jax.device_get(value)) for name, value in values.items()}
-                for group, values in restored.items()}
+                                    f"{_delete_fix(folder)}")
+        stored = self.load(result.dataset, result.architecture, result.candidate_hash) or result
+        _verify_checkpoint(target, stored.checkpoint_files, folder)
+        try:
+            with ocp.StandardCheckpointer() as checkpointer:
+                restored = checkpointer.restore(target)
+        except Exception as error:  # Orbax and TensorStore raise many types for a damaged checkpoint
+            raise ValueError(f"Cannot read the checkpoint {target} ({type(error).__name__}: "
+                             f"{str(error).splitlines()[0] if str(error) else ''}). {_delete_fix(folder)}") from error
+        weights = {group: {name: np.asarray(jax.device_get(value)) for name, value in values.items()}
+                   for group, values in restored.items()}
+        bad = sorted(f"{group}.{name}" for group, values in weights.items() for name, value in values.items()
+                     if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all())
+        if bad:
+            raise ValueError(f"The checkpoint {target} holds NaN/inf weights ({', '.join(bad[:5])}); a finished "
+                             f"candidate never stores them. {_delete_fix(folder)}")
+        return weights
 
     def claim(self, dataset: str, architecture: str, keys: Sequence[str], *, wait: bool = True) -> Claim | None:
         """Lock the candidates `keys` for this process (in sorted order, so processes never deadlock).
@@ -286,6 +324,31 @@ class Claim:
 
     def __exit__(self, *exc_info: object) -> None:
         self.release()
+
+
+def _delete_fix(folder: Path) -> str:
+    return (f"Delete the candidate folder {folder} (the next run retrains that candidate), or choose another "
+            "train.store_dir.")
+
+
+def checkpoint_files(target: Path) -> dict[str, list[Any]]:
+    """`{relative path: [bytes, sha256]}` of every file under a checkpoint folder, in path order."""
+    return {path.relative_to(target).as_posix(): [path.stat().st_size, file_sha256(path)]
+            for path in sorted(target.rglob("*")) if path.is_file()}
+
+
+def _verify_checkpoint(target: Path, recorded: Mapping[str, Sequence[Any]], folder: Path) -> None:
+    """Raise a ValueError when the checkpoint's files differ from the record (nothing to check without one)."""
+    if not recorded:
+        return
+    found = checkpoint_files(target)
+    missing, extra = sorted(set(recorded) - set(found)), sorted(set(found) - set(recorded))
+    changed = sorted(name for name in set(recorded) & set(found) if list(recorded[name]) != found[name])
+    if missing or extra or changed:
+        details = "; ".join(f"{label} {names[:3]}" for label, names in
+                            (("missing", missing), ("unrecorded", extra), ("changed", changed)) if names)
+        raise ValueError(f"The checkpoint {target} does not match the checksums in its result.json ({details}): it "
+                         f"was changed or damaged after training. {_delete_fix(folder)}")
 
 
 def finite_curve(values: Sequence[float]) -> list[float | None]:
