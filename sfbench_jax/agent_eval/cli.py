@@ -15,6 +15,7 @@ Subcommands::
     sfbench-agent-eval run     --agent replay --traces runs/my-model/traces --out runs/replay
     sfbench-agent-eval score   --traces runs/my-model/traces --out runs/rescored
     sfbench-agent-eval report  runs/my-model
+    sfbench-agent-eval report  runs/ref runs/my-model --paired --out runs/table
     sfbench-agent-eval compare runs/rag runs/my-model [--pair-on scenario|run] [--out DIR]
     sfbench-agent-eval list    [--summary]
     sfbench-agent-eval lint    [--static-only]
@@ -343,11 +344,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from sfbench_jax.agent_eval.report import to_markdown, write_report
+    from sfbench_jax.agent_eval.report import common_scenarios, to_markdown, write_report
     from sfbench_jax.agent_eval.runner import read_records
 
-    records = read_records(Path(args.run_dir))
-    paths = write_report(records, Path(args.run_dir))
+    if len(args.run_dir) > 1 and not args.out:
+        _usage_error(args, "several run folders need --out DIR for the combined report")
+    try:
+        records = [r for run_dir in args.run_dir for r in read_records(Path(run_dir))]
+    except FileNotFoundError as exc:
+        _usage_error(args, str(exc))
+    if args.paired:
+        records = common_scenarios(records)
+    paths = write_report(records, Path(args.out or args.run_dir[0]))
     print(to_markdown(json.loads(paths["json"].read_text())["rows"]), end="")
     return 0
 
@@ -532,8 +540,14 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--out", required=True)
     score.set_defaults(func=_cmd_score)
 
-    report = sub.add_parser("report", help="(re)write report.md/.csv/aggregate.json of a run")
-    report.add_argument("run_dir")
+    report = sub.add_parser("report", help="(re)write report.md/.csv/aggregate.json of a run, "
+                                           "or one report over several runs (--out)")
+    report.add_argument("run_dir", nargs="+", help="run folder(s)")
+    report.add_argument("--out", default=None,
+                        help="where to write (default: the single run folder)")
+    report.add_argument("--paired", action="store_true",
+                        help="per mode, keep only the scenarios every agent x model scored, so "
+                             "the rows compare the same scenarios")
     report.set_defaults(func=_cmd_report)
 
     compare = sub.add_parser("compare", help="paired comparison of two run folders: Wilson "

@@ -24,8 +24,8 @@ from sfbench_jax.agent_eval.metrics import pass_all, pass_at_1, pass_hat_k
 from sfbench_jax.agent_eval.stats import wilson_interval
 from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS, FAILURE_MODES
 
-__all__ = ["COLUMNS", "aggregate", "by_asset_class", "failure_modes", "failure_modes_markdown",
-           "summarise", "to_markdown", "write_report"]
+__all__ = ["COLUMNS", "aggregate", "asset_class_markdown", "by_asset_class", "common_scenarios",
+           "failure_modes", "failure_modes_markdown", "summarise", "to_markdown", "write_report"]
 
 COLUMNS = ("agent", "model", "mode", "split", "task_type", "scenarios", "runs",
            "runs_per_scenario", "pass_at_1", "pass_at_1_ci_low", "pass_at_1_ci_high",
@@ -145,6 +145,40 @@ def _pass_hat_all_k(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             by_scenario[record["scenario_id"]].append(bool(record["success"]))
     n_min = min((len(v) for v in by_scenario.values()), default=0)
     return {str(k): pass_hat_k(by_scenario, k) for k in range(1, n_min + 1)}
+
+
+def common_scenarios(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Per mode, only the records of scenarios that every agent x model of that mode ran.
+
+    Args:
+        records: Run records (e.g. a reference run and a model's run over a subset).
+
+    Returns:
+        The records whose (mode, scenario) was run by every agent x model of the mode.
+    """
+    ran: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
+    for record in records:
+        ran[str(record["mode"])][(str(record["agent"]), str(record["model"]))].add(
+            str(record["scenario_id"]))
+    common = {mode: set.intersection(*groups.values()) for mode, groups in ran.items()}
+    return [r for r in records if str(r["scenario_id"]) in common[str(r["mode"])]]
+
+
+def asset_class_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """`by_asset_class` rows as a Markdown table (pass@1 with its Wilson interval).
+
+    Args:
+        rows: Rows from `by_asset_class`.
+
+    Returns:
+        The table text.
+    """
+    lines = ["| agent | model | mode | asset_class | split | scenarios | runs | pass_at_1 |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['agent']} | {r['model']} | {r['mode']} | {r['asset_class']} | {r['split']} | "
+              f"{r['scenarios']} | {r['runs']} | {_fmt(r['pass_at_1'])} "
+              f"[{_fmt(r['pass_at_1_ci_low'])}, {_fmt(r['pass_at_1_ci_high'])}] |" for r in rows]
+    return "\n".join(lines) + "\n"
 
 
 def failure_modes(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -288,7 +322,8 @@ def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[st
           "failed runs; excluded_runs are evaluator/harness errors.\n\n## Failure modes\n\n"
         + failure_modes_markdown(summary["failure_modes"])
         + "\nEach flag counts the scored runs that carry it (taxonomy.FAILURE_MODES); "
-          "calls_<status> counts tool calls by outcome.\n",
+          "calls_<status> counts tool calls by outcome.\n\n## pass@1 per asset class\n\n"
+        + asset_class_markdown(summary["by_asset_class"]),
         encoding="utf-8")
     csv_path = out / "report.csv"
     with csv_path.open("w", newline="", encoding="utf-8") as handle:

@@ -186,3 +186,37 @@ def test_stratified_sample_covers_every_task_type_and_spreads_classes(scenarios:
         available = {s.asset_class for s in scenarios if s.task_type == task_type}
         assert len({s.asset_class for s in picked}) == min(4, len(available))
     assert cli.stratified_sample(scenarios, 4) == subset
+
+
+def _run(scenario: str, agent: str, mode: str, success: bool, flags: list[str]) -> dict[str, Any]:
+    return {"run_id": f"{scenario}:{mode}:{agent}:0", "scenario_id": scenario, "task_type": "safety_policy",
+            "asset_class": "pump", "split": "in_distribution", "agent": agent, "model": agent, "mode": mode,
+            "status": "scored", "success": success, "evaluator_error": "",
+            "failure": {"primary": None if success else "tool_invocation", "flags": flags},
+            "metrics": {"n_tool_calls": 1, "n_llm_turns": 2, "tool_precision": 1.0, "tool_recall": 1.0,
+                        "distractor_rate": 0.0, "sequencing_accuracy": 1.0,
+                        "n_calls_by_status": {"invalid_arguments": 1} if flags else {"ok": 1}}}
+
+
+def test_combined_report_over_runs_paired_on_common_scenarios(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from sfbench_jax.agent_eval.runner import write_record
+
+    reference = [_run(s, "scripted", "tools_provided", True, []) for s in ("s1", "s2", "s3")]
+    model = [_run("s2", "llm", "tools_provided", False, ["schema_invalid_call", "no_answer"]),
+             _run("s3", "llm", "tools_provided", True, [])]
+    for name, records in (("ref", reference), ("llm", model)):
+        for record in records:
+            write_record(tmp_path / name / "records" / f"{record['scenario_id']}.json", record)
+    assert cli.main(["report", str(tmp_path / "ref"), str(tmp_path / "llm"), "--paired",
+                     "--out", str(tmp_path / "table")]) == 0
+    summary = json.loads((tmp_path / "table" / "aggregate.json").read_text())
+    assert [(r["agent"], r["scenarios"]) for r in summary["rows"] if r["task_type"] == "all"] == [
+        ("llm", 2), ("scripted", 2)]
+    modes = {r["agent"]: r for r in summary["failure_modes"]}
+    assert (modes["llm"]["schema_invalid_call"], modes["llm"]["calls_invalid_arguments"]) == (1, 1)
+    text = (tmp_path / "table" / "report.md").read_text()
+    assert "## Failure modes" in text and "| llm | llm | tools_provided | pump | in_distribution | 2 | 2 |" in text
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["report", str(tmp_path / "ref"), str(tmp_path / "llm")])
+    assert exit_info.value.code == 2 and "need --out DIR" in capsys.readouterr().err

@@ -1,8 +1,11 @@
-"""ReplayAgent: re-issues a recorded trace's tool calls against the current servers.
+"""Replaying recorded traces: the tool calls (`ReplayAgent`) or the model's replies (`RecordedChatBackend`).
 
 What lives here: `ReplayAgent`, the re-execute half of replay (a regression test for the tools:
-same calls, fresh results, the recorded final answer). The re-score-only half needs no agent:
-``sfbench_jax.agent_eval.runner.score_trace`` scores a saved trace offline.
+same calls, fresh results, the recorded final answer), and `RecordedChatBackend`, a chat backend
+that answers the LLM agent's requests with the responses recorded in an LLM trace's
+``llm_response`` events (and re-raises a recorded timeout or context refusal), so a real model's
+run is re-driven offline through the current agent code, parser and tools. The re-score-only half
+needs neither: ``sfbench_jax.agent_eval.runner.score_trace`` scores a saved trace offline.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 
 from sfbench_jax.agent_eval.agents.base import ZERO_USAGE, AgentResult, AgentTask
 
-__all__ = ["ReplayAgent"]
+__all__ = ["RecordedChatBackend", "ReplayAgent"]
 
 
 class ReplayAgent:
@@ -66,3 +69,59 @@ class ReplayAgent:
         return AgentResult(final_answer=final.get("final_answer"),
                            stop_reason=str(final.get("stop_reason", "final")),
                            usage=dict(final.get("usage") or ZERO_USAGE))
+
+
+class RecordedChatBackend:
+    """A `ChatBackend` that plays back one LLM trace's recorded responses, in order."""
+
+    def __init__(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Collect the recorded turns.
+
+        Args:
+            events: One run's trace events (``llm_response`` events hold ``message``,
+                ``finish_reason`` and token counts; an ``llm_error`` event ends the run).
+
+        Raises:
+            ValueError: If the trace holds no recorded response message (not an LLM trace, or
+                one recorded before messages were kept).
+        """
+        self._turns: list[Mapping[str, Any]] = [
+            e for e in events if e.get("kind") in {"llm_response", "llm_error"}]
+        if not any("message" in e for e in self._turns):
+            raise ValueError("the trace holds no recorded LLM responses ('llm_response' events "
+                             "with a 'message'); record it with the current llm agent")
+        self.requests: list[dict[str, Any]] = []
+
+    async def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer the next request with the next recorded response.
+
+        Args:
+            request: The agent's chat-completions body (kept in ``requests``).
+
+        Returns:
+            The recorded response body.
+
+        Raises:
+            ChatTimeoutError: Where the recording timed out.
+            ContextLengthError: Where the recording was refused for its length.
+            ChatBackendError: If the agent asks for more turns than were recorded.
+        """
+        from sfbench_jax.agent_eval.agents.llm import (
+            ChatBackendError,
+            ChatTimeoutError,
+            ContextLengthError,
+        )
+
+        self.requests.append(dict(request))
+        if len(self.requests) > len(self._turns):
+            raise ChatBackendError(f"replay asked for turn {len(self.requests)} but only "
+                                   f"{len(self._turns)} were recorded")
+        event = self._turns[len(self.requests) - 1]
+        if event.get("kind") == "llm_error":
+            error = ContextLengthError if event.get("stop_reason") == "context_exceeded" \
+                else ChatTimeoutError
+            raise error(str(event.get("error", "recorded error")))
+        return {"choices": [{"index": 0, "message": dict(event["message"]),
+                             "finish_reason": event.get("finish_reason")}],
+                "usage": {"prompt_tokens": int(event.get("tokens_in", 0)),
+                          "completion_tokens": int(event.get("tokens_out", 0))}}

