@@ -40,6 +40,14 @@ steps + 1 forward/backward passes per step, so it should cost about steps + 1 ba
 
     python benchmarks/training.py --methods --architectures dlinear            # full epochs
     python benchmarks/training.py --methods --architectures patchtst --steps 20  # full epoch from 20/40 steps
+
+`--variants` times a training-kind method's whole variant search (by default the adaptive robust loss's 40
+variants of DLinear on ETTh1, full protocol: every drop-last batch, at most 200 epochs, patience 10) as the
+engine runs it, one vectorised group per recipe structure, against the same search one variant after another
+(`train.group_size=1`), interleaved round by round in one process; it prints both times, their ratio, and
+whether both selected the same variant with the same numbers. `--steps`, `--max-epochs` and `--budget` bound it:
+
+    python benchmarks/training.py --variants --steps 200 --max-epochs 20 --repeats 2
 """
 
 from __future__ import annotations
@@ -261,6 +269,79 @@ def methods_main(args: argparse.Namespace) -> dict:
     return result
 
 
+#: The two ways of training a method's variants: one vectorised group per recipe structure (the engine's
+#: default, `train.group_size` null) and one variant after another (`train.group_size=1`).
+VARIANT_LAYOUTS = (("vectorised", None), ("sequential", 1))
+
+
+def variant_search(data, architecture: str, method: str, *, steps: int | None, max_epochs: int, patience: int,
+                   budget: int, repeats: int) -> dict:
+    """The method's whole variant search (`run_search` on a fresh candidate store: every variant trained with
+    early stopping, saved, then the winner selected) vectorised and one variant after another, the two
+    interleaved in each round (their order alternating): seconds of each, the paired ratio per round, and
+    whether both selected the same variant with the same numbers. The variants inherit the architecture's
+    default hyperparameters at learning rate 1e-3 (in a study: the baseline winner's). Round 1 includes the
+    compilation of both layouts' programs."""
+    import tempfile
+
+    from sfbench_jax.methods.registry import get_method, method_grid
+    from sfbench_jax.train import CandidateStore, run_search, select_winner
+    from sfbench_jax.train.sweep import plan_method_search
+
+    rounds = []
+    for round_index in range(repeats):
+        layouts = VARIANT_LAYOUTS if round_index % 2 == 0 else VARIANT_LAYOUTS[::-1]
+        seconds, results = {}, {}
+        for label, size in layouts:
+            options = TrainConfig(max_epochs=max_epochs, patience=patience, steps_per_epoch=steps,
+                                  candidate_budget=budget, group_size=size, progress=False)
+            plan = plan_method_search(data, architecture, method, recipes=method_grid(method, None),
+                                      variant_id=get_method(method).variant_id, inherited={"lr": 1e-3},
+                                      options=options, budget=budget)
+            with tempfile.TemporaryDirectory() as store:
+                started = time.perf_counter()
+                results[label] = run_search(data, plan, store=CandidateStore(store), options=options)
+                seconds[label] = time.perf_counter() - started
+        ours, theirs = results["vectorised"], results["sequential"]
+        rounds.append({
+            "vectorised_seconds": seconds["vectorised"], "sequential_seconds": seconds["sequential"],
+            "ratio": seconds["sequential"] / seconds["vectorised"],
+            "selected": [select_winner(r).variant for r in (ours, theirs)],
+            "max_relative_difference": max(abs(a.best_val_loss - b.best_val_loss) / abs(b.best_val_loss)
+                                           for a, b in zip(ours, theirs, strict=True)),
+            "same_epochs": all((a.epochs_run, a.best_epoch) == (b.epochs_run, b.best_epoch)
+                               for a, b in zip(ours, theirs, strict=True)),
+            "epochs_run": sorted(r.epochs_run for r in ours)})
+    return {"dataset": data.spec.key, "architecture": architecture, "method": method, "variants": budget,
+            "steps_per_epoch": steps, "max_epochs": max_epochs, "patience": patience, "rounds": rounds,
+            "median_ratio": statistics.median(r["ratio"] for r in rounds)}
+
+
+def variants_main(args: argparse.Namespace) -> dict:
+    """The `--variants` comparison: a method's variant search vectorised against one variant after another."""
+    device = jax.devices()[0]
+    data = prepare(load((args.datasets or ["etth1"])[0], data_root=DATA_ROOT))
+    architecture = (args.architectures or ["dlinear"])[0]
+    result = {"device": f"{device.platform}:{device.device_kind}", "devices": len(jax.devices()),
+              "jax": jax.__version__, **variant_search(
+                  data, architecture, args.variant_method, steps=args.steps, max_epochs=args.max_epochs,
+                  patience=args.patience, budget=args.budget, repeats=args.repeats)}
+    if args.json:
+        print(json.dumps(result))
+        return result
+    print(f"device: {result['device']} x {result['devices']} (jax {result['jax']}); {result['method']} search of "
+          f"{architecture} on {data.spec.key}: {args.budget} variants, {args.steps or 'all'} steps per epoch, at most "
+          f"{args.max_epochs} epochs, patience {args.patience}")
+    for number, row in enumerate(result["rounds"], start=1):
+        print(f"round {number}: vectorised {row['vectorised_seconds']:.1f} s, one after another "
+              f"{row['sequential_seconds']:.1f} s -> {row['ratio']:.2f}x; selected {row['selected'][0]} / "
+              f"{row['selected'][1]}, same epochs {row['same_epochs']}, best val max rel. difference "
+              f"{row['max_relative_difference']:.1e}; epochs run {row['epochs_run']}")
+    print(f"median ratio (one after another / vectorised): {result['median_ratio']:.2f}x (round 1 includes "
+          "compilation)")
+    return result
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=None,
@@ -278,6 +359,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--methods", action="store_true",
                         help="time the training-kind robustness methods against the baseline epoch instead "
                              "(default: etth1, dlinear and patchtst)")
+    parser.add_argument("--variants", action="store_true",
+                        help="time a method's whole variant search vectorised against one variant after another "
+                             "(default: adaptive_robust_loss, dlinear, etth1, 40 variants)")
+    parser.add_argument("--variant-method", default="adaptive_robust_loss",
+                        help="with --variants: the training-kind method (default adaptive_robust_loss)")
+    parser.add_argument("--budget", type=int, default=40, help="with --variants: variants sampled (default 40)")
+    parser.add_argument("--max-epochs", type=int, default=200, help="with --variants: epoch limit (default 200)")
+    parser.add_argument("--patience", type=int, default=10, help="with --variants: patience (default 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return parser.parse_args(argv)
 
@@ -288,6 +377,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = _parse(argv)
     if args.methods:
         return methods_main(args)
+    if args.variants:
+        return variants_main(args)
     device = jax.devices()[0]
     result: dict = {"device": f"{device.platform}:{device.device_kind}", "jax": jax.__version__, "rows": []}
     if not args.json:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.signal import lfilter
 
 SYNTHETIC_SEED = 20240601
 
@@ -36,6 +35,8 @@ def seasonal_series(*, num_rows: int, num_channels: int, seed: int = SYNTHETIC_S
                 + daily_amplitude * np.sin(2 * np.pi * hours / 24.0 + daily_phase)
                 + weekly_amplitude * np.sin(2 * np.pi * hours / 168.0 + weekly_phase))
     innovations = rng.standard_normal((num_rows, num_channels)) * 0.1
+    from scipy.signal import lfilter  # here, not at import: scipy.signal takes ~1 s to import, most runs never need it
+
     noise = lfilter([1.0], [1.0, -ar_coefficient], innovations, axis=0)
     return seasonal + noise
 

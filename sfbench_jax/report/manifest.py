@@ -1,4 +1,5 @@
-"""The run manifest: resolved config, versions, devices, data checksums, phase timings, the selection."""
+"""The run manifest: resolved config, versions, devices, data checksums, phase timings (the run's, and the
+process's start-up before it: `mark_startup`), the selection."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import jax
 
 from sfbench_jax.config import RunConfig
 from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.report.startup import startup_phases
 from sfbench_jax.selection import EvaluatedModel, Selection
 
 _PACKAGES = ("sfbench-jax", "jax", "jaxlib", "flax", "optax", "numpy", "pandas", "pyarrow", "hydra-core",
@@ -72,6 +74,7 @@ def run_manifest(cfg: RunConfig, data: PreparedData, models: list[EvaluatedModel
                  "content_sha256": data.series.content_sha256, "matches_reference": data.series.matches_reference,
                  "signature": data.spec.signature, "data_seed": data.spec.seeds.data_seed},
         "timings": timings,
+        "startup": startup_phases(timings),
         "models": [{"architecture": m.architecture, "method": m.method, "hyperparameters": m.hyperparameters,
                     "engine": to_plain(m.evaluation.engine), "bootstrap_seconds": m.evaluation.bootstrap_seconds}
                    for m in models],

@@ -21,16 +21,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
 from sfbench_jax.data.windows import WindowShape, gather_windows
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform
+
+if TYPE_CHECKING:
+    import optax
 
 #: Mesh axis over which a vectorised group's candidates are split.
 CANDIDATE_AXIS = "candidates"
@@ -44,6 +46,8 @@ ADAM_B1, ADAM_B2, ADAM_EPS = 0.9, 0.999, 1e-8
 
 def adam_direction() -> optax.GradientTransformation:
     """Adam's update direction (learning rate 1, sign not yet applied)."""
+    import optax  # here, not at import: a run that trains nothing (SeasonalNaive, evaluation) never loads it
+
     return optax.scale_by_adam(b1=ADAM_B1, b2=ADAM_B2, eps=ADAM_EPS)
 
 
