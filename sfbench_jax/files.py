@@ -29,6 +29,12 @@ def ensure_writable_dir(path: Path, *, what: str = "run directory",
         raise PermissionError(f"Cannot create the {what} {path}: {error}. {fix}") from error
     if not path.is_dir() or not os.access(path, os.W_OK):
         raise PermissionError(f"The {what} {path} is not writable. {fix}")
+    try:  # os.access trusts the mode bits: a read-only mount (or any folder, for root) needs a real write
+        handle, probe = tempfile.mkstemp(dir=path, prefix=".write-probe-")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise PermissionError(f"The {what} {path} is not writable ({error.strerror}). {fix}") from error
     return path
 
 
