@@ -16,7 +16,8 @@ mcp_agent_eval.md section 3.5:
 Flags name each failure mode seen in real models' traces, so a report can count them
 (`FAILURE_MODES`): ``schema_invalid_call`` (arguments that are not JSON or fail the tool's input
 schema), ``unknown_tool_called``, ``blocked_tool_called``, ``no_tool_call`` (answered without
-calling any tool in a mode that offers tools), ``no_answer`` (no final answer at all),
+calling any tool in a mode that offers tools), ``repeated_call`` (the same tool called again
+with the same arguments: a loop), ``no_answer`` (no final answer at all),
 ``answer_not_json`` (the final reply held no JSON object), ``tool_call_in_content`` (calls
 recovered from the message text instead of structured ``tool_calls``), ``unparsed_tool_call``,
 ``forced_final`` (the budget ran out and the answer came from the forced last turn) and
@@ -28,6 +29,7 @@ What does not: success itself (validators decide that; only failed runs get a la
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,7 +48,8 @@ _STATUS_FLAGS = {"invalid_arguments": "schema_invalid_call", "unknown_tool": "un
                  "blocked": "blocked_tool_called"}
 #: The failure modes a report counts (run-level flags), in reading order.
 FAILURE_MODES = ("schema_invalid_call", "unknown_tool_called", "blocked_tool_called",
-                 "unparsed_tool_call", "tool_call_in_content", "no_tool_call", "no_answer",
+                 "unparsed_tool_call", "tool_call_in_content", "no_tool_call", "repeated_call",
+                 "no_answer",
                  "answer_not_json", "wrong_answer_type", "distractor_called", "premature_stop",
                  "precedence_violated", "state_dependency", "forced_final", "stopped_max_steps",
                  "stopped_timeout", "stopped_context_exceeded", "wrong_value")
@@ -74,6 +77,12 @@ def llm_trace_flags(events: Iterable[Mapping[str, Any]]) -> list[str]:
         if event.get("forced_final"):
             flags.add("forced_final")
     return sorted(flags)
+
+
+def _repeats_a_call(calls: Sequence[ToolCallEvent]) -> bool:
+    """Whether some call repeats an earlier call's tool and arguments exactly."""
+    keys = [(call.tool, json.dumps(call.arguments, sort_keys=True)) for call in calls]
+    return len(set(keys)) < len(keys)
 
 
 def unrecovered_invocation_failures(calls: Sequence[ToolCallEvent]) -> list[str]:
@@ -128,6 +137,8 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
     flags.update(_STATUS_FLAGS[c.status] for c in calls if c.status in _STATUS_FLAGS)
     if not calls and mode != "rag":
         flags.add("no_tool_call")
+    if _repeats_a_call(calls):
+        flags.add("repeated_call")
     if isinstance(answer, str):
         flags.add("answer_not_json")
     unrecovered = unrecovered_invocation_failures(calls)

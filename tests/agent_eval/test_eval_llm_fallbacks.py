@@ -220,3 +220,16 @@ def test_combined_report_over_runs_paired_on_common_scenarios(tmp_path: Path,
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["report", str(tmp_path / "ref"), str(tmp_path / "llm")])
     assert exit_info.value.code == 2 and "need --out DIR" in capsys.readouterr().err
+
+
+def test_repeated_identical_calls_are_flagged() -> None:
+    from eval_helpers import call
+
+    from sfbench_jax.agent_eval.taxonomy import classify_failure
+
+    args = {"preventive_cost": 0.2, "frequency_per_year": 15}
+    common = {"success": False, "answer": None, "stop_reason": "max_steps", "required": ["t"],
+              "distractors": [], "precedence": [], "handle_args": [], "output_template": {"type": "object"}}
+    looped = classify_failure(calls=[call(0, "t", arguments=args), call(1, "t", arguments=dict(args))], **common)
+    varied = classify_failure(calls=[call(0, "t", arguments=args), call(1, "t", arguments={"x": 1})], **common)
+    assert "repeated_call" in looped["flags"] and "repeated_call" not in varied["flags"]

@@ -1,0 +1,79 @@
+"""Real SmolLM2 runs, recorded through llama.cpp's server, replayed offline (no model, no network).
+
+Each fixture under ``fixtures/llm_traces/`` is one run of the experiment in docs/agent_eval_llm.md:
+its trace (``*.jsonl``, the model's replies included) and the run record it scored to
+(``*.record.json``). Two replays per fixture:
+
+* the trace re-scores to the recorded record, byte for byte (``record_hash``);
+* the recorded replies re-drive the current LLM agent (`RecordedChatBackend`) against the real MCP
+  server in-process: the same tool calls with the same results and the same score and failure
+  label, and every request it sends passes llama-cpp-python's request schema for assistant
+  messages (string content; a null content was a real HTTP 500 in the first runs).
+
+The fixtures cover the failure modes the real traces showed (see ``settings.json`` for the command).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.server import MCPServer
+
+from sfbench_jax.agent_eval.agents.llm import LLMAgent, LLMConfig
+from sfbench_jax.agent_eval.agents.replay import RecordedChatBackend
+from sfbench_jax.agent_eval.runner import execute_run, score_trace
+from sfbench_jax.agent_eval.scenario import Scenario
+from sfbench_jax.agent_eval.toolbox import connect
+from sfbench_jax.agent_eval.trace import read_trace
+
+FIXTURES = Path(__file__).parent / "fixtures" / "llm_traces"
+TRACES = sorted(FIXTURES.glob("*.jsonl"))
+SCORED_KEYS = ("success", "status", "failure", "metrics", "final_answer", "stop_reason",
+               "validator_results")
+
+
+def _recorded(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    return read_trace(path), json.loads(path.with_name(path.stem + ".record.json").read_text())
+
+
+def _calls(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(e["tool"], e["status"], json.dumps(e["arguments"], sort_keys=True),
+             json.dumps(e["structured"], sort_keys=True)) for e in events if e["kind"] == "tool_call"]
+
+
+def test_fixtures_cover_the_failure_modes_seen() -> None:
+    assert len(TRACES) >= 3
+    flags = set()
+    for path in TRACES:
+        flags.update(_recorded(path)[1]["failure"]["flags"])
+    assert {"schema_invalid_call", "forced_final", "unparsed_tool_call"} <= flags, flags
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.stem)
+def test_recorded_trace_rescores_to_the_recorded_record(path: Path,
+                                                       scenario_map: dict[str, Scenario]) -> None:
+    events, record = _recorded(path)
+    rescored = score_trace(scenario_map[record["scenario_id"]], events)
+    assert rescored["record_hash"] == record["record_hash"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.stem)
+async def test_recorded_replies_redrive_the_agent_to_the_same_score(
+        path: Path, eval_server: MCPServer, scenario_map: dict[str, Scenario]) -> None:
+    events, record = _recorded(path)
+    settings = json.loads((FIXTURES / "settings.json").read_text())["llm"]
+    config = LLMConfig.from_mapping({"base_url": "http://127.0.0.1:9/v1", "model": record["model"],
+                                     **settings})
+    backend = RecordedChatBackend(events)
+    async with connect(eval_server) as session:
+        replayed, again = await execute_run(scenario_map[record["scenario_id"]],
+                                            LLMAgent(config, backend), session, mode=record["mode"])
+    assert {k: again[k] for k in SCORED_KEYS} == {k: record[k] for k in SCORED_KEYS}
+    assert _calls(replayed) == _calls(events)
+    for request in backend.requests:
+        for message in request["messages"]:
+            assert isinstance(message.get("content"), str), message
