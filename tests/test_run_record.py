@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from sfbench_jax.report.runs import gather_runs, load_run
@@ -191,3 +192,22 @@ def test_kill_9_at_20_random_moments_of_an_overwriting_run(completed_run: Path, 
     # every non-hidden entry beside the run is the run itself: staging and replaced folders are hidden
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == ["run"]
     assert not all(replaced for _, replaced in moments), f"no kill landed before the swap: {moments}"
+
+
+@pytest.mark.slow
+def test_a_resumed_multirun_keeps_completed_jobs_and_overwrite_replaces_them(tmp_path: Path, cache_dir: Path) -> None:
+    sweep = tmp_path / "sweep"
+    common = ["-m", "eval.seed=1", *COMMON, "figures=false", f"cache_dir={cache_dir}", f"hydra.sweep.dir={sweep}"]
+    assert _sfbench(*common).returncode == 0
+    [job] = [p for p in sweep.iterdir() if p.is_dir()]
+    before = _tree_digest(job)
+    again = _sfbench(*common)
+    assert again.returncode == 0 and f"job {job.name} skipped: {job} already holds a completed run" in again.stderr
+    assert {k: v for k, v in _tree_digest(job).items() if not k.startswith(".hydra")} == {
+        k: v for k, v in before.items() if not k.startswith(".hydra")}
+    replaced = _sfbench(*common, "overwrite=true")
+    assert replaced.returncode == 0 and "was moved to" in replaced.stderr
+    [aside] = sweep.glob(f".{job.name}.replaced-*")
+    assert verify_record(aside)["files"]["cell.json"] and verify_record(job)["files"]["cell.json"]
+    assert json.loads((job / "cell.json").read_text())["overrides"][-1] == "overwrite=True"
+    assert len(pd.read_csv(sweep / "summary.csv")) == 1  # the collection read the new run only

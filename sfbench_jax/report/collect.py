@@ -199,13 +199,14 @@ def _job_record(directory: Path) -> JobRecord:
 
 
 def read_jobs(sweep_dir: Path) -> list[JobRecord]:
-    """Every job folder (a direct sub-folder with a cell.json) of a sweep.
+    """Every job folder (a direct sub-folder with a cell.json, not hidden: staging and replaced runs are) of a sweep.
 
     Raises:
         SweepFileError: a job's `cell.json` or `job_failed.json` cannot be read (the file and the fix named).
     """
     return [_job_record(directory)
-            for directory in sorted(p for p in Path(sweep_dir).iterdir() if (p / CELL_FILE).is_file())]
+            for directory in sorted(p for p in Path(sweep_dir).iterdir()
+                                    if not p.name.startswith(".") and (p / CELL_FILE).is_file())]
 
 
 def varying_overrides(expected: Sequence[ExpectedJob]) -> list[str]:
