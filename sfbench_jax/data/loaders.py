@@ -173,7 +173,9 @@ def _load_penmanshiel(spec: DatasetSpec, data_root: Path | None,
     try:
         frame = pd.read_parquet(parquet)
     except (OSError, ValueError) as error:
-        raise DataContractError(f"Cannot read {parquet}: {error}.") from error
+        raise DataContractError(f"Cannot read {parquet}: {error}. The file is damaged or not Parquet: derive "
+                                "penmanshiel_hourly_wt08.parquet again from the Zenodo release (record 16807304) and "
+                                "replace it.") from error
     return RuntimeFrame(frame, str(parquet))
 
 
