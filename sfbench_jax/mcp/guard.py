@@ -104,7 +104,8 @@ def _non_finite(value: Any, where: str) -> str | None:
     return None
 
 
-def check_answer(tool: str, answer: Any, output_schema: Mapping[str, Any] | None) -> None:
+def check_answer(tool: str, answer: Any, output_schema: Mapping[str, Any] | jsonschema.protocols.Validator | None
+                 ) -> None:
     """Refuse an answer with a non-finite number or one that breaks the tool's output schema.
 
     JSON has no infinity or NaN (the SDK would send ``null`` where the schema promises a number, and the client
@@ -113,7 +114,7 @@ def check_answer(tool: str, answer: Any, output_schema: Mapping[str, Any] | None
     Args:
         tool: Tool name, for the message.
         answer: What the tool function returned (a pydantic model, usually).
-        output_schema: The tool's published output schema, or None.
+        output_schema: The tool's published output schema (or a validator of it), or None.
 
     Raises:
         DomainToolError: The answer holds a non-finite number or does not match the schema.
@@ -127,7 +128,9 @@ def check_answer(tool: str, answer: Any, output_schema: Mapping[str, Any] | None
     if output_schema is None or not isinstance(answer, BaseModel):
         return
     wire = answer.model_dump(mode="json", by_alias=True)
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(output_schema).iter_errors(wire))
+    validator = (output_schema if isinstance(output_schema, jsonschema.protocols.Validator)
+                 else jsonschema.Draft202012Validator(output_schema))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(wire))
     if error is not None:
         where = ".".join(str(part) for part in error.absolute_path) or "the answer"
         raise DomainToolError(f"{tool} produced an answer that breaks its output schema at {where} "
@@ -136,7 +139,7 @@ def check_answer(tool: str, answer: Any, output_schema: Mapping[str, Any] | None
 
 
 def _run_checked(tool: Tool, fn: Callable[..., Any], arguments: dict[str, Any], *, exclusive: threading.Lock | None,
-                 deadline: float) -> Any:
+                 deadline: float, validator: jsonschema.protocols.Validator | None) -> Any:
     """The tool function on a worker thread: wait for the exclusive lock if any, call, check the answer."""
     if exclusive is not None:
         if not exclusive.acquire(timeout=max(0.0, deadline - time.monotonic())):
@@ -149,7 +152,7 @@ def _run_checked(tool: Tool, fn: Callable[..., Any], arguments: dict[str, Any], 
             exclusive.release()
     else:
         answer = fn(**arguments)
-    check_answer(tool.name, answer, tool.output_schema)
+    check_answer(tool.name, answer, validator)
     return answer
 
 
@@ -165,10 +168,11 @@ def guarded_tool(tool: Tool, guard: CallGuard, *, exclusive: bool = False) -> To
         The same tool with an asynchronous function: budget, lock, answer check, redacted errors.
     """
     fn, lock, budget = tool.fn, guard.exclusive if exclusive else None, guard.call_timeout_s
+    validator = None if tool.output_schema is None else jsonschema.Draft202012Validator(tool.output_schema)
 
     async def guarded(**arguments: Any) -> Any:
         work = functools.partial(_run_checked, tool, fn, arguments, exclusive=lock,
-                                 deadline=time.monotonic() + budget)
+                                 deadline=time.monotonic() + budget, validator=validator)
         try:
             with anyio.fail_after(budget):
                 return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
