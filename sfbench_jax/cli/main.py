@@ -14,6 +14,7 @@ folder already holds a completed run is skipped (re-running a sweep fills in onl
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import traceback
@@ -41,7 +42,10 @@ from sfbench_jax.config import (
 from sfbench_jax.files import write_json
 from sfbench_jax.methods import get_method
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
+from sfbench_jax.report.startup import mark_startup
 from sfbench_jax.run_folder import check_run_folder, holds_completed_run, staging_folder, target_of_staging
+
+mark_startup("imports")  # the manifest's start-up phases: interpreter and imports up to here
 
 CONFIG_PATH = "pkg://sfbench_jax.conf"
 
@@ -91,12 +95,14 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
 def run_job(cfg: DictConfig, output_dir: Path, job_files: dict[str, dict] | None = None) -> None:
     """Validate the config, switch on the compilation cache, run the pipeline (a host model's failure, e.g. an
     external predictor's wrong shape, is raised as its own `HostModelError`, a ValueError)."""
+    mark_startup("compose")  # Hydra composed the config
     from sfbench_jax.cli.compilation_cache import use_compilation_cache
     from sfbench_jax.host_calls import reporting_host_failures
     from sfbench_jax.pipeline import run
 
     run_config = to_run_config(cfg)
     use_compilation_cache(run_config)
+    mark_startup("configure")  # the pipeline imported, the config checked, the compilation cache on
     with reporting_host_failures():
         run(run_config, output_dir, job_files=job_files)
 
@@ -161,8 +167,12 @@ def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
               f"{cell['method']}): {type(error).__name__}: {error}", file=sys.stderr, flush=True)
 
 
+#: Single runs of this process that finished normally (then `main` ends the process without the teardown).
+_FINISHED_RUNS: list[Path] = []
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
-def main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig) -> None:
     """Run one benchmark job (in the run folder `hydra.run.dir`; a replacing run is written in its staging
     folder and swapped in at the end)."""
     hydra_config = HydraConfig.get()
@@ -176,6 +186,26 @@ def main(cfg: DictConfig) -> None:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         _refuse(error)
+    _FINISHED_RUNS.append(output_dir)
+
+
+def main() -> None:
+    """The `sfbench` entry point: Hydra's app (`hydra_main`); when it was a single run that finished, the process
+    ends at once (`exit_now`). Errors and multiruns (whose launchers may hold workers) end as usual."""
+    hydra_main()
+    if _FINISHED_RUNS:
+        exit_now()
+
+
+def exit_now() -> None:
+    """End the process with status 0 after flushing the log files and standard streams, without the interpreter's
+    teardown: collecting ~1,500 imported modules and running JAX's and Orbax's exit hooks costs ~0.8 s of CPU,
+    a sixth of a whole `sfbench eval=quick` process on 2 cores. Every output was already written and sealed, the
+    compilation cache is written when a program is compiled, and checkpoints before a candidate's record."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
