@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 #: Each layer may import only itself and the layers listed (transitively lower ones are listed too).
 ALLOWED_IMPORTS = {
     "files": set(),
+    "run_folder": {"files"},
     "presets": set(),
     "predictors": set(),
     "host_calls": set(),
