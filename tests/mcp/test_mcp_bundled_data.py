@@ -97,7 +97,8 @@ def test_data_root_takes_precedence_and_the_bundle_fills_in(data_root: Path,
     assert DataStore(empty).root_holding(fd001) == bundled_root("cmapss_fd001")
     with pytest.raises(UnavailableToolError, match="--data-root") as caught:
         DataStore(empty).root_holding(fd002)
-    assert str(empty) in str(caught.value) and "cmapss_fd002" in str(caught.value)
+    # names the dataset and the fix, not the server's folder (issue 21: errors reveal no server path)
+    assert str(empty) not in str(caught.value) and "cmapss_fd002" in str(caught.value)
     with pytest.raises(UnavailableToolError, match="without a data root"):
         DataStore(None).root_holding(PHM_DATASETS["cwru_rec_105"])
 
