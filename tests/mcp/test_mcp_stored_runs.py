@@ -149,3 +149,24 @@ async def test_symlink_out_of_the_data_root_is_a_tagged_error(tmp_path: Path, da
     text = result.content[0].text
     assert result.is_error and "[refused]" in text and "outside the server's data root" in text, text
     assert str(tmp_path) not in text and str(data_root) not in text
+
+
+def test_rebuild_policy_refuses_before_anything_is_built(tmp_path: Path) -> None:
+    from sfbench_jax.stored import RebuildPolicy, UntrustedRunError, check_manifest, run_config
+
+    policy = RebuildPolicy(roots=(tmp_path,), data_root=tmp_path / "data")
+    external = {"config": {"model": {"name": "external", "target": "evil_mod:predict"}}}
+    refused = [external, {"config": {"model": {"name": "evil"}}}, {"config": {"method": {"name": "evil"}}},
+               {"config": {"model": {"name": "dlinear", "hparams": {"target": "evil_mod:predict"}}}},
+               {"config": {"model": {"name": "chronos2", "weights": "/elsewhere"}}}, {"config": None}, []]
+    for manifest in refused:
+        with pytest.raises(UntrustedRunError):
+            check_manifest(manifest, policy)
+    check_manifest(external, RebuildPolicy(roots=(tmp_path,), allow_host_models=True))  # the explicit option
+    manifest = {"config": {"dataset": {"name": "etth1"}, "data_root": "/etc", "cache_dir": "/var/cache/x"}}
+    cfg = run_config(manifest, policy=policy)
+    assert (cfg.data_root, cfg.cache_dir, cfg.compilation_cache) == (str(tmp_path / "data"), None, False)
+    assert policy.confine(tmp_path / "runs" / "a", "the run folder") == (tmp_path / "runs" / "a").resolve()
+    with pytest.raises(UntrustedRunError, match="the run's candidate store lies outside") as outside:
+        policy.confine(Path("/etc"), "the run's candidate store")
+    assert "/etc" not in str(outside.value)
