@@ -138,10 +138,14 @@ def check_manifest(manifest: Any, policy: RebuildPolicy) -> None:
 
 
 def _guarded(cfg: RunConfig, policy: RebuildPolicy) -> RunConfig:
-    """The manifest's folders replaced by the policy's (`train.store_dir` is confined in `restore_run`)."""
+    """The manifest's folders replaced by the policy's (`train.store_dir` is confined in `restore_run`), and its
+    resource settings that never change a number (chunking, devices, memory budget) by the defaults."""
+    defaults = RunConfig().eval
+    resources = dataclasses.replace(cfg.eval, chunk_size=defaults.chunk_size, num_devices=defaults.num_devices,
+                                    memory_budget_mb=defaults.memory_budget_mb)
     return dataclasses.replace(cfg, data_root=None if policy.data_root is None else str(policy.data_root),
                                cache_dir=None if policy.cache_dir is None else str(policy.cache_dir),
-                               compilation_cache=False)
+                               compilation_cache=False, eval=resources)
 
 
 def run_config(manifest: dict[str, Any], *, policy: RebuildPolicy | None = None) -> RunConfig:

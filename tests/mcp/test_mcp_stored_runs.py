@@ -163,9 +163,11 @@ def test_rebuild_policy_refuses_before_anything_is_built(tmp_path: Path) -> None
         with pytest.raises(UntrustedRunError):
             check_manifest(manifest, policy)
     check_manifest(external, RebuildPolicy(roots=(tmp_path,), allow_host_models=True))  # the explicit option
-    manifest = {"config": {"dataset": {"name": "etth1"}, "data_root": "/etc", "cache_dir": "/var/cache/x"}}
+    manifest = {"config": {"dataset": {"name": "etth1"}, "data_root": "/etc", "cache_dir": "/var/cache/x",
+                           "eval": {"memory_budget_mb": 4096, "chunk_size": 4096}}}
     cfg = run_config(manifest, policy=policy)
     assert (cfg.data_root, cfg.cache_dir, cfg.compilation_cache) == (str(tmp_path / "data"), None, False)
+    assert (cfg.eval.memory_budget_mb, cfg.eval.chunk_size) == (1024, None)  # resources: the defaults
     assert policy.confine(tmp_path / "runs" / "a", "the run folder") == (tmp_path / "runs" / "a").resolve()
     with pytest.raises(UntrustedRunError, match="the run's candidate store lies outside") as outside:
         policy.confine(Path("/etc"), "the run's candidate store")
