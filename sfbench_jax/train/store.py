@@ -42,7 +42,6 @@ from typing import Any
 
 import jax
 import numpy as np
-import orbax.checkpoint as ocp
 
 from sfbench_jax.data.checksums import file_sha256
 from sfbench_jax.files import ensure_writable_dir, write_json
@@ -203,6 +202,8 @@ class CandidateStore:
         for leftover in folder.glob(f"{CHECKPOINT_DIR}*"):  # never finished (no result.json): safe to replace
             shutil.rmtree(leftover)
         if checkpoint is not None:
+            import orbax.checkpoint as ocp  # here, not at import: a run that trains nothing never loads Orbax
+
             with ocp.StandardCheckpointer() as checkpointer:
                 checkpointer.save(target, {group: dict(values) for group, values in checkpoint.items()})
                 checkpointer.wait_until_finished()
@@ -225,6 +226,8 @@ class CandidateStore:
                                     f"{_delete_fix(folder)}")
         stored = self.load(result.dataset, result.architecture, result.candidate_hash) or result
         _verify_checkpoint(target, stored.checkpoint_files, folder)
+        import orbax.checkpoint as ocp  # here, not at import (see `save`)
+
         try:
             with ocp.StandardCheckpointer() as checkpointer:
                 restored = checkpointer.restore(target)
