@@ -191,6 +191,7 @@ def test_kill_9_at_20_random_moments_of_an_overwriting_run(completed_run: Path, 
         current = found
     # every non-hidden entry beside the run is the run itself: staging and replaced folders are hidden
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == ["run"]
+    print(f"kill moments (seconds, new run in place): {moments}")
     assert not all(replaced for _, replaced in moments), f"no kill landed before the swap: {moments}"
 
 
