@@ -13,18 +13,20 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 #: Each layer may import only itself and the layers listed (transitively lower ones are listed too).
 ALLOWED_IMPORTS = {
     "files": set(),
+    "plugins": set(),
     "run_folder": {"files"},
     "presets": set(),
     "predictors": set(),
     "host_calls": set(),
-    "data": {"files"},
-    "faults": {"data"},
-    "config": {"data", "faults"},
-    "models": {"data", "host_calls", "presets"},
-    "methods": {"data", "faults", "models", "predictors", "presets"},
-    "evaluate": {"config", "data", "faults", "host_calls", "predictors"},
-    "train": {"config", "data", "files", "methods", "models", "predictors", "presets"},
-    "selection": {"config", "data", "evaluate", "faults", "methods", "models", "predictors", "train"},
+    "data": {"files", "plugins"},
+    "faults": {"data", "plugins"},
+    "config": {"data", "faults", "plugins"},
+    "models": {"data", "host_calls", "plugins", "presets"},
+    "methods": {"data", "faults", "models", "plugins", "predictors", "presets"},
+    "evaluate": {"config", "data", "faults", "host_calls", "plugins", "predictors"},
+    "train": {"config", "data", "files", "methods", "models", "plugins", "predictors", "presets"},
+    "selection": {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors",
+                  "train"},
 }
 MAX_FUNCTION_LINES = 60
 
