@@ -37,7 +37,7 @@ from sfbench_jax.mcp.errors import DomainToolError, OverBudgetError
 __all__ = ["DEFAULT_CALL_TIMEOUT_S", "MAX_CALL_TIMEOUT_S", "CallGuard", "check_answer", "guarded_tool", "redact"]
 
 #: Default per-call time budget: the costliest allowed call (severity_curves at its cost bound on a
-#: SeasonalNaive) takes about 15 s on a 2-core CPU; a stored trained model may take several times that.
+#: SeasonalNaive) took 40 s on a 2-core CPU shared with other jobs; a stored trained model may take longer.
 DEFAULT_CALL_TIMEOUT_S = 120.0
 #: Largest per-call budget the server accepts (an hour: beyond it, use the CLI, which has none).
 MAX_CALL_TIMEOUT_S = 3600.0
