@@ -137,8 +137,9 @@ def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | 
 
     if policy is not None:
         policy.confine(Path(run_dir), "the run folder")
-        check_manifest(json.loads((Path(run_dir) / "manifest.json").read_text()), policy)
-    run = load_run(Path(run_dir))
+    run = load_run(Path(run_dir))  # verified against its completion record before any field is trusted
+    if policy is not None:
+        check_manifest(run.manifest, policy)
     cfg = run_config(run.manifest, policy=policy)
     if data_root is not None:
         cfg = dataclasses.replace(cfg, data_root=str(data_root))
