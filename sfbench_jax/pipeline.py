@@ -27,15 +27,15 @@ from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.files import write_csv, write_json, write_parquet
 from sfbench_jax.methods import check_method
 from sfbench_jax.models.registry import get_spec
-from sfbench_jax.report.figures import scenario_heatmap
-from sfbench_jax.report.manifest import run_manifest
-from sfbench_jax.report.runs import seal_run
-from sfbench_jax.report.tables import (
+from sfbench_jax.outputs.heatmap import scenario_heatmap
+from sfbench_jax.outputs.manifest import run_manifest
+from sfbench_jax.outputs.tables import (
     candidates_table,
     per_window_table,
     summary_table,
     training_curves_table,
 )
+from sfbench_jax.report.runs import seal_run
 from sfbench_jax.run_folder import claim_run_folder
 from sfbench_jax.selection import (
     EvaluatedModel,

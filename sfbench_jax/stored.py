@@ -40,11 +40,11 @@ from sfbench_jax.faults.streams import pair_key
 from sfbench_jax.files import write_csv, write_json, write_parquet
 from sfbench_jax.methods import METHODS
 from sfbench_jax.models.registry import MODELS
+from sfbench_jax.outputs.tables import candidates_table, per_window_table, summary_table
 from sfbench_jax.pipeline import evaluate_anchor, load_data
 from sfbench_jax.predictors import CLEAN_CONTEXT, run_predictor
 from sfbench_jax.report.paper import label_of
 from sfbench_jax.report.runs import MANIFEST_FILE, StoredRun, load_run, seal_run
-from sfbench_jax.report.tables import candidates_table, per_window_table, summary_table
 from sfbench_jax.run_folder import claim_run_folder
 from sfbench_jax.selection import Selection, candidate_store, evaluate_model, select_model, winner_predictor
 from sfbench_jax.train import CandidateStore

@@ -41,8 +41,8 @@ from sfbench_jax.config import (
 )
 from sfbench_jax.files import write_json
 from sfbench_jax.methods import get_method
+from sfbench_jax.outputs.startup import mark_startup
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
-from sfbench_jax.report.startup import mark_startup
 from sfbench_jax.run_folder import check_run_folder, holds_completed_run, staging_folder, target_of_staging
 
 mark_startup("imports")  # the manifest's start-up phases: interpreter and imports up to here

@@ -1,13 +1,13 @@
-"""Figures in the paper's style: the per-scenario degradation heatmaps (a run's, and Figure 2 with one facet per
-dataset), the clean-vs-robust trade-off scatter with Pareto frontiers (Figure 5), baseline -> method
-trajectories (Figure 6), per-window fault examples (Figures 3/4) and severity-response curves.
+"""Figures in the paper's style: Figure 2's per-scenario degradation heatmaps (one facet per dataset; a single
+run's heatmap is `sfbench_jax.outputs.heatmap`), the clean-vs-robust trade-off scatter with Pareto frontiers
+(Figure 5), baseline -> method trajectories (Figure 6), per-window fault examples (Figures 3/4) and
+severity-response curves.
 
 Each `build_*` function returns a matplotlib Figure (tests read its axes, texts and artists); the functions
 without the prefix build and save one PNG atomically. Nothing here computes scores."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import matplotlib
@@ -16,11 +16,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.colors import LinearSegmentedColormap, Normalize
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.faults.registry import SCENARIOS
-from sfbench_jax.files import write_atomically
+from sfbench_jax.outputs.heatmap import heatmap_scale, save_figure
 from sfbench_jax.report.architectures import (
     ARCHITECTURE_FAMILIES,
     ARCHITECTURE_LABELS,
@@ -28,54 +27,6 @@ from sfbench_jax.report.architectures import (
     dataset_label,
     ordered,
 )
-
-WHITE, PALE, RED = "#FFFFFF", "#F3D5C7", "#D92523"
-
-
-def save_figure(fig: plt.Figure, target: Path, *, dpi: int = 150) -> Path:
-    """Write a figure as PNG atomically and close it."""
-    try:
-        return write_atomically(target, lambda path: fig.savefig(path, dpi=dpi, format="png"))
-    finally:
-        plt.close(fig)
-
-
-def heatmap_scale(values: np.ndarray) -> tuple[LinearSegmentedColormap, Normalize]:
-    """The spec's colour scale: white -> #F3D5C7 at D = 1 -> red at D = 2, lower limit min(1, floor(20 min D)/20)."""
-    lower = min(1.0, math.floor(20 * float(np.nanmin(values))) / 20)
-    pale_at = (1.0 - lower) / (2.0 - lower)  # D = 1 on the [lower, 2] scale
-    anchors = [(0.0, PALE), (1.0, RED)] if pale_at == 0.0 else [(0.0, WHITE), (pale_at, PALE), (1.0, RED)]
-    return LinearSegmentedColormap.from_list("sfbench", anchors), Normalize(vmin=lower, vmax=2.0)
-
-
-def scenario_heatmap(summary: pd.DataFrame, target: Path) -> Path:
-    """Heatmap of D_p per model (rows) and scenario (columns, canonical order, grouped by class).
-
-    Colour: white -> #F3D5C7 at D = 1 -> red at D = 2 (lower limit min(1, floor(20 min D)/20)); the cell
-    text is D with two decimals, white where D >= 1.45.
-    """
-    labels = [f"{row.architecture} ({row.dataset})" if summary["dataset"].nunique() > 1 else
-              f"{row.architecture}" for row in summary.itertuples()]
-    values = np.array([[row[f"d_{fault.key}"] for fault in SCENARIOS] for _, row in summary.iterrows()])
-    cmap, norm = heatmap_scale(values)
-    lower = norm.vmin
-    height = 1.2 + 0.45 * len(labels)
-    fig, ax = plt.subplots(figsize=(9.0, height))
-    image = ax.imshow(np.clip(values, lower, 2.0), cmap=cmap, norm=norm, aspect="auto")
-    for (row, col), value in np.ndenumerate(values):
-        ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=8,
-                color="white" if value >= 1.45 else "black")
-    ax.set_xticks(range(len(SCENARIOS)), [f"{f.display_name}\n({f.fault_class})" for f in SCENARIOS],
-                  fontsize=7)
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
-    for boundary in (3.5, 5.5):  # Value | Timing | Availability
-        ax.axvline(boundary, color="black", linewidth=0.8)
-    colorbar = fig.colorbar(image, ax=ax, ticks=[tick for tick in (1.0, 1.5, 2.0) if tick >= lower])
-    colorbar.set_label("degradation D")
-    ax.set_title("Per-scenario degradation D = MSE_p / MSE_c")
-    fig.tight_layout()
-    return save_figure(fig, target)
-
 
 #: Family colours of the trade-off figure (paper Figure 5 families).
 FAMILY_COLOURS = {"Statistical": "#7F7F7F", "Fully Connected": "#1F77B4", "Recurrent": "#2CA02C",

@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sfbench_jax.report.architectures import table4_block, table4_markdown
-from sfbench_jax.report.figures import pareto_frontier, scenario_heatmap, tradeoff_figure
+from sfbench_jax.outputs.heatmap import scenario_heatmap
+from sfbench_jax.report.paper import table4_architecture_block as table4_block
+from sfbench_jax.report.paper import table4_markdown
+from sfbench_jax.report.figures import pareto_frontier, tradeoff_figure
 
 from .summaries import summary_rows
 
