@@ -22,6 +22,7 @@ imported, before any work. This module imports nothing from the engine, so every
 from __future__ import annotations
 
 import functools
+import importlib.util
 from collections.abc import Iterable, MutableMapping, Sequence
 from importlib import metadata
 from typing import Any
@@ -82,11 +83,27 @@ def register_specs(registry: MutableMapping[str, Any], specs: Iterable[Any], *, 
         registry[spec.name] = spec
 
 
+@functools.cache
 def preset_packages() -> tuple[str, ...]:
-    """The packages that installed plug-ins name for their Hydra presets (group `sfbench_jax.conf`)."""
+    """The packages that installed plug-ins name for their Hydra presets (group `sfbench_jax.conf`).
+
+    Raises:
+        PluginError: an entry point names an object rather than a package, or a package that is not installed.
+    """
     names = []
     for entry in _entry_points("conf"):
         if not entry.value or ":" in entry.value:
             raise PluginError(f"The {_origin(entry)} must name a package (e.g. 'my_pkg.conf'), not an object.")
+        if not _is_package(entry.value):
+            raise PluginError(f"The {_origin(entry)} names no importable package (a folder with an __init__.py "
+                              f"holding model/, method/, dataset/ presets). Fix the entry point or reinstall.")
         names.append(entry.value)
     return tuple(names)
+
+
+def _is_package(name: str) -> bool:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and spec.submodule_search_locations is not None

@@ -1,0 +1,302 @@
+"""Plug-ins registered from outside sfbench-jax (docs/extending.md): `sfbench_jax.plugins`, the preset search
+(`presets.preset_grid` and the Hydra search-path plugin `hydra_plugins/sfbench_searchpath`), and the acceptance
+test: the package `tests/fixtures/plugin_pkg` (`sfbench_demo_plugin`) is really installed (`pip install
+--target`, offline) and its model, methods, dataset and fault scenario run under the full protocol through the
+`sfbench` and `sfbench-report` commands, with `PYTHONPATH` pointing at the installation.
+
+The unit tests register entry points the way an installed distribution does: a `*.dist-info` folder with an
+`entry_points.txt` on `sys.path` (importlib.metadata reads it like any other installed package).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sfbench_jax import plugins, presets
+from sfbench_jax.models.spec import ModelSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "plugin_pkg"
+BIN = Path(sys.executable).parent
+#: Every name the demo plug-in registers: none may appear under sfbench_jax/ or conf/.
+PLUGIN_NAMES = ("sfbench_demo_plugin", "demo_mlp", "demo_jitter", "demo_clip", "demo_sensors", "quantisation")
+#: The paper's eight scored scenarios.
+PAPER_SCENARIOS = ("drift", "attenuation", "noise", "spike", "time_stretch", "time_compress", "stuck_sensor",
+                   "missing_data")
+
+
+def _clear_caches() -> None:
+    plugins.discovered.cache_clear()
+    plugins.preset_packages.cache_clear()
+    presets.preset_grid.cache_clear()
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """`installed(entry_points_text, files={relative path: text})`: a distribution on sys.path for this test."""
+    def install(entry_points: str, files: dict[str, str] | None = None) -> Path:
+        dist = tmp_path / "fake_plugin-0.1.dist-info"
+        dist.mkdir(exist_ok=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugin\nVersion: 0.1\n")
+        (dist / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+        for relative, text in (files or {}).items():
+            (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / relative).write_text(textwrap.dedent(text))
+        monkeypatch.syspath_prepend(str(tmp_path))
+        _clear_caches()
+        return tmp_path
+
+    yield install
+    _clear_caches()
+    for name in [module for module in sys.modules if module.startswith("fake_plugin_pkg")]:
+        del sys.modules[name]
+
+
+def _one_line_plugin_error(call, *args, **kwargs) -> str:
+    with pytest.raises(plugins.PluginError) as raised:
+        call(*args, **kwargs)
+    message = str(raised.value)
+    assert "\n" not in message, message
+    return message
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# sfbench_jax.plugins
+
+
+def test_a_broken_entry_point_is_one_line_naming_it_and_the_package(installed) -> None:
+    installed("""
+        [sfbench_jax.models]
+        broken = fake_plugin_pkg_missing.model:SPEC
+        """)
+    message = _one_line_plugin_error(plugins.discovered, "models", ModelSpec)
+    assert "'broken'" in message and "fake-plugin" in message and "ModuleNotFoundError" in message
+    assert "Fix or uninstall" in message
+
+
+def test_an_entry_point_naming_the_wrong_object_is_one_line(installed) -> None:
+    installed("""
+        [sfbench_jax.models]
+        wrong = fake_plugin_pkg.model:SPEC
+        """, {"fake_plugin_pkg/__init__.py": "", "fake_plugin_pkg/model.py": "SPEC = {'name': 'wrong'}\n"})
+    message = _one_line_plugin_error(plugins.discovered, "models", ModelSpec)
+    assert "names dict, not a sfbench_jax.models.spec.ModelSpec" in message and "'wrong'" in message
+
+
+def test_a_name_clash_with_a_built_in_is_one_line() -> None:
+    from sfbench_jax.models.registry import MODELS
+
+    registry = dict(MODELS)
+    message = _one_line_plugin_error(plugins.register_specs, registry, [dataclasses.replace(MODELS["dlinear"])],
+                                     kind="models")
+    assert "Two models are registered as 'dlinear'" in message and "Rename the plug-in's model" in message
+    assert registry["dlinear"] is MODELS["dlinear"]
+
+
+def test_a_sequence_of_specs_registers_each(installed) -> None:
+    from sfbench_jax.models.registry import MODELS
+
+    installed("""
+        [sfbench_jax.models]
+        pair = fake_plugin_pkg.model:SPECS
+        """, {"fake_plugin_pkg/__init__.py": "",
+              "fake_plugin_pkg/model.py": """
+                  import dataclasses
+                  from sfbench_jax.models.registry import MODELS
+                  SPECS = [dataclasses.replace(MODELS["dlinear"], name=name) for name in ("fake_a", "fake_b")]
+                  """})
+    found = plugins.discovered("models", ModelSpec)
+    assert [spec.name for spec in found] == ["fake_a", "fake_b"]
+    registry = dict(MODELS)
+    plugins.register_specs(registry, found, kind="models")
+    assert list(registry)[-2:] == ["fake_a", "fake_b"]
+
+
+def test_preset_packages_must_name_an_installed_package(installed) -> None:
+    installed("""
+        [sfbench_jax.conf]
+        presets = fake_plugin_pkg.conf:PRESETS
+        """)
+    assert "must name a package" in _one_line_plugin_error(plugins.preset_packages)
+    installed("""
+        [sfbench_jax.conf]
+        presets = fake_plugin_pkg_missing.conf
+        """)
+    assert "names no importable package" in _one_line_plugin_error(plugins.preset_packages)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Presets of plug-ins: preset_grid and Hydra's search path
+
+PRESET_FILES = {
+    "fake_plugin_pkg/__init__.py": "",
+    "fake_plugin_pkg/conf/__init__.py": "",
+    "fake_plugin_pkg/conf/model/fake_net.yaml": """
+        defaults:
+          - /schema/model@_here_
+        name: fake_net
+        grid:
+          width: [4, 8]
+          lr: [0.001]
+        """,
+    # a plug-in preset with a built-in's name never shadows the built-in
+    "fake_plugin_pkg/conf/model/dlinear.yaml": """
+        defaults:
+          - /schema/model@_here_
+        name: dlinear
+        grid:
+          shadowed: [1]
+        """,
+    "fake_plugin_pkg/conf/method/fake_method.yaml": """
+        defaults:
+          - /schema/method@_here_
+        name: fake_method
+        grid:
+          strength: [0.1, 0.2]
+        bogus_field: 1
+        """,
+}
+PRESET_ENTRY = """
+    [sfbench_jax.conf]
+    fake = fake_plugin_pkg.conf
+    """
+
+
+def test_preset_grid_reads_plug_in_presets_after_the_built_ins(installed) -> None:
+    installed(PRESET_ENTRY, PRESET_FILES)
+    assert plugins.preset_packages() == ("fake_plugin_pkg.conf",)
+    assert dict(presets.preset_grid("model", "fake_net")) == {"width": (4, 8), "lr": (0.001,)}
+    assert "moving_avg" in presets.preset_grid("model", "dlinear")
+    with pytest.raises(FileNotFoundError, match=r"No preset model/nothing\.yaml in the installed packages "
+                                                r"sfbench_jax\.conf, fake_plugin_pkg\.conf"):
+        presets.preset_path("model", "nothing")
+
+
+def _compose(overrides: list[str]):
+    from hydra import compose, initialize_config_module
+
+    import sfbench_jax.cli.main  # noqa: F401  (registers the ConfigStore schemas the presets extend)
+
+    with initialize_config_module(config_module="sfbench_jax.conf", version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def test_hydra_composes_plug_in_presets_against_the_same_schemas(installed) -> None:
+    from hydra.errors import ConfigCompositionException
+
+    installed(PRESET_ENTRY, PRESET_FILES)
+    cfg = _compose(["model=fake_net"])
+    assert cfg.model.name == "fake_net" and list(cfg.model.grid) == ["width", "lr"]
+    assert cfg.model.hparams == {} and cfg.model.target is None  # the schema's defaults
+    assert "moving_avg" in _compose(["model=dlinear"]).model.grid  # built-in first
+    # validated like a built-in preset
+    with pytest.raises(ConfigCompositionException, match="Key 'bogus_field' not in 'MethodConfig'"):
+        _compose(["method=fake_method"])
+
+
+def test_the_search_path_is_unchanged_without_plug_ins_and_for_other_applications() -> None:
+    from hydra._internal.config_search_path_impl import ConfigSearchPathImpl
+
+    from hydra_plugins.sfbench_searchpath.searchpath import SfbenchPluginPresets
+
+    _clear_caches()
+    own = ConfigSearchPathImpl()
+    own.append("main", "pkg://sfbench_jax.conf")
+    SfbenchPluginPresets().manipulate_search_path(own)
+    assert [element.path for element in own.get_path()] == ["pkg://sfbench_jax.conf", *(
+        f"pkg://{package}" for package in plugins.preset_packages())]
+    other = ConfigSearchPathImpl()
+    other.append("main", "pkg://another_app.conf")
+    SfbenchPluginPresets().manipulate_search_path(other)
+    assert [element.path for element in other.get_path()] == ["pkg://another_app.conf"]
+
+
+def test_no_file_of_the_package_or_its_presets_names_the_demo_plug_in() -> None:
+    pattern = re.compile("|".join(PLUGIN_NAMES))
+    named = [f"{path.relative_to(ROOT)}: {match.group(0)}"
+             for top in ("sfbench_jax", "conf") for path in sorted((ROOT / top).rglob("*"))
+             if path.is_file() and "__pycache__" not in path.parts and path.suffix in {".py", ".yaml", ".md", ""}
+             for match in [pattern.search(path.read_text(errors="replace"))] if match]
+    assert not named, f"the engine names the demo plug-in: {named}"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Acceptance: the demo plug-in, really installed, run by the commands
+
+
+@pytest.fixture(scope="module")
+def demo_plugin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Install tests/fixtures/plugin_pkg with pip (offline, into a folder) and return the commands' environment.
+
+    The package is built from a copy, so setuptools' build folders never land in the checkout.
+    """
+    source = tmp_path_factory.mktemp("plugin_source") / "plugin_pkg"
+    shutil.copytree(FIXTURE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    target = tmp_path_factory.mktemp("plugin_site")
+    completed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+         "--no-cache-dir", "--disable-pip-version-check", "--quiet", "--target", str(target), str(source)],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
+    assert (target / "sfbench_demo_plugin" / "conf" / "model" / "demo_mlp.yaml").is_file()
+    assert (target / "sfbench_demo_plugin" / "data" / "demo_sensors.csv").is_file()
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, (str(target), environment.get("PYTHONPATH"))))
+    return environment
+
+
+def _command(name: str, *arguments: str, environment: dict[str, str], cwd: Path,
+             timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / name), *arguments], capture_output=True, text=True, env=environment, cwd=cwd,
+                          timeout=timeout, check=False)
+
+
+DISCOVERY = """
+import json
+from sfbench_jax.cli.main import to_run_config
+from sfbench_jax.data.registry import DATASETS
+from sfbench_jax.faults.registry import EXTRA_SCENARIOS, FAULTS
+from sfbench_jax.methods.registry import METHODS
+from sfbench_jax.models.registry import MODELS, expand_grid
+from hydra import compose, initialize_config_module
+
+with initialize_config_module(config_module="sfbench_jax.conf", version_base="1.3"):
+    cfg = compose(config_name="config", overrides=[
+        "model=demo_mlp", "method=demo_jitter", "dataset=demo_sensors", "profile=tiny"])
+run = to_run_config(cfg)
+print(json.dumps({
+    "models": list(MODELS), "methods": list(METHODS), "datasets": list(DATASETS), "faults": list(FAULTS),
+    "extra_scenarios": [fault.name for fault in EXTRA_SCENARIOS], "model_grid": len(expand_grid("demo_mlp")),
+    "method_kinds": [METHODS["demo_jitter"].kind, METHODS["demo_clip"].kind],
+    "labels": [MODELS["demo_mlp"].display_label, METHODS["demo_clip"].display_label],
+    "fault_id": FAULTS["quantisation"].index,
+    "run": [run.model.name, run.method.name, run.dataset.name, dict(run.method.grid or {})],
+}))
+"""
+
+
+def test_the_installed_plug_in_registers_every_kind_and_its_presets(demo_plugin: dict[str, str],
+                                                                    tmp_path: Path) -> None:
+    completed = subprocess.run([sys.executable, "-c", DISCOVERY], capture_output=True, text=True, env=demo_plugin,
+                               cwd=tmp_path, timeout=300, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    found = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert found["models"][-1] == "demo_mlp" and "dlinear" in found["models"]  # built-ins first, then plug-ins
+    assert found["methods"][-2:] == ["demo_clip", "demo_jitter"]  # plug-ins by entry-point name
+    assert found["datasets"][-1] == "demo_sensors" and found["faults"][-1] == "quantisation"
+    assert found["extra_scenarios"] == ["quantisation"] and found["fault_id"] >= 2**16
+    assert found["model_grid"] == 4 and found["method_kinds"] == ["train", "wrap"]
+    assert found["labels"] == ["Demo MLP", "Input clip"]
+    assert found["run"][:3] == ["demo_mlp", "demo_jitter", "demo_sensors"]
