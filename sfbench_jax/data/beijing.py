@@ -14,7 +14,13 @@ import numpy as np
 import pandas as pd
 
 from sfbench_jax.data.errors import DataContractError
-from sfbench_jax.data.registry import BEIJING_CHANNELS, WIND_DIRECTIONS
+
+BEIJING_CHANNELS = ("PM2.5", "PM10", "SO2", "NO2", "CO", "O3", "TEMP", "PRES", "DEWP", "RAIN", "WSPM",
+                    "wd")
+
+#: Beijing's wind direction: 16 compass points, integer code clockwise from north (spec 1.2).
+WIND_DIRECTIONS = ("N", "NNE", "NE", "ENE", "E", "ESE", "SE", "SSE", "S", "SSW", "SW", "WSW", "W",
+                   "WNW", "NW", "NNW")
 
 NUMERIC_CHANNELS = BEIJING_CHANNELS[:-1]
 RAW_COLUMNS = ("year", "month", "day", "hour", *NUMERIC_CHANNELS, "wd")

@@ -1,9 +1,10 @@
 """Fault engine: severity model, channel-count rule, channel subsets, window draws, the eight scored
-scenarios and the seven transfer families as pure functions on one window, and their registries.
-No batching and no models live here."""
+scenarios and the seven transfer families as pure functions on one window, their specs (`spec.FaultSpec`) and
+registries (plug-in scenarios included). No batching and no models live here."""
 
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import (
+    EXTRA_SCENARIOS,
     SCENARIO_KEYS,
     SCENARIOS,
     TRANSFER_FAMILIES,
@@ -14,8 +15,9 @@ from sfbench_jax.faults.registry import (
     perturb,
 )
 from sfbench_jax.faults.severity import channel_count, severity_to_units
+from sfbench_jax.faults.spec import FaultSpec
 
 __all__ = [
-    "SCENARIOS", "SCENARIO_KEYS", "TRANSFER_FAMILIES", "TRANSFER_KEYS", "TRANSFER_PROFILES", "Fault",
-    "FaultContext", "channel_count", "get_fault", "perturb", "severity_to_units",
+    "EXTRA_SCENARIOS", "SCENARIOS", "SCENARIO_KEYS", "TRANSFER_FAMILIES", "TRANSFER_KEYS", "TRANSFER_PROFILES", "Fault",
+    "FaultContext", "FaultSpec", "channel_count", "get_fault", "perturb", "severity_to_units",
 ]

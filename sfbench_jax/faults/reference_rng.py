@@ -13,13 +13,14 @@ mode is the fast one.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from sfbench_jax.data.seeds import perturbation_seed
 from sfbench_jax.faults import scored
 from sfbench_jax.faults.context import FaultContext
-from sfbench_jax.faults.registry import Fault
+from sfbench_jax.faults.spec import FaultSpec, ReferenceDraw
 
 _N = 624
 _M = 397
@@ -117,60 +118,138 @@ def _to_channels(pool_values: np.ndarray, ctx: FaultContext, fill: int) -> np.nd
     return out
 
 
-def _draw_count(fault: Fault, ctx: FaultContext) -> int:
-    """How many 32-bit draws a stream of this scenario can consume at most."""
-    after_perm = 1 + max(ctx.pool_size - 1, 0)
-    if fault.key == "noise":
-        return after_perm + 16 * math.ceil(ctx.input_len * max(ctx.max_count, 1) / 16) + 16
-    if fault.key in ("spike", "stuck_sensor"):
-        return after_perm + ctx.max_count
-    return after_perm + 1
+def _after_perm(ctx: FaultContext) -> int:
+    """Draws a stream spends before a scenario's own: the severity, then `randperm(M)`."""
+    return 1 + max(ctx.pool_size - 1, 0)
 
 
-def reference_params(fault: Fault, seeds: np.ndarray, ctx: FaultContext) -> tuple:
+def severity_units(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first draw of each stream as severity units (int32, 2**-24) and as the reference's float64 severity."""
+    units = (draws[:, 0] & np.uint32(0xFFFFFF)).astype(np.int32)
+    return units, units.astype(np.float64) * 2.0 ** -24
+
+
+class ChannelDraws(NamedTuple):
+    """The shared part of a channel-scoped stream: severity, k(s), the selected channels and the ranks.
+
+    Attributes:
+        units: int32 `(B,)` severity units. severity: float64 `(B,)`. count: `(B,)` k(s).
+        selected: bool `(B, m)`. ranks: `(B, m)` position of each channel in `randperm(M)` (0 off the pool).
+        own: uint32 `(B, rest)` the scenario's own draws after the permutation.
+    """
+
+    units: np.ndarray
+    severity: np.ndarray
+    count: np.ndarray
+    selected: np.ndarray
+    ranks: np.ndarray
+    own: np.ndarray
+
+
+def channel_selection(draws: np.ndarray, ctx: FaultContext) -> ChannelDraws:
+    """Severity, then `randperm(M)` and the k(s) selected channels, as the reference draws them."""
+    units, severity = severity_units(draws)
+    count = reference_channel_count(severity, ctx)
+    ranks_pool = _randperm_ranks(draws[:, 1:], ctx.pool_size)
+    selected = _to_channels(ranks_pool < count[:, None], ctx, fill=False)
+    ranks = _to_channels(ranks_pool, ctx, fill=0)
+    return ChannelDraws(units, severity, count, selected, ranks, draws[:, _after_perm(ctx):])
+
+
+def one_own_draw(ctx: FaultContext) -> int:
+    """Draw count of a scenario with at most one own draw after the permutation."""
+    return _after_perm(ctx) + 1
+
+
+def per_channel_draws(ctx: FaultContext) -> int:
+    """Draw count of a scenario with one own draw per selected channel."""
+    return _after_perm(ctx) + ctx.max_count
+
+
+def noise_draws(ctx: FaultContext) -> int:
+    """Draw count of the noise scenario (`randn(n, k)` in 16-blocks plus one refill block)."""
+    return _after_perm(ctx) + 16 * math.ceil(ctx.input_len * max(ctx.max_count, 1) / 16) + 16
+
+
+def channel_params(draws: np.ndarray, ctx: FaultContext) -> scored.ChannelFault:
+    """Drift / attenuation."""
+    common = channel_selection(draws, ctx)
+    return scored.ChannelFault(common.units, common.selected)
+
+
+def time_warp_params(draws: np.ndarray, ctx: FaultContext) -> scored.TimeWarpFault:
+    """TimeStretch / TimeCompress: one start in [1, n-D]."""
+    common, n = channel_selection(draws, ctx), ctx.input_len
+    span = n - scored.time_warp_duration(n)
+    return scored.TimeWarpFault(common.units, common.selected,
+                                1 + (common.own[:, 0] % np.uint32(span)).astype(np.int32))
+
+
+def _per_rank(common: ChannelDraws, span: np.ndarray | int, ctx: FaultContext) -> np.ndarray:
+    """`1 + own[rank] mod span` for each channel (its rank in the permutation picks its draw)."""
+    per_rank = 1 + (common.own[:, : max(ctx.max_count, 1)] % np.asarray(span, np.uint32)).astype(np.int32)
+    rank_index = np.minimum(common.ranks, per_rank.shape[1] - 1)
+    return np.take_along_axis(per_rank, rank_index, axis=1)
+
+
+def spike_params(draws: np.ndarray, ctx: FaultContext) -> scored.SpikeFault:
+    """Spike: a position in [1, n-1] per selected channel."""
+    common = channel_selection(draws, ctx)
+    return scored.SpikeFault(common.units, common.selected, _per_rank(common, ctx.input_len - 1, ctx))
+
+
+def stuck_sensor_params(draws: np.ndarray, ctx: FaultContext) -> scored.StuckFault:
+    """StuckSensor: a start in [1, n-L] per selected channel."""
+    common, n = channel_selection(draws, ctx), ctx.input_len
+    duration = np.ceil(common.severity * (n - 1)).astype(np.int64)
+    span = np.maximum(n - duration, 1).astype(np.uint32)[:, None]
+    return scored.StuckFault(common.units, common.selected, _per_rank(common, span, ctx))
+
+
+def noise_params(draws: np.ndarray, ctx: FaultContext) -> scored.NoiseFault:
+    """Noise: the reference's `randn(n, k)` scattered onto the selected channels."""
+    common = channel_selection(draws, ctx)
+    noise = _reference_noise(common.own, common.count, common.ranks, common.selected, ctx)
+    return scored.NoiseFault(common.units, common.selected, noise)
+
+
+def missing_data_params(draws: np.ndarray, ctx: FaultContext) -> scored.MissingFault:
+    """MissingData: no permutation; one start in [1, n-L] from the second draw."""
+    units, severity = severity_units(draws)
+    duration = np.ceil(severity * 0.5 * (ctx.input_len - 1)).astype(np.int64)
+    start = 1 + (draws[:, 1] % (ctx.input_len - duration).astype(np.uint32)).astype(np.int32)
+    return scored.MissingFault(units, start)
+
+
+def missing_data_draws(ctx: FaultContext) -> int:
+    """Draw count of MissingData (the permutation's draws are reserved as in the reference's buffer)."""
+    return one_own_draw(ctx)
+
+
+CHANNEL = ReferenceDraw(one_own_draw, channel_params)
+TIME_WARP = ReferenceDraw(one_own_draw, time_warp_params)
+SPIKE = ReferenceDraw(per_channel_draws, spike_params)
+STUCK_SENSOR = ReferenceDraw(per_channel_draws, stuck_sensor_params)
+NOISE = ReferenceDraw(noise_draws, noise_params)
+MISSING_DATA = ReferenceDraw(missing_data_draws, missing_data_params)
+
+
+def reference_params(fault: FaultSpec, seeds: np.ndarray, ctx: FaultContext) -> tuple:
     """Parameters of `fault` for a batch of reference streams (one per sample).
 
     Args:
-        fault: a scored scenario.
+        fault: a fault with a reference draw (the paper's eight scored scenarios).
         seeds: `(B,)` generator seeds (`perturbation_seed(eval_seed, i, k)`).
         ctx: the dataset's fault context.
 
     Returns:
         The scenario's parameter NamedTuple with NumPy leaves batched on axis 0.
     """
-    n = ctx.input_len
-    draws = mt19937_outputs(seeds, _draw_count(fault, ctx))
-    units = (draws[:, 0] & np.uint32(0xFFFFFF)).astype(np.int32)
-    severity = units.astype(np.float64) * 2.0 ** -24
-    if fault.key == "missing_data":
-        duration = np.ceil(severity * 0.5 * (n - 1)).astype(np.int64)
-        start = 1 + (draws[:, 1] % (n - duration).astype(np.uint32)).astype(np.int32)
-        return scored.MissingFault(units, start)
-
-    count = reference_channel_count(severity, ctx)
-    ranks_pool = _randperm_ranks(draws[:, 1:], ctx.pool_size)
-    selected = _to_channels(ranks_pool < count[:, None], ctx, fill=False)
-    ranks = _to_channels(ranks_pool, ctx, fill=0)
-    after_perm = 1 + max(ctx.pool_size - 1, 0)
-    own = draws[:, after_perm:]
-    if fault.key in ("drift", "attenuation"):
-        return scored.ChannelFault(units, selected)
-    if fault.key in ("time_stretch", "time_compress"):
-        span = n - scored.time_warp_duration(n)
-        return scored.TimeWarpFault(units, selected, 1 + (own[:, 0] % np.uint32(span)).astype(np.int32))
-    if fault.key == "spike":
-        per_rank = 1 + (own[:, : max(ctx.max_count, 1)] % np.uint32(n - 1)).astype(np.int32)
-        rank_index = np.minimum(ranks, per_rank.shape[1] - 1)
-        return scored.SpikeFault(units, selected, np.take_along_axis(per_rank, rank_index, axis=1))
-    if fault.key == "stuck_sensor":
-        duration = np.ceil(severity * (n - 1)).astype(np.int64)
-        span = np.maximum(n - duration, 1).astype(np.uint32)[:, None]
-        per_rank = 1 + (own[:, : max(ctx.max_count, 1)] % span).astype(np.int32)
-        rank_index = np.minimum(ranks, per_rank.shape[1] - 1)
-        return scored.StuckFault(units, selected, np.take_along_axis(per_rank, rank_index, axis=1))
-    if fault.key == "noise":
-        return scored.NoiseFault(units, selected, _reference_noise(own, count, ranks, selected, ctx))
-    raise ValueError(f"{fault.key!r} is not a scored scenario; the reference mode covers only those.")
+    if fault.reference is None:
+        raise ValueError(f"{fault.key!r} has no reference-RNG draw; the reference mode covers the paper's eight "
+                         "scored scenarios. Use eval.rng=jax.")
+    draws = mt19937_outputs(seeds, fault.reference.draw_count(ctx))
+    return fault.reference.params(draws, ctx)
 
 
 def _reference_noise(own: np.ndarray, count: np.ndarray, ranks: np.ndarray, selected: np.ndarray,

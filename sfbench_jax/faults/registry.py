@@ -1,94 +1,106 @@
 """Fault registries in the benchmark's fixed order, and the one-window convenience `perturb`.
 
-`SCENARIOS` holds the eight scored scenarios in canonical order (the order is the worst-case tie-break
+`SCENARIOS` holds the paper's eight scored scenarios in canonical order (the order is the worst-case tie-break
 and the scenario id that keys randomness). `TRANSFER_FAMILIES` holds the seven training-only families.
+`EXTRA_SCENARIOS` holds the scored scenarios that installed packages register (entry-point group
+`sfbench_jax.faults`, type `spec.FaultSpec`): a run scores them only when `eval.scenarios` names them, beside
+the eight and never in the paper's aggregate scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 
-from sfbench_jax.faults import scored, transfer
+from sfbench_jax.faults import reference_rng, scored, transfer
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.severity import severity_to_units
+from sfbench_jax.faults.spec import RESERVED_SCENARIO_IDS, FaultSpec
 from sfbench_jax.faults.streams import stream_words
+from sfbench_jax.plugins import PluginError, discovered, register_specs
 
-Sampler = Callable[[jax.Array, FaultContext, Any], Any]
-Preparer = Callable[[Any, FaultContext], Any]
-Applier = Callable[[jax.Array, Any, FaultContext], jax.Array]
-
-
-def _as_drawn(params: Any, ctx: FaultContext) -> Any:
-    del ctx
-    return params
+#: The spec type under its earlier name.
+Fault = FaultSpec
 
 
-@dataclass(frozen=True)
-class Fault:
-    """One registered fault.
-
-    Attributes:
-        index: position in its registry (scored scenarios: the scenario id keying the randomness).
-        key: snake_case name used in configs and tables (e.g. "missing_data").
-        display_name: label for tables and figures (e.g. "MissingData").
-        fault_class: "Value", "Timing" or "Availability" (scored scenarios), "Transfer" otherwise.
-        is_channel_scoped: whether it acts on k(s) channels of the pool (False: all channels).
-        sample: JAX-mode sampler `(stream words, ctx, severity units | None) -> params`.
-        apply: `(x (n, m), prepared params, ctx) -> x'`.
-        prepare: `(params, ctx) -> prepared params`: per-window work done once before `apply` (e.g. the
-            time warps' source positions); the engine runs it in a separate stage so it is never
-            repeated per element.
-    """
-
-    index: int
-    key: str
-    display_name: str
-    fault_class: str
-    is_channel_scoped: bool
-    sample: Sampler
-    apply: Applier
-    prepare: Preparer = _as_drawn
+def _scored(index: int, name: str, label: str, fault_class: str, sample: object, apply: object, *,
+            reference: reference_rng.ReferenceDraw, group: str, rank: int, scoped: bool = True,
+            prepare: object = None) -> FaultSpec:
+    extra = {} if prepare is None else {"prepare": prepare}
+    return FaultSpec(name=name, label=label, fault_class=fault_class, sample=sample, apply=apply,
+                     is_channel_scoped=scoped, group=group, group_rank=rank, reference=reference,
+                     scenario_id=index, **extra)
 
 
-SCENARIOS: tuple[Fault, ...] = (
-    Fault(0, "drift", "Drift", "Value", True, scored.sample_channel_fault, scored.apply_drift),
-    Fault(1, "attenuation", "Attenuation", "Value", True, scored.sample_channel_fault,
-          scored.apply_attenuation),
-    Fault(2, "noise", "Noise", "Value", True, scored.sample_noise, scored.apply_noise),
-    Fault(3, "spike", "Spike", "Value", True, scored.sample_spike, scored.apply_spike),
-    Fault(4, "time_stretch", "TimeStretch", "Timing", True, scored.sample_time_warp,
-          scored.apply_time_warp, scored.plan_time_stretch),
-    Fault(5, "time_compress", "TimeCompress", "Timing", True, scored.sample_time_warp,
-          scored.apply_time_warp, scored.plan_time_compress),
-    Fault(6, "stuck_sensor", "StuckSensor", "Availability", True, scored.sample_stuck_sensor,
-          scored.apply_stuck_sensor),
-    Fault(7, "missing_data", "MissingData", "Availability", False, scored.sample_missing_data,
-          scored.apply_missing_data),
+SCENARIOS: tuple[FaultSpec, ...] = (
+    _scored(0, "drift", "Drift", "Value", scored.sample_channel_fault, scored.apply_drift,
+            reference=reference_rng.CHANNEL, group="value", rank=0),
+    _scored(1, "attenuation", "Attenuation", "Value", scored.sample_channel_fault, scored.apply_attenuation,
+            reference=reference_rng.CHANNEL, group="value", rank=1),
+    _scored(2, "noise", "Noise", "Value", scored.sample_noise, scored.apply_noise,
+            reference=reference_rng.NOISE, group="value", rank=2),
+    _scored(3, "spike", "Spike", "Value", scored.sample_spike, scored.apply_spike,
+            reference=reference_rng.SPIKE, group="value", rank=3),
+    _scored(4, "time_stretch", "TimeStretch", "Timing", scored.sample_time_warp, scored.apply_time_warp,
+            prepare=scored.plan_time_stretch, reference=reference_rng.TIME_WARP, group="timing_availability",
+            rank=0),
+    _scored(5, "time_compress", "TimeCompress", "Timing", scored.sample_time_warp, scored.apply_time_warp,
+            prepare=scored.plan_time_compress, reference=reference_rng.TIME_WARP, group="timing_availability",
+            rank=1),
+    _scored(6, "stuck_sensor", "StuckSensor", "Availability", scored.sample_stuck_sensor,
+            scored.apply_stuck_sensor, reference=reference_rng.STUCK_SENSOR, group="timing_availability", rank=3),
+    _scored(7, "missing_data", "MissingData", "Availability", scored.sample_missing_data,
+            scored.apply_missing_data, scoped=False, reference=reference_rng.MISSING_DATA,
+            group="timing_availability", rank=2),
 )
 SCENARIO_KEYS: tuple[str, ...] = tuple(fault.key for fault in SCENARIOS)
 
-TRANSFER_FAMILIES: tuple[Fault, ...] = (
-    Fault(0, "linear_drift", "LinearDrift", "Transfer", True, transfer.sample_transfer_channels,
-          transfer.apply_linear_drift),
-    Fault(1, "nonlinear_drift", "NonlinearDrift", "Transfer", True, transfer.sample_transfer_channels,
-          transfer.apply_nonlinear_drift),
-    Fault(2, "scaling", "Scaling", "Transfer", True, transfer.sample_transfer_channels,
-          transfer.apply_scaling),
-    Fault(3, "time_varying_scaling", "TimeVaryingScaling", "Transfer", True,
-          transfer.sample_transfer_channels, transfer.apply_time_varying_scaling),
-    Fault(4, "trimming_constant", "TrimmingConstant", "Transfer", True,
-          transfer.sample_transfer_channels, transfer.apply_trimming_constant),
-    Fault(5, "trimming_varying", "TrimmingVarying", "Transfer", True,
-          transfer.sample_transfer_channels, transfer.apply_trimming_varying),
-    Fault(6, "packet_loss", "PacketLoss", "Transfer", True, transfer.sample_packet_loss,
-          transfer.apply_packet_loss),
+
+def _transfer(index: int, name: str, label: str, sample: object, apply: object) -> FaultSpec:
+    return FaultSpec(name=name, label=label, fault_class="Transfer", sample=sample, apply=apply, scenario_id=index)
+
+
+TRANSFER_FAMILIES: tuple[FaultSpec, ...] = (
+    _transfer(0, "linear_drift", "LinearDrift", transfer.sample_transfer_channels, transfer.apply_linear_drift),
+    _transfer(1, "nonlinear_drift", "NonlinearDrift", transfer.sample_transfer_channels,
+              transfer.apply_nonlinear_drift),
+    _transfer(2, "scaling", "Scaling", transfer.sample_transfer_channels, transfer.apply_scaling),
+    _transfer(3, "time_varying_scaling", "TimeVaryingScaling", transfer.sample_transfer_channels,
+              transfer.apply_time_varying_scaling),
+    _transfer(4, "trimming_constant", "TrimmingConstant", transfer.sample_transfer_channels,
+              transfer.apply_trimming_constant),
+    _transfer(5, "trimming_varying", "TrimmingVarying", transfer.sample_transfer_channels,
+              transfer.apply_trimming_varying),
+    _transfer(6, "packet_loss", "PacketLoss", transfer.sample_packet_loss, transfer.apply_packet_loss),
 )
 TRANSFER_KEYS: tuple[str, ...] = tuple(fault.key for fault in TRANSFER_FAMILIES)
+
+
+def _checked_extra(spec: FaultSpec) -> FaultSpec:
+    """A plug-in fault may not choose a built-in's stream id (its draws would repeat a paper scenario's)."""
+    if spec.scenario_id is not None and spec.scenario_id < RESERVED_SCENARIO_IDS:
+        raise PluginError(f"Plug-in fault {spec.name!r} sets scenario_id={spec.scenario_id}, which is reserved for "
+                          f"built-in faults (< {RESERVED_SCENARIO_IDS}). Leave scenario_id unset (an id is derived "
+                          "from the name).")
+    return spec
+
+
+#: Every fault by name: the eight, the transfer families, then the plug-ins (by entry-point name).
+FAULTS: dict[str, FaultSpec] = {fault.key: fault for fault in SCENARIOS + TRANSFER_FAMILIES}
+register_specs(FAULTS, (_checked_extra(spec) for spec in discovered("faults", FaultSpec)), kind="faults")
+#: The scored scenarios that plug-ins add (opt-in with `eval.scenarios`).
+EXTRA_SCENARIOS: tuple[FaultSpec, ...] = tuple(
+    fault for fault in FAULTS.values() if fault.key not in SCENARIO_KEYS + TRANSFER_KEYS)
+
+
+def scenario_group(group: str) -> tuple[str, ...]:
+    """The paper's scored scenarios shown in a figure group ("value", "timing_availability"), in panel order."""
+    members = sorted((fault for fault in SCENARIOS if fault.group == group), key=lambda fault: fault.group_rank)
+    if not members:
+        groups = sorted({fault.group for fault in SCENARIOS})
+        raise ValueError(f"Unknown scenario group {group!r}; groups: {', '.join(groups)}.")
+    return tuple(fault.key for fault in members)
+
 
 #: Profiles of the fault-augmentation recipe (spec 2.3).
 TRANSFER_PROFILES: dict[str, tuple[str, ...]] = {
@@ -100,11 +112,28 @@ TRANSFER_PROFILES: dict[str, tuple[str, ...]] = {
 
 def get_fault(key: str) -> Fault:
     """A scored scenario or transfer family by key; unknown keys list the valid ones."""
-    for fault in SCENARIOS + TRANSFER_FAMILIES:
-        if fault.key == key:
-            return fault
+    if key in FAULTS:
+        return FAULTS[key]
+    extras = f"; plug-in scenarios: {', '.join(fault.key for fault in EXTRA_SCENARIOS)}" if EXTRA_SCENARIOS else ""
     raise ValueError(f"Unknown fault scenario {key!r}. Scored scenarios: {', '.join(SCENARIO_KEYS)}; "
-                     f"transfer families: {', '.join(TRANSFER_KEYS)}.")
+                     f"transfer families: {', '.join(TRANSFER_KEYS)}{extras}.")
+
+
+def scored_scenarios(extras: tuple[str, ...] | list[str] = ()) -> tuple[FaultSpec, ...]:
+    """The paper's eight scenarios followed by the named plug-in scenarios (`eval.scenarios`).
+
+    Raises:
+        ValueError: a name that is not a registered plug-in scenario (the eight are always scored).
+    """
+    chosen = []
+    for name in extras:
+        fault = next((fault for fault in EXTRA_SCENARIOS if fault.key == name), None)
+        if fault is None:
+            valid = ", ".join(fault.key for fault in EXTRA_SCENARIOS) or "none installed"
+            raise ValueError(f"eval.scenarios names {name!r}, which is not a registered extra scenario (the paper's "
+                             f"eight are always scored). Registered extra scenarios: {valid}.")
+        chosen.append(fault)
+    return SCENARIOS + tuple(chosen)
 
 
 def perturb(key: str, x: jax.Array, *, rng_key: jax.Array, ctx: FaultContext,
