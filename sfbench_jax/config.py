@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sfbench_jax.data.registry import DATASETS, DatasetSpec
-from sfbench_jax.faults.registry import SCENARIO_KEYS
+from sfbench_jax.faults.registry import SCENARIO_KEYS, scored_scenarios
 from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION
 
 #: Evaluation RNG modes: on-device folded keys, or the reference's MT19937 streams (spec 2.5).
@@ -248,6 +248,10 @@ class EvalConfig:
             channels a fault touched; per-window losses equal the full computation to float rounding
             (false: the full computation, e.g. to compare).
         progress: print progress lines to stderr.
+        scenarios: the scored scenarios: the paper's eight (always scored, whether listed or not) plus any extra
+            scenarios that installed plug-ins register, e.g. `eval.scenarios=[quantisation]`. Extras get their own
+            `d_<name>` / `mse_<name>` columns but never enter D_w, MSE_w, D-bar or mPC, and the eight's draws and
+            losses do not change. Stored normalised: the eight in canonical order, then the extras as given.
     """
 
     rng: str = "jax"
@@ -261,8 +265,10 @@ class EvalConfig:
     bootstrap_draws: int = 1000
     channel_sparse: bool = True
     progress: bool = True
+    scenarios: tuple[str, ...] = SCENARIO_KEYS
 
     def __post_init__(self) -> None:
+        self._check_scenarios()
         if self.rng not in RNG_MODES:
             raise ValueError(f"Unknown eval.rng {self.rng!r}; use one of {list(RNG_MODES)}.")
         if self.seed is not None and not 0 <= self.seed < 2**32:
@@ -277,6 +283,24 @@ class EvalConfig:
         _require_at_least("eval.memory_budget_mb", self.memory_budget_mb, 1)
         _require_at_least("eval.num_devices", self.num_devices, 1, "(or null for automatic)")
         self._check_bootstrap()
+
+    def _check_scenarios(self) -> None:
+        """The eight plus the registered extras named, without repeats; the reference mode only with extras that
+        carry a reference-RNG draw."""
+        names = [self.scenarios] if isinstance(self.scenarios, str) else list(self.scenarios)
+        extras = tuple(dict.fromkeys(name for name in names if name not in SCENARIO_KEYS))
+        faults = scored_scenarios(extras)  # unknown names: a ValueError listing the registered extras
+        no_reference = [fault.key for fault in faults if fault.reference is None]
+        if self.rng == "reference" and no_reference:
+            raise ValueError(f"eval.rng=reference reproduces the reference's random streams, which exist for the "
+                             f"paper's eight scenarios only; the extra scenario(s) {no_reference} have no "
+                             "reference-RNG draw. Use eval.rng=jax, or leave them out of eval.scenarios.")
+        object.__setattr__(self, "scenarios", SCENARIO_KEYS + extras)
+
+    @property
+    def extra_scenarios(self) -> tuple[str, ...]:
+        """The plug-in scenarios scored beside the paper's eight (empty by default)."""
+        return self.scenarios[len(SCENARIO_KEYS):]
 
     def _check_bootstrap(self) -> None:
         """Draws enough for a 95% percentile interval, not more than the time and the memory budget allow."""

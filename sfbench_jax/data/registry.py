@@ -84,8 +84,9 @@ DATASETS: dict[str, DatasetSpec] = {
 }
 register_specs(DATASETS, discovered("datasets", DatasetSpec), kind="datasets")
 
-#: Display order of the four benchmark datasets in tables and figures.
-DISPLAY_ORDER = ("beijing_air_tiantan", "penmanshiel_wt08", "etth1", "traffic")
+#: Display order in tables and figures: the four benchmark datasets, then the plug-in datasets (by entry-point name).
+DISPLAY_ORDER = ("beijing_air_tiantan", "penmanshiel_wt08", "etth1", "traffic",
+                 *(spec.key for spec in discovered("datasets", DatasetSpec)))
 
 
 def get_dataset(key: str) -> DatasetSpec:

@@ -4,13 +4,13 @@ registries (plug-in scenarios included). No batching and no models live here."""
 
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import (
-    EXTRA_SCENARIOS,
     SCENARIO_KEYS,
     SCENARIOS,
     TRANSFER_FAMILIES,
     TRANSFER_KEYS,
     TRANSFER_PROFILES,
     Fault,
+    extra_scenarios,
     get_fault,
     perturb,
 )
@@ -18,6 +18,6 @@ from sfbench_jax.faults.severity import channel_count, severity_to_units
 from sfbench_jax.faults.spec import FaultSpec
 
 __all__ = [
-    "EXTRA_SCENARIOS", "SCENARIOS", "SCENARIO_KEYS", "TRANSFER_FAMILIES", "TRANSFER_KEYS", "TRANSFER_PROFILES", "Fault",
-    "FaultContext", "FaultSpec", "channel_count", "get_fault", "perturb", "severity_to_units",
+    "SCENARIOS", "SCENARIO_KEYS", "TRANSFER_FAMILIES", "TRANSFER_KEYS", "TRANSFER_PROFILES", "Fault",
+    "FaultContext", "FaultSpec", "channel_count", "extra_scenarios", "get_fault", "perturb", "severity_to_units",
 ]

@@ -2,7 +2,7 @@
 
 `SCENARIOS` holds the paper's eight scored scenarios in canonical order (the order is the worst-case tie-break
 and the scenario id that keys randomness). `TRANSFER_FAMILIES` holds the seven training-only families.
-`EXTRA_SCENARIOS` holds the scored scenarios that installed packages register (entry-point group
+`extra_scenarios()` lists the scored scenarios that installed packages register (entry-point group
 `sfbench_jax.faults`, type `spec.FaultSpec`): a run scores them only when `eval.scenarios` names them, beside
 the eight and never in the paper's aggregate scores.
 """
@@ -88,9 +88,11 @@ def _checked_extra(spec: FaultSpec) -> FaultSpec:
 #: Every fault by name: the eight, the transfer families, then the plug-ins (by entry-point name).
 FAULTS: dict[str, FaultSpec] = {fault.key: fault for fault in SCENARIOS + TRANSFER_FAMILIES}
 register_specs(FAULTS, (_checked_extra(spec) for spec in discovered("faults", FaultSpec)), kind="faults")
-#: The scored scenarios that plug-ins add (opt-in with `eval.scenarios`).
-EXTRA_SCENARIOS: tuple[FaultSpec, ...] = tuple(
-    fault for fault in FAULTS.values() if fault.key not in SCENARIO_KEYS + TRANSFER_KEYS)
+
+
+def extra_scenarios() -> tuple[FaultSpec, ...]:
+    """The scored scenarios that plug-ins add (opt-in with `eval.scenarios`), in registration order."""
+    return tuple(fault for fault in FAULTS.values() if fault.key not in SCENARIO_KEYS + TRANSFER_KEYS)
 
 
 def scenario_group(group: str) -> tuple[str, ...]:
@@ -114,7 +116,8 @@ def get_fault(key: str) -> Fault:
     """A scored scenario or transfer family by key; unknown keys list the valid ones."""
     if key in FAULTS:
         return FAULTS[key]
-    extras = f"; plug-in scenarios: {', '.join(fault.key for fault in EXTRA_SCENARIOS)}" if EXTRA_SCENARIOS else ""
+    extras = ", ".join(fault.key for fault in extra_scenarios())
+    extras = f"; plug-in scenarios: {extras}" if extras else ""
     raise ValueError(f"Unknown fault scenario {key!r}. Scored scenarios: {', '.join(SCENARIO_KEYS)}; "
                      f"transfer families: {', '.join(TRANSFER_KEYS)}{extras}.")
 
@@ -127,9 +130,9 @@ def scored_scenarios(extras: tuple[str, ...] | list[str] = ()) -> tuple[FaultSpe
     """
     chosen = []
     for name in extras:
-        fault = next((fault for fault in EXTRA_SCENARIOS if fault.key == name), None)
+        fault = next((fault for fault in extra_scenarios() if fault.key == name), None)
         if fault is None:
-            valid = ", ".join(fault.key for fault in EXTRA_SCENARIOS) or "none installed"
+            valid = ", ".join(fault.key for fault in extra_scenarios()) or "none installed"
             raise ValueError(f"eval.scenarios names {name!r}, which is not a registered extra scenario (the paper's "
                              f"eight are always scored). Registered extra scenarios: {valid}.")
         chosen.append(fault)

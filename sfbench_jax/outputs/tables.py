@@ -66,15 +66,25 @@ def summary_row(model: EvaluatedModel, anchor: EvaluatedModel | None = None) -> 
         "worst_scenario": keys[scores.worst_index],
         **anchor_columns(model, anchor),
     }
-    for index, key in enumerate(keys):
-        row[f"d_{key}"] = float(scores.d_p[index])
-        row[f"d_{key}_ci_lo"] = ci.d_p[index].low
-        row[f"d_{key}_ci_hi"] = ci.d_p[index].high
-    for index, key in enumerate(keys):
-        row[f"mse_{key}"] = float(scores.mse_p[index])
-        row[f"mse_{key}_ci_lo"] = ci.mse_p[index].low
-        row[f"mse_{key}_ci_hi"] = ci.mse_p[index].high
+    row.update(_scenario_columns(keys, scores, ci))
+    if evaluation.extra is not None:  # extra scenarios: their own columns, outside the aggregate scores
+        extra = evaluation.extra
+        row.update(_scenario_columns(extra.losses.scenario_keys, extra.scores, extra.intervals))
     return row
+
+
+def _scenario_columns(keys: tuple[str, ...], scores: Any, ci: Any) -> dict[str, float]:
+    """`d_<key>` then `mse_<key>` (with their interval ends) of every scenario in `keys`."""
+    columns: dict[str, float] = {}
+    for index, key in enumerate(keys):
+        columns[f"d_{key}"] = float(scores.d_p[index])
+        columns[f"d_{key}_ci_lo"] = ci.d_p[index].low
+        columns[f"d_{key}_ci_hi"] = ci.d_p[index].high
+    for index, key in enumerate(keys):
+        columns[f"mse_{key}"] = float(scores.mse_p[index])
+        columns[f"mse_{key}_ci_lo"] = ci.mse_p[index].low
+        columns[f"mse_{key}_ci_hi"] = ci.mse_p[index].high
+    return columns
 
 
 def summary_table(models: list[EvaluatedModel], anchor: EvaluatedModel | None = None) -> pd.DataFrame:
@@ -96,10 +106,12 @@ def per_window_table(models: list[EvaluatedModel]) -> pd.DataFrame:
             "start_row": losses.sample_starts.astype(np.int32),
             "mse_clean": losses.clean.astype(np.float32),
         }
-        for index, key in enumerate(losses.scenario_keys):
-            columns[f"mse_{key}"] = losses.faulted[index].astype(np.float32)
-        for index, key in enumerate(losses.scenario_keys):
-            columns[f"severity_{key}"] = losses.severity[index]
+        extra = model.evaluation.extra
+        for scored in (losses,) if extra is None else (losses, extra.losses):  # the eight, then any extras
+            for index, key in enumerate(scored.scenario_keys):
+                columns[f"mse_{key}"] = scored.faulted[index].astype(np.float32)
+            for index, key in enumerate(scored.scenario_keys):
+                columns[f"severity_{key}"] = scored.severity[index]
         frames.append(pd.DataFrame(columns))
     frame = pd.concat(frames, ignore_index=True)
     for column in ("dataset", "architecture", "method"):

@@ -21,6 +21,7 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES
+from sfbench_jax.faults.registry import scenario_group
 from sfbench_jax.files import write_csv, write_text
 from sfbench_jax.report import longform, paper
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered, table4_block
@@ -321,8 +322,9 @@ def example_runs(analysis: Analysis) -> list:
     return chosen
 
 
-VALUE_SCENARIOS = ("drift", "attenuation", "noise", "spike")
-TIMING_AVAILABILITY_SCENARIOS = ("time_stretch", "time_compress", "missing_data", "stuck_sensor")
+#: The scenarios of Figures 3 and 4, in panel order (each spec's `group` and `group_rank`).
+VALUE_SCENARIOS = scenario_group("value")
+TIMING_AVAILABILITY_SCENARIOS = scenario_group("timing_availability")
 
 
 def _examples_figure(analysis: Analysis, out: Path, scenarios: tuple[str, ...], name: str, title: str) -> Path:
