@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sfbench_jax.evaluate.scores import robustness_scores
+from sfbench_jax.faults.registry import SCENARIO_KEYS
 from sfbench_jax.run_folder import RECORD_FILE, RECORDED_FILES, DamagedRunError, verify_record, write_record
 
 SUMMARY_FILE, MANIFEST_FILE = "summary.csv", "manifest.json"
@@ -94,6 +95,8 @@ def run_key(manifest: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
     for name in sorted(config):
         if name not in SETTINGS_WITHOUT_EFFECT and name not in already:
             key[name] = config[name]
+    if key.get("eval.scenarios") == SCENARIO_KEYS:  # the default (runs from before the setting existed lack it)
+        del key["eval.scenarios"]
     return key
 
 
