@@ -38,9 +38,12 @@ PER_WINDOW_FILE, CANDIDATES_FILE = "per_window.parquet", "candidates.csv"
 #: Resolved settings that never change a number (dotted names in the manifest's config).
 SETTINGS_WITHOUT_EFFECT = frozenset({
     "eval.chunk_size", "eval.num_devices", "eval.progress", "eval.memory_budget_mb", "eval.block_size",
-    "train.group_size", "train.devices", "train.store_dir", "train.progress",
+    "train.group_size", "train.num_devices", "train.store_dir", "train.progress",
     "data_root", "cache_dir", "compilation_cache", "figures", "overwrite",
 })
+#: Config settings renamed since older runs were stored (old dotted name -> current): the one place old names are
+#: read, by `read_manifest`, so an old run's key and its rebuilt RunConfig are those of a new run.
+RENAMED_SETTINGS = {"eval.rng": "eval.rng_mode", "train.devices": "train.num_devices"}
 #: A folder holding one of these is a sweep's (merged outputs), not a run folder.
 SWEEP_FILES = ("expected_cells.json", "collect_report.json")
 #: Relative tolerance of the summary-against-per-window check: float64 rounding (the engine's arithmetic is
@@ -91,7 +94,8 @@ def run_key(manifest: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
     engines = [model.get("engine", {}) for model in manifest.get("models", [])]
     key["engine.block_size"] = engines[0].get("block_size") if engines else None
     key["data.content_sha256"] = manifest.get("data", {}).get("content_sha256")
-    already = {"dataset.name", "model.name", "method.name", "eval.seed", "eval.rng", "eval.k", "eval.channel_fraction"}
+    already = {"dataset.name", "model.name", "method.name", "eval.seed", "eval.rng_mode", "eval.k",
+               "eval.channel_fraction"}
     for name in sorted(config):
         if name not in SETTINGS_WITHOUT_EFFECT and name not in already:
             key[name] = config[name]
@@ -223,6 +227,25 @@ def _read_row(directory: Path) -> dict[str, Any]:
     return {name: _plain(value) for name, value in summary.iloc[0].items()}
 
 
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """A run folder's manifest with the settings of older versions under their current names (`RENAMED_SETTINGS`).
+
+    Raises:
+        DamagedRunError: the manifest cannot be read or holds no JSON object.
+    """
+    manifest = _read_json(directory, MANIFEST_FILE)
+    config = manifest.get("config")
+    if not isinstance(config, dict):
+        return manifest
+    config = {section: dict(values) if isinstance(values, dict) else values for section, values in config.items()}
+    for old, new in RENAMED_SETTINGS.items():
+        (section, name), new_name = old.split("."), new.split(".")[1]
+        values = config.get(section)
+        if isinstance(values, dict) and name in values and new_name not in values:
+            values[new_name] = values.pop(name)
+    return {**manifest, "config": config}
+
+
 def load_run(directory: Path) -> StoredRun:
     """Read one run folder, verified: its completion record, then its summary's scores against its per-window
     losses (`check_numbers`).
@@ -234,7 +257,7 @@ def load_run(directory: Path) -> StoredRun:
     directory = Path(directory)
     verify_record(directory)
     row = _read_row(directory)
-    manifest = _read_json(directory, MANIFEST_FILE)
+    manifest = read_manifest(directory)
     check_numbers(directory, row)
     return StoredRun(directory=directory, key=run_key(manifest, row), row=row, manifest=manifest)
 
@@ -250,40 +273,50 @@ def seal_run(directory: Path) -> Path:
     directory = Path(directory)
     row = _read_row(directory)
     check_numbers(directory, row)
-    key = json.loads(key_identity(run_key(_read_json(directory, MANIFEST_FILE), row)))
+    key = json.loads(key_identity(run_key(read_manifest(directory), row)))
     return write_record(directory, run_key=key)
 
 
-def _per_window_scores(directory: Path) -> tuple[list[str], Any, int]:
+def _per_window_scores(directory: Path) -> tuple[list[str], Any, int, dict[str, tuple[float, float]]]:
+    """The paper's scenario keys, their scores, the window count, and each extra scenario's (MSE, D): extras
+    (`eval.scenarios`) are scored beside the eight, never in D_w, MSE_w, D-bar or mPC."""
     path = Path(directory) / PER_WINDOW_FILE
     try:
         frame = pd.read_parquet(path)
     except (OSError, ValueError) as error:
         raise DamagedRunError(directory, PER_WINDOW_FILE, f"cannot be read ({error})") from error
-    keys = [c.removeprefix("mse_") for c in frame.columns if c.startswith("mse_") and c != "mse_clean"]
+    columns = [c.removeprefix("mse_") for c in frame.columns if c.startswith("mse_") and c != "mse_clean"]
+    keys = [key for key in columns if key in SCENARIO_KEYS]
     if "mse_clean" not in frame.columns or not keys:
         raise DamagedRunError(directory, PER_WINDOW_FILE, "lacks the mse_clean / mse_<scenario> columns")
     clean = frame["mse_clean"].to_numpy()
-    faulted = np.stack([frame[f"mse_{key}"].to_numpy() for key in keys])
+    extras = [key for key in columns if key not in SCENARIO_KEYS]
     try:
-        return keys, robustness_scores(clean, faulted), len(frame)
+        scores = robustness_scores(clean, np.stack([frame[f"mse_{key}"].to_numpy() for key in keys]))
+        extra = robustness_scores(clean, np.stack([frame[f"mse_{key}"].to_numpy() for key in extras])) \
+            if extras else None
     except ValueError as error:
         raise DamagedRunError(directory, PER_WINDOW_FILE, f"gives no scores ({error})") from error
+    extra_scores = {key: (float(extra.mse_p[i]), float(extra.d_p[i])) for i, key in enumerate(extras)}
+    return keys, scores, len(frame), extra_scores
 
 
 def check_numbers(directory: Path, row: Mapping[str, Any]) -> None:
     """Recompute a summary row's scores from the run's own `per_window.parquet` exactly as the engine does
-    (`evaluate.scores.robustness_scores`): MSE_c, every scenario's MSE and D, D_w and its scenario, MSE_w, D-bar,
-    mPC and the window count, each equal up to float64 rounding (`NUMBERS_RTOL`).
+    (`evaluate.scores.robustness_scores`): MSE_c, every scenario's MSE and D (extra scenarios' included), D_w and
+    its scenario, MSE_w, D-bar and mPC over the paper's eight, and the window count, each equal up to float64
+    rounding (`NUMBERS_RTOL`).
 
     Raises:
         DamagedRunError: the first number that differs, named with both values.
     """
-    keys, scores, windows = _per_window_scores(directory)
+    keys, scores, windows, extra_scores = _per_window_scores(directory)
     expected: dict[str, Any] = {"mse_c": scores.mse_c, "d_w": scores.d_w, "mse_w": scores.mse_w,
                                 "d_mean": scores.d_mean, "mpc": scores.mpc}
     for index, key in enumerate(keys):
         expected[f"mse_{key}"], expected[f"d_{key}"] = float(scores.mse_p[index]), float(scores.d_p[index])
+    for key, (mse, degradation) in extra_scores.items():
+        expected[f"mse_{key}"], expected[f"d_{key}"] = mse, degradation
     for name, value in expected.items():
         stored = _as_float(row.get(name))
         if stored is None or not np.isclose(stored, value, rtol=NUMBERS_RTOL, atol=0.0):
