@@ -142,7 +142,7 @@ def speedup(data, architecture: str, steps: int, repeats: int, candidates: int, 
     full_steps = len(data.train_starts) // data.spec.batch_size
     programs = {(label, length): EpochProgram(data, architecture, {}, _members(candidates),
                                               TrainConfig(steps_per_epoch=length,
-                                                          devices=devices if wanted is None else wanted),
+                                                          num_devices=devices if wanted is None else wanted),
                                               vectorize=vectorize)
                 for label, vectorize, wanted in LAYOUTS for length in (steps, 2 * steps)}
     times = interleaved_epoch_seconds(programs, repeats)

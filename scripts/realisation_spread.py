@@ -44,7 +44,7 @@ def realisations(data, season: int, mode: str, fault_seeds: list[int]) -> list[f
     predict, state = predict_fn(model)
     values = []
     for seed in fault_seeds:
-        options = EvalConfig(seed=seed, rng=mode, progress=False)
+        options = EvalConfig(seed=seed, rng_mode=mode, progress=False)
         losses, _ = score_windows(predict, state, data, options, test_starts=starts)
         values.append(robustness_scores(losses.clean, losses.faulted).d_w)
         print(f"... {mode} fault seed {seed}: D_w {values[-1]:.5f}", file=sys.stderr, flush=True)

@@ -33,7 +33,7 @@ def list_scenarios() -> list[dict[str, Any]]:
 
 
 def seasonal_naive_robustness(dataset: str, *, data_root: Path | None, k: int = 10_000,
-                              eval_seed: int | None = None, rng: str = "jax") -> dict[str, Any]:
+                              eval_seed: int | None = None, rng_mode: str = "jax") -> dict[str, Any]:
     """Select SeasonalNaive on clean validation and score it under the eight scenarios.
 
     Args:
@@ -41,21 +41,22 @@ def seasonal_naive_robustness(dataset: str, *, data_root: Path | None, k: int = 
         data_root: folder laid out like ../shared/data (not needed for etth1 and synthetic sets).
         k: number of test windows.
         eval_seed: evaluation-data seed (None: the dataset's canonical seed).
-        rng: "jax" or "reference".
+        rng_mode: "jax" or "reference".
 
     Returns:
         A small JSON-able dict: season, MSE_c, MSE_w, D_w (with 95% intervals), worst scenario, D-bar,
         mPC and the per-scenario degradation.
     """
     spec = get_dataset(dataset)
-    cfg = RunConfig(dataset=DatasetConfig(name=spec.key), eval=EvalConfig(rng=rng, seed=eval_seed, k=k, progress=False))
+    cfg = RunConfig(dataset=DatasetConfig(name=spec.key), eval=EvalConfig(rng_mode=rng_mode, seed=eval_seed, k=k,
+                                                                                progress=False))
     data = prepare(load(spec.key, data_root=data_root))
     _, model = select_and_evaluate(data, cfg, store=None, log=lambda message: None)
     scores, ci = model.evaluation.scores, model.evaluation.intervals
     keys = model.evaluation.losses.scenario_keys
     return {
         "dataset": spec.key, "model": "seasonal_naive", "season_length": model.hyperparameters["season_length"],
-        "rng": rng, "eval_seed": model.evaluation.options.seed, "k": k,
+        "rng_mode": rng_mode, "eval_seed": model.evaluation.options.seed, "k": k,
         "mse_val": round(model.mse_val, 6),
         "mse_c": round(scores.mse_c, 6), "mse_w": round(scores.mse_w, 6),
         "d_w": round(scores.d_w, 6), "d_w_ci": [round(ci.d_w.low, 6), round(ci.d_w.high, 6)],
@@ -72,7 +73,7 @@ def curves_summary(curves: Any) -> dict[str, Any]:
     averages = curves.severity_average()
     return {
         "severities": [round(float(s), 6) for s in curves.severities], "mse_c": round(curves.mse_c, 6),
-        "eval_seed": curves.options.seed, "k": curves.options.k, "rng": curves.options.rng,
+        "eval_seed": curves.options.seed, "k": curves.options.k, "rng_mode": curves.options.rng_mode,
         "scenarios": {key: {"d": [round(float(v), 6) for v in curves.d[:, index]],
                             "d_ci": [[round(float(lo), 6), round(float(hi), 6)] for lo, hi in
                                      zip(curves.d_ci_lo[:, index], curves.d_ci_hi[:, index], strict=True)],
@@ -144,7 +145,7 @@ def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | 
     if data_root is not None:
         cfg = dataclasses.replace(cfg, data_root=str(data_root))
     restored = restore_run(run, data=load_data(cfg), policy=policy)
-    options = dataclasses.replace(restored.cfg.eval, rng="jax", progress=False, **({} if k is None else {"k": k}))
+    options = dataclasses.replace(restored.cfg.eval, rng_mode="jax", progress=False, **({} if k is None else {"k": k}))
     curves = severity_curves(restored.predict, restored.state, restored.data, options,
                              severities=severities or DEFAULT_SEVERITIES)
     return {"dataset": run.row["dataset"], "run": run.directory.name, "model": run.row["architecture"],

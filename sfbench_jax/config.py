@@ -183,7 +183,7 @@ class TrainConfig:
             values are for smoke tests; they change the candidate identity.
         group_size: most candidates (same architecture hyperparameters, different learning rates) trained
             together under vmap; null = automatic (1 on CPU, where vectorising pays little, 8 on GPU/TPU).
-        devices: devices a vectorised group's candidates are split over; null = every local device, at most
+        num_devices: devices a vectorised group's candidates are split over; null = every local device, at most
             one per candidate (the `sfbench` CLI exposes every CPU core as a device).
         master_seed: master seed of the model and tuning seeds (spec 1.6: 42); other values train independent
             replicates on the same data windows.
@@ -198,7 +198,7 @@ class TrainConfig:
     candidate_budget: int = 40
     steps_per_epoch: int | None = None
     group_size: int | None = None
-    devices: int | None = None
+    num_devices: int | None = None
     master_seed: int = 42
     store_dir: str | None = None
     progress: bool = True
@@ -211,7 +211,7 @@ class TrainConfig:
         _require_at_least("train.candidate_budget", self.candidate_budget, 1)
         _require_at_least("train.steps_per_epoch", self.steps_per_epoch, 1, "(or null for full epochs)")
         _require_at_least("train.group_size", self.group_size, 1, "(or null for automatic)")
-        _require_at_least("train.devices", self.devices, 1, "(or null for every local device)")
+        _require_at_least("train.num_devices", self.num_devices, 1, "(or null for every local device)")
         if not 0 <= self.master_seed < 2**31 - 1:
             raise ValueError(f"train.master_seed must be in [0, 2**31 - 1), got {self.master_seed}.")
 
@@ -226,7 +226,8 @@ class EvalConfig:
     """Monte Carlo evaluation settings (spec 6).
 
     Attributes:
-        rng: "jax" (folded on-device keys; fast) or "reference" (the reference's MT19937 streams; exact).
+        rng_mode: "jax" (folded on-device keys; fast) or "reference" (the reference's MT19937 streams; exact);
+            summary column `rng_mode`.
         seed: evaluation-data seed (summary column `eval_seed`): it draws the test windows, keys the faults
             and seeds the bootstrap; None uses the dataset's canonical seed.
         k: number of test windows K.
@@ -254,7 +255,7 @@ class EvalConfig:
             losses do not change. Stored normalised: the eight in canonical order, then the extras as given.
     """
 
-    rng: str = "jax"
+    rng_mode: str = "jax"
     seed: int | None = None
     k: int = 10_000
     chunk_size: int | None = None
@@ -269,8 +270,8 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         self._check_scenarios()
-        if self.rng not in RNG_MODES:
-            raise ValueError(f"Unknown eval.rng {self.rng!r}; use one of {list(RNG_MODES)}.")
+        if self.rng_mode not in RNG_MODES:
+            raise ValueError(f"Unknown eval.rng_mode {self.rng_mode!r}; use one of {list(RNG_MODES)}.")
         if self.seed is not None and not 0 <= self.seed < 2**32:
             raise ValueError(f"eval.seed must be in [0, 2**32) (or null for the canonical seed), got {self.seed}.")
         if not 1 <= self.k <= MAX_WINDOWS:
@@ -291,10 +292,10 @@ class EvalConfig:
         extras = tuple(dict.fromkeys(name for name in names if name not in SCENARIO_KEYS))
         faults = scored_scenarios(extras)  # unknown names: a ValueError listing the registered extras
         no_reference = [fault.key for fault in faults if fault.reference is None]
-        if self.rng == "reference" and no_reference:
-            raise ValueError(f"eval.rng=reference reproduces the reference's random streams, which exist for the "
+        if self.rng_mode == "reference" and no_reference:
+            raise ValueError(f"eval.rng_mode=reference reproduces the reference's random streams, which exist for the "
                              f"paper's eight scenarios only; the extra scenario(s) {no_reference} have no "
-                             "reference-RNG draw. Use eval.rng=jax, or leave them out of eval.scenarios.")
+                             "reference-RNG draw. Use eval.rng_mode=jax, or leave them out of eval.scenarios.")
         object.__setattr__(self, "scenarios", SCENARIO_KEYS + extras)
 
     @property

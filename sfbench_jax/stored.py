@@ -261,7 +261,7 @@ def run_severity_curves(run: StoredRun | Path, *, severities: Sequence[float] = 
     """Severity curves of a stored run's winner on the run's evaluation settings (JAX RNG mode; overrides e.g.
     `{"k": 2000}`)."""
     restored = restore_run(run)
-    options = dataclasses.replace(restored.cfg.eval, rng="jax", progress=False, **(eval_overrides or {}))
+    options = dataclasses.replace(restored.cfg.eval, rng_mode="jax", progress=False, **(eval_overrides or {}))
     return severity_curves(restored.predict, restored.state, restored.data, options, severities=severities)
 
 

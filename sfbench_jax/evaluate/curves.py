@@ -162,7 +162,7 @@ def severity_curves(predict: Predictor, state: Any, data: PreparedData, options:
     Args:
         predict, state: the model (`predict(state, x) -> y_hat`, pure, eval mode).
         data: the prepared dataset.
-        options: evaluation settings (seed, K, channel fraction, chunking); `rng` must be "jax".
+        options: evaluation settings (seed, K, channel fraction, chunking); `rng_mode` must be "jax".
         severities: the grid, each in [0, 1].
         scenarios: the scenarios (default: the eight).
         label: progress label.
@@ -170,9 +170,9 @@ def severity_curves(predict: Predictor, state: Any, data: PreparedData, options:
     Raises:
         ValueError: reference RNG mode, or a bad grid (before any work).
     """
-    if options.rng != "jax":
-        raise ValueError("Severity curves need eval.rng=jax: the reference streams draw the severity first and size "
-                         "their later draws by it, so a fixed severity has no reference stream.")
+    if options.rng_mode != "jax":
+        raise ValueError("Severity curves need eval.rng_mode=jax: the reference streams draw the severity first and "
+                         "size their later draws by it, so a fixed severity has no reference stream.")
     units = severity_units_grid(severities)
     options = options.for_dataset(data.spec)
     faults = tuple(scenarios)

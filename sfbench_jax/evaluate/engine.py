@@ -241,7 +241,7 @@ def make_mesh(num_devices: int | None = None) -> jax.sharding.Mesh:
 
 
 @functools.lru_cache(maxsize=KERNEL_CACHE_SIZE)
-def chunk_kernel(program: WindowProgram, rng: str, block_size: int, mesh: jax.sharding.Mesh) -> Any:
+def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: jax.sharding.Mesh) -> Any:
     """The jitted, device-sharded program of one chunk: stage one (draw or prepare every scenario's
     parameters) then the program's stage two, block by block.
 
@@ -255,7 +255,7 @@ def chunk_kernel(program: WindowProgram, rng: str, block_size: int, mesh: jax.sh
         batched = (starts, ids, prepared) if getattr(program, "uses_window_ids", False) else (starts, prepared)
         return map_blocks(functools.partial(program.block, state, series), batched, block_size)
 
-    if rng == "jax":
+    if rng_mode == "jax":
         def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array, ids: jax.Array) -> tuple:
             draw = functools.partial(draw_block, base_key, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(draw, (ids,), block_size))
@@ -288,7 +288,7 @@ class DeviceInputs:
         sharded = NamedSharding(plan.mesh, P("data"))
         starts = jax.device_put(plan.starts[ids], sharded)
         window_ids = jax.device_put(ids.astype(np.int32), sharded)
-        if self.options.rng == "jax":
+        if self.options.rng_mode == "jax":
             return (self.state, self.series, self.base_key, starts, window_ids)
         params = tuple(jax.device_put(reference_params(
             fault, scenario_seeds(self.options.seed, fault.index, ids), self.ctx), sharded)
@@ -327,7 +327,7 @@ class CompiledChunk:
 def compile_chunk(program: WindowProgram, inputs: DeviceInputs, plan: ChunkPlan) -> CompiledChunk:
     """Compile (or fetch from the caches) the chunk kernel for the plan's block and chunk sizes."""
     arguments = inputs.chunk_arguments(plan, plan.window_ids(0))
-    compiled = chunk_kernel(program, inputs.options.rng, plan.block_size, plan.mesh).lower(*arguments).compile()
+    compiled = chunk_kernel(program, inputs.options.rng_mode, plan.block_size, plan.mesh).lower(*arguments).compile()
     analysis = compiled.memory_analysis()
     temp = None if analysis is None else int(analysis.temp_size_in_bytes)
     return CompiledChunk(compiled=compiled, plan=plan, first_arguments=arguments, temp_bytes=temp)

@@ -78,7 +78,7 @@ def check_same_faults(severity: np.ndarray, anchor_severity: np.ndarray) -> None
     severity, anchor_severity = np.asarray(severity), np.asarray(anchor_severity)
     if severity.shape != anchor_severity.shape or not np.array_equal(severity, anchor_severity):
         raise ValueError("The anchor was evaluated on other faults than the model (the drawn severities differ); "
-                         "evaluate both with the same eval.seed, eval.rng, eval.k and eval.channel_fraction.")
+                         "evaluate both with the same eval.seed, eval.rng_mode, eval.k and eval.channel_fraction.")
 
 
 def normalised_scores(clean: np.ndarray, faulted: np.ndarray, severity: np.ndarray, anchor_clean: np.ndarray,

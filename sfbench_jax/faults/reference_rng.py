@@ -247,7 +247,7 @@ def reference_params(fault: FaultSpec, seeds: np.ndarray, ctx: FaultContext) -> 
     """
     if fault.reference is None:
         raise ValueError(f"{fault.key!r} has no reference-RNG draw; the reference mode covers the paper's eight "
-                         "scored scenarios. Use eval.rng=jax.")
+                         "scored scenarios. Use eval.rng_mode=jax.")
     draws = mt19937_outputs(seeds, fault.reference.draw_count(ctx))
     return fault.reference.params(draws, ctx)
 
@@ -258,7 +258,7 @@ def _reference_noise(own: np.ndarray, count: np.ndarray, ranks: np.ndarray, sele
     n, batch = ctx.input_len, own.shape[0]
     if n < 16:
         raise ValueError(f"The reference RNG mode needs input_len >= 16 (PyTorch's vectorised randn "
-                         f"path); got {n}. Use eval.rng=jax.")
+                         f"path); got {n}. Use eval.rng_mode=jax.")
     width = n * max(ctx.max_count, 1)
     padded = 16 * math.ceil(width / 16)
     uniforms = _unit_floats(own[:, : padded + 16])

@@ -86,7 +86,7 @@ class FaultSpec:
         group: the figure group a scored scenario's examples are shown in ("value": Figure 3,
             "timing_availability": Figure 4; "" for none).
         group_rank: its panel position within that group.
-        reference: its reference-RNG parameter draw (None: the fault has no reference stream and `eval.rng=
+        reference: its reference-RNG parameter draw (None: the fault has no reference stream and `eval.rng_mode=
             reference` refuses it).
         scenario_id: the id its randomness is folded from. Built-ins set it (a scored scenario's is its position
             0..7); a plug-in leaves it None and gets `derived_scenario_id(name)` (>= 2**16).

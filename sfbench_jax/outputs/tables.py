@@ -53,7 +53,7 @@ def summary_row(model: EvaluatedModel, anchor: EvaluatedModel | None = None) -> 
         "hyperparameters": json.dumps(model.hyperparameters, sort_keys=True),
         "selection_metric": model.selection_metric,
         "selection_value": model.selection_value,
-        "rng_mode": evaluation.options.rng,
+        "rng_mode": evaluation.options.rng_mode,
         "eval_seed": evaluation.options.seed,
         "k": len(evaluation.losses.clean),
         "channel_fraction": evaluation.options.channel_fraction,

@@ -9,7 +9,7 @@ run is verified (`report.runs.load_run`) before it is merged: a damaged one stop
 table is written. What was expected
 comes from the sweep definition (`expected_cells.json`, written when the multirun starts: every job's overrides
 and (dataset, architecture, method) cell) or from the caller (cells). Runs are keyed by every setting that
-changes their numbers (`report.runs`), so a sweep over `eval.seed`, `eval.channel_fraction` or `eval.rng`
+changes their numbers (`report.runs`), so a sweep over `eval.seed`, `eval.channel_fraction` or `eval.rng_mode`
 keeps one row per job. A missing job is never dropped silently: collection writes `collect_report.json` naming
 every missing job by the settings that tell it apart and why it is missing, and raises `MissingCellsError`.
 """

@@ -115,8 +115,8 @@ def group_devices(group_size: int, requested: int | None) -> int:
     if requested is None:
         return max(1, min(available, group_size))
     if requested > available:
-        raise ValueError(f"train.devices={requested} but only {available} {jax.default_backend()} device(s) "
-                         f"are available; use train.devices=null to take them all.")
+        raise ValueError(f"train.num_devices={requested} but only {available} {jax.default_backend()} device(s) "
+                         f"are available; use train.num_devices=null to take them all.")
     return requested
 
 
@@ -246,7 +246,7 @@ class EpochProgram:
         geometry = epoch_geometry(data, options)
         self.vectorize = vectorize
         self.size = len(members)
-        num_devices = group_devices(self.size, options.devices) if vectorize else 1
+        num_devices = group_devices(self.size, options.num_devices) if vectorize else 1
         # A group split over D devices is padded to a multiple of D with inactive copies of its last member.
         padded = list(members) + [members[-1]] * (-self.size % num_devices) if vectorize else list(members)
         self.width = len(padded)

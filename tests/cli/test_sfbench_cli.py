@@ -79,7 +79,7 @@ def test_reference_mode_on_beijing(tmp_path: Path, data_root: Path) -> None:
     ("dataset=ettm1", "Could not find 'dataset/ettm1'"),
     ("model=lstm", "Could not find 'model/lstm'"),
     ("eval.chunk_size=0", "eval.chunk_size must be >= 1"),
-    ("eval.rng=torch", "Unknown eval.rng 'torch'"),
+    ("eval.rng_mode=torch", "Unknown eval.rng_mode 'torch'"),
     ("eval.k=0", "eval.k must be in [1, 1,000,000]"),
     ("eval.k=1000000000", "eval.k must be in [1, 1,000,000]"),
     ("eval.channel_fraction=0.9", "eval.channel_fraction must lie in (0, 0.5]"),

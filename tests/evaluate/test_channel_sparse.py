@@ -34,7 +34,7 @@ def _channel_independent(model) -> ChannelIndependentPredictor:
 
 
 def _losses(predict, state, data, *, sparse: bool, chunk: int, rng: str) -> np.ndarray:
-    options = EvalConfig(seed=4, k=K, chunk_size=chunk, block_size=100, rng=rng, channel_sparse=sparse,
+    options = EvalConfig(seed=4, k=K, chunk_size=chunk, block_size=100, rng_mode=rng, channel_sparse=sparse,
                          progress=False)
     losses, _ = score_windows(predict, state, data, options)
     return np.vstack([losses.clean[None], losses.faulted])

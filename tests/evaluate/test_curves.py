@@ -88,8 +88,8 @@ def test_bad_input_fails_before_work(seasonal_naive: tuple) -> None:
     data, predict, state = seasonal_naive
     traces: list = []
     model = counted(predict, traces)
-    with pytest.raises(ValueError, match="need eval.rng=jax"):
-        severity_curves(model, state, data, EvalConfig(k=K, rng="reference"))
+    with pytest.raises(ValueError, match="need eval.rng_mode=jax"):
+        severity_curves(model, state, data, EvalConfig(k=K, rng_mode="reference"))
     with pytest.raises(ValueError, match=r"Severity must lie in \[0, 1\]"):
         severity_curves(model, state, data, EvalConfig(k=K), severities=[0.0, 1.5])
     with pytest.raises(ValueError, match="grid is empty"):

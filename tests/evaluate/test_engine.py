@@ -38,9 +38,9 @@ def _run(etth1, **options):
 
 @pytest.mark.parametrize("rng", ["jax", "reference"])
 def test_results_do_not_depend_on_chunk_size(etth1, rng: str) -> None:
-    baseline, _ = _run(etth1, rng=rng)  # one call of 304 windows (19 blocks of 16)
+    baseline, _ = _run(etth1, rng_mode=rng)  # one call of 304 windows (19 blocks of 16)
     for chunk, calls in ((1, 19), (37, 7), (128, 3)):  # chunks are rounded up to whole blocks
-        other, stats = _run(etth1, rng=rng, chunk_size=chunk)
+        other, stats = _run(etth1, rng_mode=rng, chunk_size=chunk)
         assert stats.num_chunks == calls and stats.block_size == 16
         np.testing.assert_array_equal(other.clean, baseline.clean)
         np.testing.assert_array_equal(other.faulted, baseline.faulted)
@@ -87,7 +87,7 @@ def test_a_repeated_evaluation_reuses_the_compiled_kernel(etth1) -> None:
 
 def test_engine_makes_no_implicit_transfers(etth1) -> None:
     with jax.transfer_guard("disallow"):
-        losses, _ = _run(etth1, rng="jax", chunk_size=100)
+        losses, _ = _run(etth1, rng_mode="jax", chunk_size=100)
     assert np.isfinite(losses.faulted).all()
 
 
@@ -125,8 +125,8 @@ def test_bootstrap_matches_explicit_resampling() -> None:
 def test_bad_options_are_rejected() -> None:
     with pytest.raises(ValueError, match="chunk_size must be >= 1"):
         EvalConfig(seed=0, chunk_size=0)
-    with pytest.raises(ValueError, match="Unknown eval.rng 'torch'"):
-        EvalConfig(seed=0, rng="torch")
+    with pytest.raises(ValueError, match="Unknown eval.rng_mode 'torch'"):
+        EvalConfig(seed=0, rng_mode="torch")
     with pytest.raises(ValueError, match="eval.k"):
         EvalConfig(seed=0, k=0)
     with pytest.raises(ValueError, match=r"must be in \[1, 1,000,000\]"):
@@ -149,7 +149,7 @@ _DEVICE_SCRIPT = textwrap.dedent("""
     for rng in ("jax", "reference"):
         for devices, chunk in ((8, 64), (8, None), (2, 40)):
             losses, stats = score_windows(predict, state, data, EvalConfig(
-                seed=7, k=300, rng=rng, num_devices=devices, chunk_size=chunk,
+                seed=7, k=300, rng_mode=rng, num_devices=devices, chunk_size=chunk,
                 block_size=16, progress=False))
             out[f"{rng}-{devices}-{chunk}"] = [losses.clean.tolist(), losses.faulted.tolist(),
                                                stats.num_devices]
@@ -165,7 +165,7 @@ def test_eight_devices_give_identical_results(etth1, tmp_path: Path) -> None:
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads(completed.stdout)
     for rng in ("jax", "reference"):
-        single, _ = _run(etth1, rng=rng)
+        single, _ = _run(etth1, rng_mode=rng)
         for devices, chunk in ((8, 64), (8, None), (2, 40)):
             clean, faulted, used = results[f"{rng}-{devices}-{chunk}"]
             assert used == devices

@@ -109,7 +109,7 @@ def test_scenario_settings_are_checked(registered: FaultSpec) -> None:
         EvalConfig(scenarios=["no_such_fault"])
     with pytest.raises(ValueError, match="not a registered extra scenario"):
         EvalConfig(scenarios=["linear_drift"])  # a transfer family is not scored
-    with pytest.raises(ValueError, match="eval.rng=jax"):
-        EvalConfig(rng="reference", scenarios=[NAME])
-    assert EvalConfig(rng="reference").scenarios == SCENARIO_KEYS
+    with pytest.raises(ValueError, match="eval.rng_mode=jax"):
+        EvalConfig(rng_mode="reference", scenarios=[NAME])
+    assert EvalConfig(rng_mode="reference").scenarios == SCENARIO_KEYS
     assert EvalConfig(scenarios=[]).scenarios == SCENARIO_KEYS  # the eight are always scored

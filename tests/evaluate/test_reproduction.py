@@ -35,7 +35,7 @@ def _evaluate(data, season: int, rng: str):
     model = SeasonalNaive(season_length=season, input_len=spec.input_len, horizon=spec.horizon,
                           target_indices=spec.target_indices)
     predict, state = predict_fn(model)
-    return evaluate_predictor(predict, state, data, EvalConfig(rng=rng, progress=False))
+    return evaluate_predictor(predict, state, data, EvalConfig(rng_mode=rng, progress=False))
 
 
 @pytest.mark.parametrize("key", sorted(PUBLISHED))

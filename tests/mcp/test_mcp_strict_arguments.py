@@ -33,7 +33,7 @@ MISSPELLED = {
     "battery": ("anomaly_detector", {"battery_id": "B0005", "treshold": 2.5}, "treshold",
                 "threshold", ["battery_id", "threshold", "min_persistence", "window"]),
     "benchmark": ("seasonal_naive_robustness", {"dataset": "etth1", "k": 50, "eval-seed": 3},
-                  "eval-seed", "eval_seed", ["dataset", "k", "eval_seed", "rng"]),
+                  "eval-seed", "eval_seed", ["dataset", "k", "eval_seed", "rng_mode"]),
 }
 
 

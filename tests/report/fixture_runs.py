@@ -7,7 +7,7 @@ ETTh1 and Beijing files:
 * `runs/<dataset>/...`: SeasonalNaive and DLinear at the canonical realisation, at eval seeds 0-3 (Beijing; ETTh1
   has them from the multirun) and at fixed channel fractions 0.25 and 0.5, run in-process with the same
   Hydra composition as the CLI; each writes its log (`run.log`) so tests can see what was trained;
-* `reference/<dataset>/seasonal_naive`: SeasonalNaive under the full protocol in `eval.rng=reference` mode;
+* `reference/<dataset>/seasonal_naive`: SeasonalNaive under the full protocol in `eval.rng_mode=reference` mode;
 * `methods/`: real method runs of DLinear (the methods of `sfbench_jax.methods`) with small recipe grids:
   PGD adversarial training (eps 0.05 and 0.1, 3 steps: two trained variants) and the ensemble (top 2 of the
   stored baseline candidates, mean or median: two variants, no training);

@@ -183,7 +183,7 @@ hparams = {"moving_avg": 21, "individual": False, "init_weights": True}
 members = [GroupMember(1e-3, 5), GroupMember(0.01, 5), GroupMember(1e-4, 9)]
 outcomes = {}
 for devices in (1, 2, 3):  # 3 members on 2 devices: padded with an inactive copy
-    options = TrainConfig(max_epochs=4, patience=1, steps_per_epoch=24, devices=devices)
+    options = TrainConfig(max_epochs=4, patience=1, steps_per_epoch=24, num_devices=devices)
     outcomes[devices] = train_group(data, "dlinear", hparams, members, options, vectorize=True)
 outcomes["sequential"] = train_group(data, "dlinear", hparams, members, options, vectorize=False)
 with open(sys.argv[1], "wb") as handle:
@@ -207,5 +207,5 @@ def test_group_split_over_devices_equals_sequential(tmp_path: Path) -> None:
 
 def test_more_devices_than_available_is_an_error(etth1) -> None:
     options = TrainConfig(max_epochs=1, steps_per_epoch=2, devices=len(jax.local_devices()) + 1)
-    with pytest.raises(ValueError, match=r"train.devices=\d+ but only \d+ cpu device"):
+    with pytest.raises(ValueError, match=r"train.num_devices=\d+ but only \d+ cpu device"):
         train_group(etth1, "dlinear", {}, [GroupMember(1e-3, 1), GroupMember(1e-4, 1)], options)

@@ -64,7 +64,7 @@ def _assert_same(ours, theirs, *, rtol: float) -> None:
 ])
 def test_a_vectorised_variant_group_equals_its_variants_one_after_another(etth1, method, recipes) -> None:
     members, recipe = _members(etth1, method, recipes)
-    options = TrainConfig(max_epochs=2, patience=2, steps_per_epoch=STEPS, devices=1)
+    options = TrainConfig(max_epochs=2, patience=2, steps_per_epoch=STEPS, num_devices=1)
     vectorised = train_group(etth1, "dlinear", HPARAMS, members, options, vectorize=True, recipe=recipe)
     sequential = train_group(etth1, "dlinear", HPARAMS, members, options, vectorize=False, recipe=recipe)
     assert vectorised[0].group_size == len(recipes)
@@ -97,7 +97,7 @@ def test_recipe_values_as_data_round_like_constants(etth1) -> None:
 
 def test_variants_group_by_recipe_structure_and_compile_once(etth1) -> None:
     members, recipe = _members(etth1, "adaptive_robust_loss", ARL)
-    options = TrainConfig(max_epochs=1, steps_per_epoch=STEPS, devices=1)
+    options = TrainConfig(max_epochs=1, steps_per_epoch=STEPS, num_devices=1)
     programs = [EpochProgram(etth1, "dlinear", HPARAMS, [member], options, vectorize=False, recipe=recipe)
                 for member in members]
     assert all(program.fn is programs[0].fn for program in programs)  # one program for every variant
@@ -111,7 +111,7 @@ def test_variants_group_by_recipe_structure_and_compile_once(etth1) -> None:
 
 
 def _search(data, store_root: Path, group_size: int, budget: int = 6):
-    options = TrainConfig(max_epochs=3, patience=1, steps_per_epoch=STEPS, group_size=group_size, devices=1,
+    options = TrainConfig(max_epochs=3, patience=1, steps_per_epoch=STEPS, group_size=group_size, num_devices=1,
                           candidate_budget=budget, progress=False)
     plan = plan_method_search(data, "dlinear", "adaptive_robust_loss",
                               recipes=method_grid("adaptive_robust_loss", None),

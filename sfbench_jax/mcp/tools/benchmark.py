@@ -99,7 +99,7 @@ def seasonal_naive_robustness(
         k: Annotated[int, Field(ge=1, le=100_000,
                                 description="test windows to score")] = 10_000,
         eval_seed: Annotated[int | None, Field(ge=0)] = None,
-        rng: Annotated[Literal["jax", "reference"], Field(
+        rng_mode: Annotated[Literal["jax", "reference"], Field(
             description="jax (fast counter-based streams) or reference (the original "
                         "benchmark's generator)")] = "jax",
 ) -> RobustnessResult:
@@ -114,7 +114,7 @@ def seasonal_naive_robustness(
                                   f"dataset; valid names: {', '.join(names)}")
     try:
         summary = api.seasonal_naive_robustness(dataset, data_root=data_root, k=k,
-                                                eval_seed=eval_seed, rng=rng)
+                                                eval_seed=eval_seed, rng_mode=rng_mode)
     except FileNotFoundError as exc:
         raise UnavailableToolError(_missing_data(dataset, exc)) from exc
     except ValueError as exc:  # the engine's config and contract checks (PHMInputError too)
