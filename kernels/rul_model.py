@@ -505,6 +505,23 @@ def train_rul_model(data: CmapssData, config: RulTrainConfig, *, verbose: bool =
     base = jax.random.key(config.seed)
     model = build_model(config.model, windows.series.shape[1], jax.random.fold_in(base, 0))
     graphdef, params = nnx.split(model)
+    start = time.perf_counter()
+    (best_rmse, best_epoch, best_params), history = _fit_epochs(graphdef, params, windows, config, base,
+                                                                verbose=verbose)
+    train_seconds = time.perf_counter() - start
+    test_pred = predict_windows(graphdef, best_params, windows.series, windows.test_ends,
+                                window=config.model.window, cap=config.cap,
+                                chunk=config.eval_chunk)
+    metrics = evaluate_last_cycle(windows.test_truth, test_pred, cap=config.cap,
+                                  clip_truth=config.clip_truth)
+    trained = TrainedRulModel(config, graphdef, best_params, regime_model, stats)
+    return RulTrainResult(trained, test_pred, windows.test_truth, metrics, best_epoch, best_rmse, history,
+                          train_seconds)
+
+
+def _fit_epochs(graphdef: nnx.GraphDef, params: nnx.State, windows: RulWindows, config: RulTrainConfig,
+                base: jax.Array, *, verbose: bool) -> tuple[tuple[float, int, nnx.State], list[tuple[float, float]]]:
+    """The training epochs: ((best validation RMSE, its 1-based epoch, its parameters), per-epoch history)."""
     steps = windows.fit_ends.size // config.batch_size
     statics = {"graphdef": graphdef, "window": config.model.window,
                "batch_size": config.batch_size, "steps": steps,
@@ -518,7 +535,6 @@ def train_rul_model(data: CmapssData, config: RulTrainConfig, *, verbose: bool =
     val_targets = windows.targets[windows.val_ends]
     best = (np.inf, 0, params)
     history = []
-    start = time.perf_counter()
     for epoch in range(config.epochs):
         key = jax.random.fold_in(jax.random.fold_in(base, 2), epoch)
         params, opt_state, train_mse = _train_epoch(params, opt_state, series, targets, fit_ends,
@@ -533,16 +549,7 @@ def train_rul_model(data: CmapssData, config: RulTrainConfig, *, verbose: bool =
         if verbose:
             print(f"epoch {epoch + 1:3d}  train_mse {float(train_mse):9.3f}  val_rmse "
                   f"{val_rmse:7.3f}", flush=True)
-    train_seconds = time.perf_counter() - start
-    best_rmse, best_epoch, best_params = best
-    test_pred = predict_windows(graphdef, best_params, windows.series, windows.test_ends,
-                                window=config.model.window, cap=config.cap,
-                                chunk=config.eval_chunk)
-    metrics = evaluate_last_cycle(windows.test_truth, test_pred, cap=config.cap,
-                                  clip_truth=config.clip_truth)
-    trained = TrainedRulModel(config, graphdef, best_params, regime_model, stats)
-    return RulTrainResult(trained, test_pred, windows.test_truth, metrics, best_epoch, best_rmse, history,
-                          train_seconds)
+    return best, history
 
 
 # ---------------------------------------------------------------------------------------------
