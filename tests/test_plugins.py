@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "plugin_pkg"
 BIN = Path(sys.executable).parent
 #: Every name the demo plug-in registers: none may appear under sfbench_jax/ or conf/.
-PLUGIN_NAMES = ("sfbench_demo_plugin", "demo_mlp", "demo_jitter", "demo_clip", "demo_sensors", "quantisation")
+PLUGIN_NAMES = ("sfbench_demo_plugin", "demo_mlp", "demo_jitter", "demo_clip", "demo_sensors", "demo_quantise")
 #: The paper's eight scored scenarios.
 PAPER_SCENARIOS = ("drift", "attenuation", "noise", "spike", "time_stretch", "time_compress", "stuck_sensor",
                    "missing_data")
@@ -267,7 +267,7 @@ DISCOVERY = """
 import json
 from sfbench_jax.cli.main import to_run_config
 from sfbench_jax.data.registry import DATASETS
-from sfbench_jax.faults.registry import EXTRA_SCENARIOS, FAULTS
+from sfbench_jax.faults.registry import FAULTS, extra_scenarios
 from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.models.registry import MODELS, expand_grid
 from hydra import compose, initialize_config_module
@@ -278,10 +278,10 @@ with initialize_config_module(config_module="sfbench_jax.conf", version_base="1.
 run = to_run_config(cfg)
 print(json.dumps({
     "models": list(MODELS), "methods": list(METHODS), "datasets": list(DATASETS), "faults": list(FAULTS),
-    "extra_scenarios": [fault.name for fault in EXTRA_SCENARIOS], "model_grid": len(expand_grid("demo_mlp")),
+    "extra_scenarios": [fault.name for fault in extra_scenarios()], "model_grid": len(expand_grid("demo_mlp")),
     "method_kinds": [METHODS["demo_jitter"].kind, METHODS["demo_clip"].kind],
     "labels": [MODELS["demo_mlp"].display_label, METHODS["demo_clip"].display_label],
-    "fault_id": FAULTS["quantisation"].index,
+    "fault_id": FAULTS["demo_quantise"].index,
     "run": [run.model.name, run.method.name, run.dataset.name, dict(run.method.grid or {})],
 }))
 """
@@ -295,8 +295,51 @@ def test_the_installed_plug_in_registers_every_kind_and_its_presets(demo_plugin:
     found = json.loads(completed.stdout.strip().splitlines()[-1])
     assert found["models"][-1] == "demo_mlp" and "dlinear" in found["models"]  # built-ins first, then plug-ins
     assert found["methods"][-2:] == ["demo_clip", "demo_jitter"]  # plug-ins by entry-point name
-    assert found["datasets"][-1] == "demo_sensors" and found["faults"][-1] == "quantisation"
-    assert found["extra_scenarios"] == ["quantisation"] and found["fault_id"] >= 2**16
+    assert found["datasets"][-1] == "demo_sensors" and found["faults"][-1] == "demo_quantise"
+    assert found["extra_scenarios"] == ["demo_quantise"] and found["fault_id"] >= 2**16
     assert found["model_grid"] == 4 and found["method_kinds"] == ["train", "wrap"]
     assert found["labels"] == ["Demo MLP", "Input clip"]
     assert found["run"][:3] == ["demo_mlp", "demo_jitter", "demo_sensors"]
+
+
+def test_a_plug_in_dataset_and_fault_scenario_run_end_to_end(demo_plugin: dict[str, str], tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    completed = _command("sfbench", "model=seasonal_naive", "dataset=demo_sensors", "profile=tiny",
+                         "eval.scenarios=[demo_quantise]", f"hydra.run.dir={run}", f"cache_dir={tmp_path / 'cache'}",
+                         environment=demo_plugin, cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    summary = pd.read_csv(run / "summary.csv").iloc[0]
+    assert (summary["dataset"], summary["architecture"]) == ("demo_sensors", "seasonal_naive")
+    assert {"d_demo_quantise", "mse_demo_quantise"} <= set(summary.index)
+    assert summary["worst_scenario"] in PAPER_SCENARIOS  # the extra scenario is scored beside the eight, not in D_w
+    assert summary["d_w"] == max(summary[f"d_{key}"] for key in PAPER_SCENARIOS)
+    assert (run / "run_record.json").is_file()  # sealed: its numbers were checked against its per-window losses
+
+
+@pytest.mark.slow
+def test_a_sweep_of_plug_ins_beside_built_ins_reaches_table4(demo_plugin: dict[str, str], tmp_path: Path) -> None:
+    """The acceptance test of issue 22: about 2 minutes on two loaded cores (six jobs of profile=tiny)."""
+    sweep = tmp_path / "sweep"
+    completed = _command("sfbench", "-m", "model=demo_mlp,dlinear", "method=baseline,demo_jitter,demo_clip",
+                         "dataset=demo_sensors", "profile=tiny", "eval.scenarios=[demo_quantise]",
+                         f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}", environment=demo_plugin,
+                         cwd=tmp_path, timeout=1200)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert not list(sweep.glob("*/job_failed.json")), [p.read_text()[:500] for p in sweep.glob("*/job_failed.json")]
+    summary = pd.read_csv(sweep / "summary.csv")
+    assert {(row.architecture, row.method) for row in summary.itertuples()} == {
+        (model, method) for model in ("demo_mlp", "dlinear") for method in ("baseline", "demo_jitter", "demo_clip")}
+    assert summary["d_demo_quantise"].notna().all()
+
+    report = tmp_path / "report"
+    completed = _command("sfbench-report", "table4", "--runs", str(sweep), "--output", str(report),
+                         environment=demo_plugin, cwd=tmp_path)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    architectures = pd.read_csv(report / "table4_architectures.csv")
+    methods = pd.read_csv(report / "table4_methods.csv")
+    assert {"dlinear", "demo_mlp"} <= set(architectures.columns), list(architectures.columns)
+    assert {"demo_clip", "demo_jitter"} <= set(methods.columns), list(methods.columns)
+    assert set(architectures["dataset"]) == {"demo_sensors"}
+    table = (report / "table4.md").read_text()
+    for label in ("DLinear", "Demo MLP", "Gain jitter", "Input clip", "Demo sensors"):
+        assert label in table, table
