@@ -183,8 +183,10 @@ def run(cfg: RunConfig, output_dir: Path, *, job_files: dict[str, dict] | None =
         store.ensure_writable()
     data = load_data(cfg)
     clock.lap("load")
+    checksum = ("matches the reference" if data.series.matches_reference else
+                "DIFFERS FROM the reference" if data.spec.content_sha256 else "has no reference (a user dataset)")
     log(f"{data.spec.label}: {data.series.num_rows} rows x {data.spec.num_channels} channels, content checksum "
-        f"{'matches' if data.series.matches_reference else 'DIFFERS FROM'} the reference")
+        f"{checksum}")
     selection = select_model(data, cfg, store, log)
     clock.lap("select")
     model = evaluate_selection(data, cfg, selection, store)
