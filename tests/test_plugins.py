@@ -95,6 +95,22 @@ def test_an_entry_point_naming_the_wrong_object_is_one_line(installed) -> None:
     assert "names dict, not a sfbench_jax.models.spec.ModelSpec" in message and "'wrong'" in message
 
 
+def test_the_commands_stop_at_start_on_a_broken_plug_in_with_its_one_line(tmp_path: Path) -> None:
+    dist = tmp_path / "site" / "fake_plugin-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[sfbench_jax.models]\nbroken = fake_plugin_pkg_missing.model:SPEC\n")
+    environment = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    environment.pop("HYDRA_FULL_ERROR", None)
+    completed = _command("sfbench", f"hydra.run.dir={tmp_path / 'run'}", environment=environment, cwd=tmp_path,
+                         timeout=300)
+    assert completed.returncode == 1 and not (tmp_path / "run").exists()
+    assert completed.stderr.strip().splitlines() == [
+        "sfbench: error: The entry point 'broken' = 'fake_plugin_pkg_missing.model:SPEC' (group 'sfbench_jax.models' "
+        "of package 'fake-plugin') failed to load: ModuleNotFoundError: No module named 'fake_plugin_pkg_missing'. "
+        "Fix or uninstall that package."], completed.stderr[-3000:]
+
+
 def test_a_name_clash_with_a_built_in_is_one_line() -> None:
     from sfbench_jax.models.registry import MODELS
 
