@@ -10,7 +10,8 @@ its trace (``*.jsonl``, the model's replies included) and the run record it scor
   label, and every request it sends passes llama-cpp-python's request schema for assistant
   messages (string content; a null content was a real HTTP 500 in the first runs).
 
-The fixtures cover the failure modes the real traces showed (see ``settings.json`` for the command).
+The fixtures cover the failure modes the real traces showed, a request timeout included (see
+``settings.json`` for the command).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def test_fixtures_cover_the_failure_modes_seen() -> None:
     flags = set()
     for path in TRACES:
         flags.update(_recorded(path)[1]["failure"]["flags"])
-    assert {"schema_invalid_call", "forced_final", "unparsed_tool_call"} <= flags, flags
+    assert {"schema_invalid_call", "forced_final", "unparsed_tool_call", "repeated_call", "stopped_timeout"} <= flags
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.stem)

@@ -87,7 +87,8 @@ class RecordedChatBackend:
         """
         self._turns: list[Mapping[str, Any]] = [
             e for e in events if e.get("kind") in {"llm_response", "llm_error"}]
-        if not any("message" in e for e in self._turns):
+        if not self._turns or any(e.get("kind") == "llm_response" and "message" not in e
+                                  for e in self._turns):
             raise ValueError("the trace holds no recorded LLM responses ('llm_response' events "
                              "with a 'message'); record it with the current llm agent")
         self.requests: list[dict[str, Any]] = []
