@@ -440,7 +440,7 @@ def smoothing_cost(data: PreparedData, options: EvalConfig, repeats: int) -> dic
     """Randomized smoothing (sigma 0.1, alpha 0.1: t = 1 of N = 10, t = 3 of N = 30) of a DLinear (moving_avg 25,
     shared; the weights do not change the cost) against the plain DLinear: compile seconds, then per round the
     three evaluations back to back (engine run + bootstrap); the ratios are medians of the paired ratios."""
-    from sfbench_jax.methods.registry import check_trimming
+    from sfbench_jax.methods import check_trimming
     from sfbench_jax.methods.wrappers import SmoothingPredictor
     from sfbench_jax.models.registry import build_model
 

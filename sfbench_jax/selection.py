@@ -29,23 +29,20 @@ from flax import nnx
 from sfbench_jax.config import MethodConfig, RunConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
-from sfbench_jax.methods import check_trimming, get_method, method_grid
-from sfbench_jax.methods.training import revin_config
-from sfbench_jax.methods.wrappers import SmoothingPredictor, ensemble_predictor
+from sfbench_jax.methods import get_method, method_grid
 from sfbench_jax.models.registry import get_spec
+from sfbench_jax.models.restore import build_for, restore_model
 from sfbench_jax.predictors import Predictor
 from sfbench_jax.train import (
     CandidateResult,
     CandidateStore,
     SearchPlan,
     plan_search,
-    restore_model,
     run_search,
     select_winner,
     selection_key,
     untrained_record,
 )
-from sfbench_jax.train.fit import build_for
 from sfbench_jax.train.sweep import plan_method_search
 
 #: The checkpoint of a model without trainable weights.
@@ -191,7 +188,9 @@ def _announce(selection: Selection, log: Log) -> Selection:
 
 def score_untrained(data: PreparedData, plan: SearchPlan) -> list[CandidateResult]:
     """Records of candidates without trainable weights: all scored on clean validation as built, in one pass."""
-    models = [predict_fn(build_for(data, plan.architecture, candidate.architecture_hparams, seed))
+    sparse = get_spec(plan.architecture).channel_sparse
+    models = [predict_fn(build_for(data, plan.architecture, candidate.architecture_hparams, seed),
+                         channel_sparse=sparse)
               for candidate, seed in zip(plan.candidates, plan.candidate_seeds, strict=True)]
     return [untrained_record(plan, position, loss, data)
             for position, loss in enumerate(validation_mses(models, data))]
@@ -207,35 +206,33 @@ class StoredPredictors:
     def get(self, result: CandidateResult) -> tuple[Predictor, Any]:
         """`(predict, state)` of a finished candidate."""
         if result.candidate_hash not in self._cache:
-            model = trained_model(self.data, result, self.store.restore(result))
-            self._cache[result.candidate_hash] = predict_fn(model)
+            self._cache[result.candidate_hash] = candidate_predictor(self.data, result, self.store.restore(result))
         return self._cache[result.candidate_hash]
 
 
 def trained_model(data: PreparedData, result: CandidateResult, weights: dict) -> nnx.Module:
-    """A candidate rebuilt with its weights (in RevIN when its method recipe asks for it), in eval mode."""
+    """A candidate rebuilt with its weights (in what its method's spec puts around the model), in eval mode."""
     hparams = {key: value for key, value in result.hparams.items() if key != "lr"}
     return restore_model(data, result.architecture, hparams, result.model_seed, weights,
-                         revin=revin_config(result.method, result.recipe))
+                         revin=get_method(result.method).model_wrapping(result.recipe))
+
+
+def candidate_predictor(data: PreparedData, result: CandidateResult, weights: dict) -> tuple[Predictor, Any]:
+    """`(predict, state)` of a rebuilt candidate; the channel-sparse form where its model's spec allows (a model a
+    method wraps runs in full)."""
+    sparse = get_spec(result.architecture).channel_sparse and not get_method(result.method).model_wrapping(
+        result.recipe)
+    return predict_fn(trained_model(data, result, weights), channel_sparse=sparse)
 
 
 def wrapped_predictor(data: PreparedData, method: str, recipe: dict[str, Any], baseline: Selection,
                       stored: StoredPredictors) -> tuple[Predictor, Any]:
-    """The wrap-kind variant's predictor: the top-k ensemble of the baseline candidates, or the smoothed
-    baseline winner."""
-    if method == "ensemble":
-        ranked = sorted((r for r in baseline.candidates if r.is_finished), key=selection_key)
-        if recipe["top_k"] > len(ranked):
-            raise ValueError(f"Ensemble top_k={recipe['top_k']} exceeds the {len(ranked)} finished baseline "
-                             "candidates in the store; lower method.grid.top_k or raise train.candidate_budget.")
-        members = [stored.get(result) for result in ranked[: recipe["top_k"]]]
-        predict = ensemble_predictor([member for member, _ in members], str(recipe["combine"]))
-        return predict, tuple(state for _, state in members)
-    backbone, state = stored.get(baseline.winner)
-    smoothing = SmoothingPredictor(backbone=backbone, sigma=float(recipe["sigma"]), samples=int(recipe["samples"]),
-                                   trimmed=check_trimming(alpha=float(recipe["alpha"]), samples=int(recipe["samples"])),
-                                   seed=data.spec.seeds.seed_eval)
-    return smoothing, state
+    """The wrap-kind variant's predictor: the method's wrapper over the stored baseline candidates it chooses from
+    the finished ones ranked by the selection key (the first is the baseline winner)."""
+    wrapper = get_method(method).wrapper
+    ranked = sorted((r for r in baseline.candidates if r.is_finished), key=selection_key)
+    members = [stored.get(result) for result in wrapper.members(recipe, ranked)]
+    return wrapper.predictor(recipe, members, seed=data.spec.seeds.seed_eval)
 
 
 def winner_predictor(data: PreparedData, selection: Selection, store: CandidateStore | None) -> tuple[Predictor, Any]:
@@ -245,7 +242,7 @@ def winner_predictor(data: PreparedData, selection: Selection, store: CandidateS
         return wrapped_predictor(data, winner.method, winner.recipe, selection.baseline,
                                  StoredPredictors(data, _required(store, winner.architecture)))
     weights = _required(store, winner.architecture).restore(winner) if selection.is_trained else NO_WEIGHTS
-    return predict_fn(trained_model(data, winner, weights))
+    return candidate_predictor(data, winner, weights)
 
 
 def evaluate_selection(data: PreparedData, cfg: RunConfig, selection: Selection,

@@ -111,3 +111,48 @@ def test_model_registry_has_no_special_cases() -> None:
     assert "seasonal_naive\"" not in source.split("MODELS: dict")[1].split("}\n")[1], \
         "registry functions special-case a model by name"
     assert "name ==" not in source
+
+
+#: Where a plug-in's name may be compared against: the modules that define the built-in specs.
+PLUGIN_OWN_MODULES = {"models": ("models/registry.py",), "methods": ("methods/",)}
+#: Names that are the protocol's, not plug-ins': "baseline" is the reference method every delta is taken against.
+PROTOCOL_NAMES = {"baseline"}
+#: Name branches that are data about the protocol or a published figure, each with its reason.
+ALLOWED_NAME_BRANCHES = {
+    ("report/longform.py", "seasonal_naive"): "the reference normalisation anchors are SeasonalNaive's (spec 3.8)",
+    ("report/outputs.py", "seasonal_naive"): "the fault examples (Figures 3/4) default to the paper's anchor model",
+    ("report/outputs.py", "adversarial_training"): "Figure 6 is the paper's PGD trajectory figure",
+    ("mcp/tools/benchmark.py", "seasonal_naive"): "severity curves of the anchor model need no stored run",
+}
+
+
+def _name_branches(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """`(line, name)` of each comparison of a value against a plug-in name (`== "ensemble"`, `in ("dlinear", ...)`)."""
+    branches = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Compare):
+            continue
+        constants = []
+        for part in (node.left, *node.comparators):
+            elements = part.elts if isinstance(part, ast.Tuple | ast.List | ast.Set) else [part]
+            constants += [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        branches += [(node.lineno, name) for name in sorted(set(constants) & names)]
+    return branches
+
+
+def test_no_plugin_name_is_a_branch_outside_its_own_module() -> None:
+    from sfbench_jax.methods import METHODS
+    from sfbench_jax.models.registry import MODELS
+
+    kinds = {"models": set(MODELS) - PROTOCOL_NAMES, "methods": set(METHODS) - PROTOCOL_NAMES}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        for kind, names in kinds.items():
+            own = [*PLUGIN_OWN_MODULES[kind], *(f"{kind}/{name}.py" for name in names)]
+            if any(relative == module or (module.endswith("/") and relative.startswith(module)) for module in own):
+                continue
+            found += [f"{relative}:{line} compares against {kind[:-1]} {name!r}" for line, name
+                      in _name_branches(path, names) if (relative, name) not in ALLOWED_NAME_BRANCHES]
+    assert not found, ("a plug-in's name used as a branch outside its own module (put the fact in its spec: "
+                       f"models/spec.py, methods/spec.py): {found}")

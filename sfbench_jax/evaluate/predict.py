@@ -15,14 +15,14 @@ from sfbench_jax.predictors import ChannelIndependentPredictor, PredictFn
 PREDICT_CACHE_SIZE = 64
 
 
-def predict_fn(model: nnx.Module) -> tuple[PredictFn, Any]:
+def predict_fn(model: nnx.Module, *, channel_sparse: bool = False) -> tuple[PredictFn, Any]:
     """Split an NNX model once (in eval mode) into a pure predict function and its state.
 
     Models of one structure (equal graph definitions, e.g. two candidates that differ only in their
     weights) get the same predict function, so the jitted kernels keyed by it are built once. A model
     with an `inference_form()` (an equivalent module that forecasts with less work, e.g. DLinear folded
-    into one map) is evaluated in that form. A channel-independent model (one with `predict_channels`,
-    unless it says forecasting a subset of channels does not save work) gets a
+    into one map) is evaluated in that form. With `channel_sparse` (the model spec's `channel_sparse`: a
+    channel-independent model whose `predict_channels` forecasts a few channels for less than all) it is a
     `ChannelIndependentPredictor`, which the engine can run on the channels a fault touched only.
 
     Returns:
@@ -32,7 +32,7 @@ def predict_fn(model: nnx.Module) -> tuple[PredictFn, Any]:
     if hasattr(model, "inference_form"):
         model = model.inference_form()
     graphdef, state = nnx.split(model)
-    if hasattr(model, "predict_channels") and getattr(model, "forecasts_channels_cheaply", True):
+    if channel_sparse:
         return ChannelIndependentPredictor(full=predict_with(graphdef), channels=channels_with(graphdef)), state
     return predict_with(graphdef), state
 

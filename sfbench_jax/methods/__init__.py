@@ -1,5 +1,5 @@
-"""Robustness-improvement methods (spec 4): the registry (`registry`: kind, recipe grid, variant ids,
-applicability), the train-time transforms that act inside the compiled training step (`training`: PGD,
+"""Robustness-improvement methods (spec 4): the spec type (`spec`: `MethodSpec`), the registry (`registry`: the
+built-in specs and the plug-ins), the train-time transforms that act inside the compiled training step (`training`: PGD,
 randomized training, fault augmentation, the adaptive robust loss; RevIN wraps the model), the adaptive
 loss itself (`adaptive_loss`) and the post-hoc predict-function wrappers (`wrappers`: ensemble,
 randomized smoothing). The training loop and the selection live elsewhere (`train`, `selection`)."""
@@ -7,12 +7,13 @@ randomized smoothing). The training loop and the selection live elsewhere (`trai
 from sfbench_jax.methods.registry import (
     METHODS,
     InapplicableMethodError,
-    MethodSpec,
+    applicable_architectures,
     check_method,
-    check_trimming,
     get_method,
     method_grid,
 )
+from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.wrappers import check_trimming
 
-__all__ = ["METHODS", "InapplicableMethodError", "MethodSpec", "check_method", "check_trimming", "get_method",
-           "method_grid"]
+__all__ = ["METHODS", "InapplicableMethodError", "MethodSpec", "applicable_architectures", "check_method",
+           "check_trimming", "get_method", "method_grid"]

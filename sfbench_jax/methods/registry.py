@@ -1,52 +1,25 @@
-"""Registry of robustness methods by name (spec 4): kind, recipe grid, variant ids and applicability.
+"""Registry of robustness methods by name (spec 4): the built-in `MethodSpec`s, then the plug-ins.
 
-What lives here: `MethodSpec` and `METHODS`, and `check_method`, which rejects bad method settings with one
-clear message before any work. A method of kind "baseline" trains the architecture plainly; "train"
-methods inherit the selected baseline winner's hyperparameters, overlay their recipe and train from
-scratch (the method acts inside the compiled step: `methods.training`); "wrap" methods wrap stored
-baseline predictors (`methods.wrappers`). Each recipe grid lives in its preset `conf/method/<name>.yaml`.
+What lives here: `METHODS` (built-ins in the paper's display order, Table 4's right block, then plug-ins by
+name) and `check_method`, which rejects bad method settings with one clear message before any work. A method of
+kind "baseline" trains the architecture plainly; "train" methods inherit the selected baseline winner's
+hyperparameters, overlay their recipe and train from scratch (the method acts inside the compiled step:
+`methods.training`); "wrap" methods wrap stored baseline predictors (`methods.wrappers`). Each recipe grid lives
+in its preset `conf/method/<name>.yaml`; what a method is and does is its spec (`methods/spec.py`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sfbench_jax.methods.recipe_bounds import check_recipe_values
-from sfbench_jax.presets import preset_grid
-
-#: Architectures the methods apply to: the five trained ones (SeasonalNaive has nothing to train or wrap).
-TRAINABLE_ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")
-
-
-@dataclasses.dataclass(frozen=True)
-class MethodSpec:
-    """One robustness method.
-
-    Attributes:
-        name: registry key (the `method` column of the results).
-        kind: "baseline", "train" or "wrap".
-        label: display label (paper tables).
-        variant_id: the spec's variant id of one recipe combination (the `variant` column).
-        architectures: the architectures it applies to.
-    """
-
-    name: str
-    kind: str
-    label: str
-    variant_id: Callable[[Mapping[str, Any]], str]
-    architectures: tuple[str, ...] = TRAINABLE_ARCHITECTURES
-
-    @property
-    def grid(self) -> Mapping[str, tuple[Any, ...]]:
-        """The recipe grid of the method's preset, in key order (first key slowest)."""
-        return preset_grid("method", self.name)
-
-    def applies_to(self, architecture: str) -> bool:
-        """Whether the method may be used with `architecture`."""
-        return architecture in self.architectures
+from sfbench_jax.methods import recipe_bounds as bounds
+from sfbench_jax.methods import training
+from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.wrappers import ENSEMBLE, SMOOTHING
+from sfbench_jax.models.registry import MODELS
+from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.plugins import discovered, register_specs
 
 
 def _pgd_id(recipe: Mapping[str, Any]) -> str:
@@ -78,20 +51,35 @@ def _rs_id(recipe: Mapping[str, Any]) -> str:
     return f"rs_backbonebaseline_std{recipe['sigma']}_samples{recipe['samples']}_alpha{recipe['alpha']}"
 
 
-METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
-    MethodSpec("baseline", "baseline", "Baseline", lambda recipe: "baseline",
-               architectures=(*TRAINABLE_ARCHITECTURES, "seasonal_naive", "chronos2", "external")),
-    MethodSpec("adversarial_training", "train", "PGD", _pgd_id),
-    MethodSpec("ensemble", "wrap", "Ensemble", _ensemble_id),
-    MethodSpec("randomized_training", "train", "Rand. Train", _rt_id),
-    MethodSpec("randomized_smoothing", "wrap", "Rand. Smooth", _rs_id),
-    MethodSpec("adaptive_robust_loss", "train", "ARL", _arl_id),
-    MethodSpec("revin", "train", "RevIN", _revin_id, architectures=("dlinear", "gru", "moderntcn", "tsmixer")),
-    MethodSpec("fault_augmentation", "train", "Fault Aug.", _fa_id),
-)}
+def _revin_compatible(model: ModelSpec) -> bool:
+    return model.is_trainable and model.supports_revin
 
-#: Recipe keys of the adaptive robust loss: PGD cannot be combined with it (spec 4.4).
-_ADAPTIVE_LOSS_KEYS = frozenset(METHODS["adaptive_robust_loss"].grid)
+
+def _adaptive_loss_keys(unknown: Sequence[str]) -> str | None:
+    if set(unknown) & set(bounds.ADAPTIVE_ROBUST_LOSS):
+        return ("PGD adversarial training cannot be combined with the adaptive robust loss (spec 4.4: only MSE or "
+                "MAE training losses); run method=adaptive_robust_loss separately.")
+    return None
+
+
+METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
+    MethodSpec("baseline", "baseline", "Baseline", lambda recipe: "baseline", applicable=lambda model: True),
+    MethodSpec("adversarial_training", "train", "PGD", _pgd_id, transform=training.adversarial_training,
+               bounds=bounds.PGD, unknown_keys=_adaptive_loss_keys),
+    MethodSpec("ensemble", "wrap", "Ensemble", _ensemble_id, wrapper=ENSEMBLE, bounds=bounds.ENSEMBLE,
+               check=bounds.check_ensemble),
+    MethodSpec("randomized_training", "train", "Rand. Train", _rt_id, transform=training.randomized_training,
+               bounds=bounds.RANDOMIZED_TRAINING),
+    MethodSpec("randomized_smoothing", "wrap", "Rand. Smooth", _rs_id, wrapper=SMOOTHING,
+               bounds=bounds.RANDOMIZED_SMOOTHING, check=bounds.check_smoothing),
+    MethodSpec("adaptive_robust_loss", "train", "ARL", _arl_id, transform=training.adaptive_robust_loss,
+               bounds=bounds.ADAPTIVE_ROBUST_LOSS, check=bounds.check_adaptive_pairs),
+    MethodSpec("revin", "train", "RevIN", _revin_id, applicable=_revin_compatible, model_wrapper=training.revin,
+               bounds=bounds.REVIN),
+    MethodSpec("fault_augmentation", "train", "Fault Aug.", _fa_id, transform=training.fault_augmentation,
+               bounds=bounds.FAULT_AUGMENTATION),
+)}
+register_specs(METHODS, discovered("methods", MethodSpec), kind="methods")
 
 
 def get_method(name: str) -> MethodSpec:
@@ -111,9 +99,9 @@ def method_grid(name: str, grid: Mapping[str, Any] | None) -> dict[str, tuple[An
     if not grid:
         return dict(spec.grid)
     unknown = sorted(set(grid) - set(spec.grid))
-    if unknown and spec.name == "adversarial_training" and set(unknown) & _ADAPTIVE_LOSS_KEYS:
-        raise ValueError("PGD adversarial training cannot be combined with the adaptive robust loss (spec 4.4: "
-                         "only MSE or MAE training losses); run method=adaptive_robust_loss separately.")
+    message = spec.unknown_keys(unknown) if unknown and spec.unknown_keys is not None else None
+    if message:
+        raise ValueError(message)
     if unknown:
         raise ValueError(f"Unknown recipe key(s) {unknown} for method {name!r}; valid keys: {list(spec.grid)}.")
     empty = [key for key, values in grid.items() if len(values) == 0]
@@ -125,35 +113,24 @@ def method_grid(name: str, grid: Mapping[str, Any] | None) -> dict[str, tuple[An
 def check_method(name: str, architecture: str, grid: Mapping[str, Any] | None, *,
                  num_baseline_candidates: int) -> None:
     """Raise a ValueError naming the problem of a method setting before any work: unknown method or recipe
-    key, a method/architecture pair that does not apply, PGD with the adaptive loss, a recipe value outside its
-    range (`recipe_bounds`), an invalid trimming alpha of randomized smoothing, or an ensemble larger than the
-    baseline candidates it draws from."""
+    key, a method/architecture pair that does not apply, a recipe key that belongs to another method (PGD with the
+    adaptive loss's), a recipe value outside its range (the spec's `bounds`) or a grid its `check` refuses (an
+    invalid trimming alpha of randomized smoothing, an ensemble larger than the baseline candidates it draws
+    from)."""
     spec = get_method(name)
     if not spec.applies_to(architecture):
         raise InapplicableMethodError(f"Method {name!r} does not apply to {architecture!r}; it applies to "
-                                      f"{', '.join(spec.architectures)}.")
+                                      f"{', '.join(applicable_architectures(name))}.")
     recipes = method_grid(name, grid)
-    check_recipe_values(name, recipes)
-    if name == "randomized_smoothing":
-        for samples in recipes["samples"]:
-            for alpha in recipes["alpha"]:
-                check_trimming(alpha=alpha, samples=samples)
-    if name == "ensemble":
-        too_many = [k for k in recipes["top_k"] if k > num_baseline_candidates]
-        if too_many:
-            raise ValueError(f"Ensemble top_k {too_many} exceed the {num_baseline_candidates} baseline candidates "
-                             f"of {architecture!r} (train.candidate_budget and the grid); lower method.grid.top_k "
-                             "or raise train.candidate_budget.")
+    spec.check_values(recipes)
+    if spec.check is not None:
+        spec.check(recipes, architecture=architecture, num_baseline_candidates=num_baseline_candidates)
 
 
-def check_trimming(*, alpha: float, samples: int) -> int:
-    """The number `t = floor(alpha N)` of predictions trimmed at each end; raises unless `t >= 1` and
-    `alpha < 0.5` (so that at least one prediction remains)."""
-    trimmed = math.floor(alpha * samples)
-    if not 0.0 < alpha < 0.5 or trimmed < 1:
-        raise ValueError(f"Randomized smoothing alpha={alpha} with N={samples} samples trims t = floor(alpha N) = "
-                         f"{trimmed} at each end; need 0 < alpha < 0.5 and t >= 1.")
-    return trimmed
+def applicable_architectures(name: str) -> list[str]:
+    """The registered architectures method `name` applies to, in registry order."""
+    spec = get_method(name)
+    return [model for model in MODELS if spec.applies_to(model)]
 
 
 class InapplicableMethodError(ValueError):

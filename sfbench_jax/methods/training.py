@@ -10,7 +10,8 @@ Each transform is a small frozen (hashable, static) dataclass with three hooks t
   alpha and scale latents; none otherwise).
 
 Keys arrive per step from the training loop (their own stream, never an evaluation key); per window they
-are folded with the window's row in the batch. RevIN changes the model, not the step (`revin_config`).
+are folded with the window's row in the batch. RevIN changes the model, not the step (`revin`).
+Each method's spec (`methods/registry.py`) names its builder here (`adversarial_training`, ...).
 
 Recipe values are data, not program constants: `recipe_values()` gives a transform's numeric settings (PGD's
 eps, the noise level, the augmentation's p and s_max, the adaptive loss's bounds) as float32 host values,
@@ -237,31 +238,32 @@ def dataset_facts(*, mean: np.ndarray, std: np.ndarray, pool: tuple[int, ...], i
                         num_channels=num_channels, pool=tuple(pool))
 
 
-def _fault_augmentation(recipe: Mapping[str, Any], facts: DatasetFacts) -> FaultAugmentation:
+def adversarial_training(recipe: Mapping[str, Any], facts: DatasetFacts) -> AdversarialTraining:
+    """PGD's step transform of a recipe (`eps`, `steps`)."""
+    del facts
+    return AdversarialTraining(eps=float(recipe["eps"]), steps=int(recipe["steps"]))
+
+
+def randomized_training(recipe: Mapping[str, Any], facts: DatasetFacts) -> RandomizedTraining:
+    """Randomized training's step transform of a recipe (`sigma`) on this dataset's continuous channels."""
+    return RandomizedTraining(sigma=float(recipe["sigma"]), offsets=facts.offsets, continuous=facts.continuous)
+
+
+def fault_augmentation(recipe: Mapping[str, Any], facts: DatasetFacts) -> FaultAugmentation:
+    """Fault augmentation's step transform of a recipe (`profile`, `p`, `s_max`, `frac_max`)."""
     ctx = FaultContext(input_len=facts.input_len, num_channels=facts.num_channels, pool=facts.pool,
                        max_channel_fraction=float(recipe["frac_max"]))
     return FaultAugmentation(profile=str(recipe["profile"]), p=float(recipe["p"]), s_max=float(recipe["s_max"]),
                              ctx=ctx)
 
 
-#: Method name -> builder of its step transform from a recipe and the dataset facts.
-TRANSFORMS: dict[str, Callable[[Mapping[str, Any], DatasetFacts], TrainTransform]] = {
-    "adversarial_training": lambda recipe, facts: AdversarialTraining(eps=float(recipe["eps"]),
-                                                                      steps=int(recipe["steps"])),
-    "randomized_training": lambda recipe, facts: RandomizedTraining(
-        sigma=float(recipe["sigma"]), offsets=facts.offsets, continuous=facts.continuous),
-    "fault_augmentation": _fault_augmentation,
-    "adaptive_robust_loss": lambda recipe, facts: AdaptiveRobustLoss(
-        **{key: float(recipe[key]) for key in ("alpha_lo", "alpha_init", "scale_lo", "scale_init")}),
-}
+def adaptive_robust_loss(recipe: Mapping[str, Any], facts: DatasetFacts) -> AdaptiveRobustLoss:
+    """The adaptive robust loss's transform of a recipe (`alpha_lo`, `alpha_init`, `scale_lo`, `scale_init`)."""
+    del facts
+    return AdaptiveRobustLoss(**{key: float(recipe[key]) for key in ("alpha_lo", "alpha_init", "scale_lo",
+                                                                     "scale_init")})
 
 
-def train_transform(method: str, recipe: Mapping[str, Any], facts: DatasetFacts) -> TrainTransform:
-    """The step transform of a train-kind method recipe (plain training for the baseline and RevIN)."""
-    build = TRANSFORMS.get(method)
-    return PLAIN_TRAINING if build is None else build(recipe, facts)
-
-
-def revin_config(method: str, recipe: Mapping[str, Any]) -> RevINConfig | None:
-    """The RevIN wrapper a recipe puts around the model (only the RevIN method)."""
-    return RevINConfig(affine=bool(recipe["affine"])) if method == "revin" else None
+def revin(recipe: Mapping[str, Any]) -> RevINConfig:
+    """The RevIN wrapper a RevIN recipe (`affine`) puts around the model."""
+    return RevINConfig(affine=bool(recipe["affine"]))

@@ -4,14 +4,15 @@ the same fused engine.
 What lives here: the combiners (`ensemble_combine`: mean or midpoint median; `trimmed_mean`: the
 alpha-trimmed mean), `ensemble_predictor` (top-k members, each its own predict function and state) and
 `SmoothingPredictor` (N noisy copies of each input through the frozen backbone; the noise of a row is keyed
-by its (context, window) ids, so it never depends on chunking). Which members and backbone are used, and
-how the variants are selected, is `sfbench_jax/selection.py`'s.
+by its (context, window) ids, so it never depends on chunking), and the two methods' `WrapperSpec`s
+(`ENSEMBLE`: the top-k finished baseline candidates combined; `SMOOTHING`: the baseline winner smoothed). How
+the variants are selected is `sfbench_jax/selection.py`'s, the same for every wrap-kind method.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from sfbench_jax.faults.streams import bits_to_normal, stream_bits, stream_words
+from sfbench_jax.methods.spec import WrapperSpec
 from sfbench_jax.predictors import PredictFn, RowAwarePredictor
 
 COMBINERS = ("mean", "median")
@@ -107,3 +109,42 @@ class SmoothingPredictor(RowAwarePredictor):
         prediction = self.backbone(state, flat)
         prediction = prediction.reshape(x.shape[0], self.samples, *prediction.shape[1:])
         return trimmed_mean(jnp.moveaxis(prediction, 1, 0), self.trimmed)
+
+
+def check_trimming(*, alpha: float, samples: int) -> int:
+    """The number `t = floor(alpha N)` of predictions trimmed at each end; raises unless `t >= 1` and
+    `alpha < 0.5` (so that at least one prediction remains)."""
+    trimmed = math.floor(alpha * samples)
+    if not 0.0 < alpha < 0.5 or trimmed < 1:
+        raise ValueError(f"Randomized smoothing alpha={alpha} with N={samples} samples trims t = floor(alpha N) = "
+                         f"{trimmed} at each end; need 0 < alpha < 0.5 and t >= 1.")
+    return trimmed
+
+
+def _top_k(recipe: Mapping[str, Any], ranked: Sequence[Any]) -> Sequence[Any]:
+    if recipe["top_k"] > len(ranked):
+        raise ValueError(f"Ensemble top_k={recipe['top_k']} exceeds the {len(ranked)} finished baseline "
+                         "candidates in the store; lower method.grid.top_k or raise train.candidate_budget.")
+    return ranked[: recipe["top_k"]]
+
+
+def _ensemble(recipe: Mapping[str, Any], members: Sequence[tuple[PredictFn, Any]], *,
+              seed: int) -> tuple[PredictFn, Any]:
+    del seed
+    predict = ensemble_predictor([member for member, _ in members], str(recipe["combine"]))
+    return predict, tuple(state for _, state in members)
+
+
+def _smoothed(recipe: Mapping[str, Any], members: Sequence[tuple[PredictFn, Any]], *,
+              seed: int) -> tuple[PredictFn, Any]:
+    (backbone, state), = members
+    samples = int(recipe["samples"])
+    smoothing = SmoothingPredictor(backbone=backbone, sigma=float(recipe["sigma"]), samples=samples,
+                                   trimmed=check_trimming(alpha=float(recipe["alpha"]), samples=samples), seed=seed)
+    return smoothing, state
+
+
+#: The ensemble (spec 4.6): the top-k finished baseline candidates by the selection key, combined.
+ENSEMBLE = WrapperSpec(members=_top_k, predictor=_ensemble)
+#: Randomized smoothing (spec 4.7): the baseline winner (the first of the ranked candidates) smoothed.
+SMOOTHING = WrapperSpec(members=lambda recipe, ranked: ranked[:1], predictor=_smoothed)

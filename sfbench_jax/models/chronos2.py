@@ -33,6 +33,7 @@ from sfbench_jax.data.windows import Forecast, Inputs
 from sfbench_jax.host_calls import HostForecaster, host_forecast
 from sfbench_jax.models.hparams import require_int
 from sfbench_jax.models.layers import validate_dataset_shape
+from sfbench_jax.models.spec import ModelSpec
 
 #: The checkpoint and package the paper used (spec 3.7).
 CHRONOS2_REPO = "amazon/chronos-2"
@@ -186,3 +187,10 @@ class Chronos2(nnx.Module):
     def __call__(self, x: Inputs) -> Forecast:
         """Map `(batch, n, channels)` to `(batch, H, targets)` on the host (one call for the whole batch)."""
         return host_forecast(self.forecaster, x)
+
+
+#: The architecture's spec (`models/registry.py` lists it): a host model, no JAX weights; called once per block of
+#: windows and scored on clean validation as built.
+SPEC = ModelSpec(name="chronos2", config_cls=Chronos2Config, is_valid=is_valid, module_cls=Chronos2,
+                 is_trainable=False, is_channel_independent=False, supports_revin=False,
+                 label="Chronos-2", family="Foundation")

@@ -32,6 +32,7 @@ from sfbench_jax.models.layers import (
     torch_uniform_init,
     validate_dataset_shape,
 )
+from sfbench_jax.models.spec import ModelSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,12 +210,6 @@ class DLinearMap(nnx.Module):
         self.target_indices = tuple(target_indices)
         self.individual = kernel.ndim == 3
 
-    #: Forecasting a subset of channels does not pay: a channel's forecast is one small matrix product, about
-    #: what the channel-sparse path spends sorting and gathering that channel's row. Measured (docs/speed.md):
-    #: on Traffic-shaped data the full path is 1.6x faster; on 7-12 channels the sparse path saves a fraction
-    #: of a second.
-    forecasts_channels_cheaply = False
-
     def predict_channels(self, x: ChannelInputs, channel_ids: ChannelIds) -> ChannelForecast:
         """Forecast the given channels only: `x (batch, n, k)` holds input channels `channel_ids (batch, k)`."""
         if not self.individual:
@@ -229,3 +224,12 @@ class DLinearMap(nnx.Module):
             kernel = jnp.moveaxis(select_targets(jnp.moveaxis(kernel, 0, -1), self.target_indices), -1, 0)
             bias = select_targets(bias.T, self.target_indices).T
         return apply_time_map(select_targets(x, self.target_indices), kernel, bias)
+
+
+#: The architecture's spec (`models/registry.py` lists it). Evaluated in its inference form, a channel's forecast is one
+#: small matrix product, about what the channel-sparse path spends sorting and gathering that channel's row
+#: (docs/speed.md: on Traffic-shaped data the full path is 1.6x faster; on 7-12 channels the sparse path saves a
+#: fraction of a second), so it is not channel-sparse.
+SPEC = ModelSpec(name="dlinear", config_cls=DLinearConfig, is_valid=is_valid, module_cls=DLinear,
+                 is_trainable=True, is_channel_independent=True, supports_revin=True, label="DLinear",
+                 family="Fully Connected", forecasts_channels_cheaply=False)

@@ -33,6 +33,7 @@ from sfbench_jax.data.registry import DatasetSpec
 from sfbench_jax.data.windows import Forecast, Inputs
 from sfbench_jax.host_calls import HostForecaster, host_forecast
 from sfbench_jax.models.layers import validate_dataset_shape
+from sfbench_jax.models.spec import ModelSpec
 
 #: Keyword arguments a predict function receives when its signature names them (the dataset's shape).
 DATASET_KEYWORDS = ("input_len", "horizon", "num_channels", "target_indices")
@@ -238,3 +239,9 @@ def _display_name(target: str | Callable[..., Any] | None) -> str:
         return target
     name = getattr(target, "__qualname__", None) or type(target).__qualname__
     return f"{getattr(target, '__module__', None) or type(target).__module__}:{name}"
+
+
+#: The spec of the evaluation-only host model (`models/registry.py` lists it): called once per block of windows, scored
+#: on clean validation as built.
+SPEC = ModelSpec(name="external", config_cls=ExternalConfig, is_valid=is_valid, module_cls=ExternalModel,
+                 is_trainable=False, is_channel_independent=False, supports_revin=False)

@@ -24,6 +24,7 @@ from sfbench_jax.models.layers import (
     torch_uniform_init,
     validate_dataset_shape,
 )
+from sfbench_jax.models.spec import ModelSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,3 +219,9 @@ class GRU(nnx.Module):
         if self.config.autoregressive:
             return self.rollout(x)[0]
         return select_targets(self.predict_all_channels(x), self.target_indices)
+
+
+#: The architecture's spec (`models/registry.py` lists it).
+SPEC = ModelSpec(name="gru", config_cls=GRUConfig, is_valid=is_valid, module_cls=GRU,
+                 is_trainable=True, is_channel_independent=False, supports_revin=True, label="GRU",
+                 family="Recurrent")

@@ -27,6 +27,7 @@ from sfbench_jax.models.layers import (
     torch_uniform_init,
     validate_dataset_shape,
 )
+from sfbench_jax.models.spec import ModelSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,3 +243,9 @@ class ModernTCN(nnx.Module):
         check_input(x, input_len=self.input_len, num_channels=self.num_channels,
                     model="ModernTCN")
         return select_targets(self.predict_all_channels(x), self.target_indices)
+
+
+#: The architecture's spec (`models/registry.py` lists it).
+SPEC = ModelSpec(name="moderntcn", config_cls=ModernTCNConfig, is_valid=is_valid, module_cls=ModernTCN,
+                 is_trainable=True, is_channel_independent=False, supports_revin=True,
+                 label="ModernTCN", family="Convolution")

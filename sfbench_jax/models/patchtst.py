@@ -37,6 +37,7 @@ from sfbench_jax.models.layers import (
     uniform_init,
     validate_dataset_shape,
 )
+from sfbench_jax.models.spec import ModelSpec
 
 INSTANCE_NORM_EPS = 1e-5
 
@@ -237,3 +238,9 @@ class PatchTST(nnx.Module):
         check_input(x, input_len=self.input_len, num_channels=self.num_channels,
                     model="PatchTST")
         return select_targets(self.predict_all_channels(x), self.target_indices)
+
+
+#: The architecture's spec (`models/registry.py` lists it).
+SPEC = ModelSpec(name="patchtst", config_cls=PatchTSTConfig, is_valid=is_valid, module_cls=PatchTST,
+                 is_trainable=True, is_channel_independent=True, supports_revin=False,
+                 label="PatchTST", family="Attention")

@@ -1,12 +1,13 @@
 """Registry of forecasting architectures by name, with their hyperparameter grids.
 
-What lives here: `MODELS` (name -> `ModelSpec`: config dataclass, validity predicate, trainable /
-channel-independent / RevIN flags, module class; its grid read from the model's preset; host models such as
-Chronos-2 and external predictors are entries like any other), and the
-functions the rest of the engine calls: `expand_grid`, `is_valid_combination`, `make_config`
-and `build_model`. Every architecture, SeasonalNaive included, is built the same way. Each grid
-lives in one place, the model's preset `conf/model/<name>.yaml` (installed as `sfbench_jax.conf`), in
-the spec's key order. Candidate sampling (random subgrids) belongs to `sfbench_jax/train/`.
+What lives here: `MODELS` (name -> `ModelSpec` of `models/spec.py`: config dataclass, validity predicate, module
+class, label, family, trainable / channel-independent / RevIN capabilities; each built-in's spec is `SPEC` in its own
+module, listed here in the paper's display order, then the plug-ins of entry-point group `sfbench_jax.models`; host
+models such as Chronos-2 and external predictors are entries like any other), and the functions the rest of the
+engine calls: `expand_grid`, `is_valid_combination`, `make_config` and `build_model`. Every architecture,
+SeasonalNaive included, is built the same way. Each grid lives in one place, the model's preset
+`conf/model/<name>.yaml` (installed as `sfbench_jax.conf`), in the preset's key order. Candidate sampling
+(random subgrids) belongs to `sfbench_jax/train/`.
 
 Example:
     >>> from sfbench_jax.models.registry import MODELS, build_model, expand_grid
@@ -20,8 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -29,74 +29,19 @@ from flax import nnx
 
 from sfbench_jax.models import chronos2, dlinear, external, gru, moderntcn, patchtst, seasonal_naive, tsmixer
 from sfbench_jax.models.revin import RevIN, RevINConfig
-from sfbench_jax.presets import preset_grid
+from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.plugins import discovered, register_specs
 
 NON_ARCHITECTURE_KEYS: tuple[str, ...] = ("lr",)
 """Grid keys that are not architecture hyperparameters; `build_model` accepts and ignores them."""
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class ModelSpec:
-    """Everything the engine needs to know about one architecture.
-
-    Attributes:
-        name: registry key.
-        config_cls: frozen dataclass of the architecture hyperparameters (validated).
-        is_valid: predicate `(hparams, *, input_len) -> bool` for grid combinations.
-        module_cls: the NNX module class.
-        is_trainable: whether the architecture has parameters to train.
-        is_channel_independent: whether channel i's forecast depends on channel i only.
-        supports_revin: whether the RevIN wrapper may be put around it.
-    """
-
-    name: str
-    config_cls: type
-    is_valid: Callable[..., bool]
-    module_cls: type
-    is_trainable: bool
-    is_channel_independent: bool
-    supports_revin: bool
-
-    @property
-    def grid(self) -> Mapping[str, tuple[Any, ...]]:
-        """Search space in the spec's key order (first key varies slowest), `lr` included where trained."""
-        return preset_grid("model", self.name)
-
-    @property
-    def hyperparameter_names(self) -> tuple[str, ...]:
-        """The architecture's own hyperparameter names (the config fields)."""
-        return tuple(f.name for f in dataclasses.fields(self.config_cls))
-
-
-def _spec(name: str, module: types.ModuleType, config_cls: type, module_cls: type, *,
-          is_trainable: bool, is_channel_independent: bool, supports_revin: bool) -> ModelSpec:
-    return ModelSpec(name=name, config_cls=config_cls, is_valid=module.is_valid, module_cls=module_cls,
-                     is_trainable=is_trainable,
-                     is_channel_independent=is_channel_independent,
-                     supports_revin=supports_revin)
-
-
-MODELS: dict[str, ModelSpec] = {
-    "dlinear": _spec("dlinear", dlinear, dlinear.DLinearConfig, dlinear.DLinear,
-                     is_trainable=True, is_channel_independent=True, supports_revin=True),
-    "gru": _spec("gru", gru, gru.GRUConfig, gru.GRU,
-                 is_trainable=True, is_channel_independent=False, supports_revin=True),
-    "moderntcn": _spec("moderntcn", moderntcn, moderntcn.ModernTCNConfig, moderntcn.ModernTCN,
-                       is_trainable=True, is_channel_independent=False, supports_revin=True),
-    "patchtst": _spec("patchtst", patchtst, patchtst.PatchTSTConfig, patchtst.PatchTST,
-                      is_trainable=True, is_channel_independent=True, supports_revin=False),
-    "tsmixer": _spec("tsmixer", tsmixer, tsmixer.TSMixerConfig, tsmixer.TSMixer,
-                     is_trainable=True, is_channel_independent=False, supports_revin=True),
-    "seasonal_naive": _spec("seasonal_naive", seasonal_naive,
-                            seasonal_naive.SeasonalNaiveConfig, seasonal_naive.SeasonalNaive,
-                            is_trainable=False, is_channel_independent=True,
-                            supports_revin=False),
-    # host models (no JAX weights; called once per block of windows, scored on clean validation as built)
-    "chronos2": _spec("chronos2", chronos2, chronos2.Chronos2Config, chronos2.Chronos2,
-                      is_trainable=False, is_channel_independent=False, supports_revin=False),
-    "external": _spec("external", external, external.ExternalConfig, external.ExternalModel,
-                      is_trainable=False, is_channel_independent=False, supports_revin=False),
-}
+#: Built-ins in the paper's display order (Table 4, Figure 2), each spec in its own module; then the plug-ins by name.
+MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (
+    seasonal_naive.SPEC, dlinear.SPEC, gru.SPEC, moderntcn.SPEC, tsmixer.SPEC, patchtst.SPEC,
+    chronos2.SPEC, external.SPEC,  # host models
+)}
+register_specs(MODELS, discovered("models", ModelSpec), kind="models")
 
 
 def get_spec(name: str) -> ModelSpec:

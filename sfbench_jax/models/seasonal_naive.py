@@ -24,6 +24,7 @@ from sfbench_jax.data.windows import (
 )
 from sfbench_jax.models.hparams import require_int
 from sfbench_jax.models.layers import validate_dataset_shape
+from sfbench_jax.models.spec import ModelSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +87,6 @@ class SeasonalNaive(nnx.Module):
         repeats = -(-self.horizon // self.season_steps)
         return jnp.concatenate([season] * repeats, axis=1)[:, : self.horizon]
 
-    #: Its forecast is a copy: running it on fewer channels saves nothing, the channel bookkeeping costs more.
-    forecasts_channels_cheaply = False
-
     def predict_channels(self, x: ChannelInputs, channel_ids: ChannelIds) -> ChannelForecast:
         """Forecast the given channels only (each channel's last season, whatever the channel)."""
         del channel_ids
@@ -97,3 +95,10 @@ class SeasonalNaive(nnx.Module):
     def __call__(self, x: Inputs) -> Forecast:
         """Map `(batch, n, channels)` to `(batch, H, targets)` by copying input values."""
         return select_targets(self.predict_all_channels(x), self.target_indices)
+
+
+#: The architecture's spec (`models/registry.py` lists it). Its forecast is a copy: running it on fewer channels saves
+#: nothing, the channel bookkeeping costs more (not channel-sparse).
+SPEC = ModelSpec(name="seasonal_naive", config_cls=SeasonalNaiveConfig, is_valid=is_valid, module_cls=SeasonalNaive,
+                 is_trainable=False, is_channel_independent=True, supports_revin=False, label="SeasonalNaive",
+                 family="Statistical", forecasts_channels_cheaply=False)

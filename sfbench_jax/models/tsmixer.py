@@ -26,6 +26,7 @@ from sfbench_jax.models.layers import (
     glorot_uniform_init,
     validate_dataset_shape,
 )
+from sfbench_jax.models.spec import ModelSpec
 
 NORM_EPS = 1e-3
 BATCH_NORM_MOMENTUM = 0.01
@@ -139,3 +140,9 @@ class TSMixer(nnx.Module):
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         check_input(x, input_len=self.input_len, num_channels=self.num_channels, model="TSMixer")
         return select_targets(self.predict_all_channels(x), self.target_indices)
+
+
+#: The architecture's spec (`models/registry.py` lists it).
+SPEC = ModelSpec(name="tsmixer", config_cls=TSMixerConfig, is_valid=is_valid, module_cls=TSMixer,
+                 is_trainable=True, is_channel_independent=False, supports_revin=True,
+                 label="TSMixer", family="Fully Connected")

@@ -24,8 +24,7 @@ from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES
 from sfbench_jax.faults.registry import scenario_group
 from sfbench_jax.files import write_csv, write_text
 from sfbench_jax.report import longform, paper
-from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered, table4_block
-from sfbench_jax.report.architectures import table4_markdown as architecture_block_markdown
+from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
 from sfbench_jax.report.deltas import dataset_means, pair_bootstrap_table, paired_rows
 from sfbench_jax.report.families import scored_frame
 from sfbench_jax.report.figures import (
@@ -209,8 +208,8 @@ def _table(block: pd.DataFrame, markdown: str, out: Path, stem: str) -> dict[str
 
 def build_table4(analysis: Analysis, out: Path) -> dict[str, Path]:
     """Table 4, both blocks (the method block when method runs exist)."""
-    architectures = table4_block(analysis.baselines)
-    files = _table(architectures, architecture_block_markdown(architectures), out, "table4_architectures")
+    architectures = paper.table4_architecture_block(analysis.baselines)
+    files = _table(architectures, paper.table4_markdown(architectures), out, "table4_architectures")
     methods = None
     try:
         methods = paper.table4_method_block(dataset_means(analysis.pairs))

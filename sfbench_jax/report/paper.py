@@ -1,7 +1,8 @@
 """The paper's tables in its layouts (spec 7.3, 8): each as a CSV-ready frame (full precision) and Markdown
 (three decimals, the best entry of each dataset-measure row in bold within its block).
 
-Tables 4 (both blocks), 10, 11, 12, 16, 17, 19 and 20. Inputs are stored summary rows and the frames of
+Tables 4 (both blocks; the one Table 4 renderer), 10, 11, 12, 16, 17, 19 and 20. Labels and display orders come
+from the model and method specs (registry order). Inputs are stored summary rows and the frames of
 `deltas`, `families` and `sensitivity`; nothing here computes a score.
 """
 
@@ -14,14 +15,20 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.faults.registry import SCENARIOS
-from sfbench_jax.report.architectures import ARCHITECTURE_LABELS, ARCHITECTURE_ORDER, dataset_label, ordered
+from sfbench_jax.methods import METHODS
+from sfbench_jax.report.architectures import (
+    ARCHITECTURE_LABELS,
+    ARCHITECTURE_ORDER,
+    RegisteredNames,
+    SpecFacts,
+    dataset_label,
+    ordered,
+)
 
-#: Method display order and labels (paper Table 4 right block).
-METHOD_ORDER = ("adversarial_training", "ensemble", "randomized_training", "randomized_smoothing",
-                "adaptive_robust_loss", "revin", "fault_augmentation")
-METHOD_LABELS = {"adversarial_training": "PGD", "ensemble": "Ensemble", "randomized_training": "Rand. Train",
-                 "randomized_smoothing": "Rand. Smooth", "adaptive_robust_loss": "ARL", "revin": "RevIN",
-                 "fault_augmentation": "Fault Aug."}
+#: Method display order (paper Table 4 right block): the registry's, without the baseline.
+METHOD_ORDER = RegisteredNames(METHODS, keep=lambda spec: spec.kind != "baseline")
+#: Method display labels, from the specs.
+METHOD_LABELS = SpecFacts(METHODS, lambda spec: spec.display_label, keep=lambda spec: spec.kind != "baseline")
 SCENARIO_LABELS = {fault.key: fault.display_name for fault in SCENARIOS}
 NON_VALUE_COLUMNS = ("dataset", "measure", "best")
 
@@ -31,7 +38,7 @@ def label_of(name: str) -> str:
     return ARCHITECTURE_LABELS.get(name, METHOD_LABELS.get(name, name))
 
 
-def wide_block(rows: pd.DataFrame, *, column: str, order: tuple[str, ...],
+def wide_block(rows: pd.DataFrame, *, column: str, order: Sequence[str],
                measures: Sequence[tuple[str, str]], higher_is_better: Sequence[str] = ()) -> pd.DataFrame:
     """Rows dataset x measure, one column per `column` value (architectures or methods), plus `best`.
 
@@ -95,12 +102,27 @@ ARCHITECTURE_MEASURES = (("D_w", "d_w"), ("MSE_c", "mse_c"), ("MSE_w", "mse_w"))
 METHOD_MEASURES = (("ΔD_w", "delta_d_w"), ("ΔMSE_c", "delta_mse_c"), ("ΔMSE_w", "delta_mse_w"))
 
 
+def table4_architecture_block(summary: pd.DataFrame, *, method: str = "baseline") -> pd.DataFrame:
+    """Table 4's left block: rows dataset x measure (D_w, MSE_c, MSE_w), one column per architecture, plus `best`,
+    from summary rows (one winner per cell) of `method`.
+
+    Raises:
+        ValueError: a (dataset, architecture) cell appears more than once.
+    """
+    rows = summary[summary["method"].astype(str) == method]
+    duplicated = rows.duplicated(["dataset", "architecture"], keep=False)
+    if duplicated.any():
+        cells = sorted(set(zip(rows.loc[duplicated, "dataset"], rows.loc[duplicated, "architecture"], strict=True)))
+        raise ValueError(f"Cells with more than one row: {cells}; Table 4 needs one winner per cell.")
+    return wide_block(rows, column="architecture", order=ARCHITECTURE_ORDER, measures=ARCHITECTURE_MEASURES)
+
+
 def table4_method_block(means: pd.DataFrame) -> pd.DataFrame:
     """Table 4's right block: dataset means of ΔD_w, ΔMSE_c, ΔMSE_w per method."""
     return wide_block(means, column="method", order=METHOD_ORDER, measures=METHOD_MEASURES)
 
 
-def table4_markdown(architectures: pd.DataFrame, methods: pd.DataFrame | None) -> str:
+def table4_markdown(architectures: pd.DataFrame, methods: pd.DataFrame | None = None) -> str:
     """Both blocks of Table 4 side by side (a row's method measure is the delta of its architecture measure),
     the best entry of each row in bold within each block; only the left block without method rows."""
     if methods is None or methods.empty:

@@ -1,14 +1,15 @@
 """Training and selection (spec 5): the compiled epoch (`loop`), early stopping, candidate training
-and restoring (`fit`), random-subgrid search (`search`), the resumable candidate store (`store`),
+(`fit`; restoring a stored candidate is `sfbench_jax.models.restore`'s, re-exported here), random-subgrid
+search (`search`), the resumable candidate store (`store`),
 resumable sweeps (`sweep`) and clean-validation selection (`select`). No evaluation here.
 """
 
+from sfbench_jax.models.restore import restore_model  # the rebuild of a stored candidate (models-level)
 from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.fit import (
     GroupMember,
     TrainOutcome,
     group_size,
-    restore_model,
     train_group,
 )
 from sfbench_jax.train.search import (

@@ -11,7 +11,7 @@ from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn
 from sfbench_jax.evaluate.engine import score_windows
-from sfbench_jax.train.fit import build_for
+from sfbench_jax.models.restore import build_for
 
 SMALL = {
     "dlinear": {},

@@ -12,7 +12,7 @@ from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, score_windows
 from sfbench_jax.evaluate.predict import channels_with, predict_with
-from sfbench_jax.models.registry import build_model
+from sfbench_jax.models.registry import MODELS, build_model
 from sfbench_jax.predictors import ChannelIndependentPredictor
 
 K = 400
@@ -66,12 +66,17 @@ def test_only_declared_models_take_the_sparse_path(datasets) -> None:
     spec = datasets["etth1"].spec
     kwargs = {"input_len": spec.input_len, "horizon": spec.horizon, "num_channels": spec.num_channels,
               "target_indices": spec.target_indices, "seed": 0}
-    assert isinstance(predict_fn(build_model("patchtst", {}, **kwargs))[0], ChannelIndependentPredictor)
+
+    def predictor(name: str, hparams: dict) -> object:  # as the selection builds it: the spec decides
+        return predict_fn(build_model(name, hparams, **kwargs), channel_sparse=MODELS[name].channel_sparse)[0]
+
+    assert isinstance(predictor("patchtst", {}), ChannelIndependentPredictor)
     for name in ("tsmixer", "gru", "moderntcn"):  # channel-mixing
-        assert not isinstance(predict_fn(build_model(name, {}, **kwargs))[0], ChannelIndependentPredictor)
+        assert not isinstance(predictor(name, {}), ChannelIndependentPredictor)
     # channel-independent, but a channel's forecast costs no more than the sparse path's bookkeeping for it
     for name, hparams in (("seasonal_naive", {}), ("dlinear", {}), ("dlinear", {"individual": True})):
-        assert not isinstance(predict_fn(build_model(name, hparams, **kwargs))[0], ChannelIndependentPredictor)
+        assert MODELS[name].is_channel_independent
+        assert not isinstance(predictor(name, hparams), ChannelIndependentPredictor)
 
 
 def test_a_touched_row_with_an_unchanged_forecast_is_reported_unchanged() -> None:

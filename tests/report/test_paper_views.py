@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from sfbench_jax.outputs.heatmap import scenario_heatmap
+from sfbench_jax.report.figures import pareto_frontier, tradeoff_figure
 from sfbench_jax.report.paper import table4_architecture_block as table4_block
 from sfbench_jax.report.paper import table4_markdown
-from sfbench_jax.report.figures import pareto_frontier, tradeoff_figure
 
 from .summaries import summary_rows
 

@@ -1,0 +1,71 @@
+"""`ModelSpec`: everything the engine, the methods and the report need to know about one architecture.
+
+A plug-in package imports this module (and public building blocks such as `sfbench_jax.models.layers`), never
+the registry, and names a `ModelSpec` in its `sfbench_jax.models` entry point (docs/extending.md). Built-ins are
+specs like any other (`models/registry.py`). The grid lives in the model's preset `model/<name>.yaml` (the
+built-in presets, then the plug-in preset packages).
+
+Capabilities are read by the rest of the code instead of name lists: `is_trainable` (the selection fits it; the
+training-kind methods apply), `is_channel_independent` (channel i's forecast depends on channel i only; with
+`forecasts_channels_cheaply` the engine takes the channel-sparse path, the module then implements
+`predict_channels(x, channel_ids)`), `supports_revin` (the RevIN wrapper may be put around it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sfbench_jax.presets import preset_grid
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ModelSpec:
+    """One architecture.
+
+    Attributes:
+        name: registry key (the `architecture` column of the results).
+        config_cls: frozen dataclass of the architecture hyperparameters (validated).
+        is_valid: predicate `(hparams, *, input_len) -> bool` for grid combinations.
+        module_cls: the NNX module class, built as `module_cls(input_len=, horizon=, num_channels=,
+            target_indices=, rngs=, **config fields)`.
+        is_trainable: whether the architecture has parameters to train.
+        is_channel_independent: whether channel i's forecast depends on channel i only.
+        supports_revin: whether the RevIN wrapper may be put around it.
+        label: display label (report tables and figures); the name when empty.
+        family: architecture family (paper Figure 5 colours; the long-form `architecture_family` column).
+        forecasts_channels_cheaply: a channel-independent model whose forecast of a few channels costs less than
+            of all (the engine then runs it on the channels a fault touched only).
+    """
+
+    name: str
+    config_cls: type
+    is_valid: Callable[..., bool]
+    module_cls: type
+    is_trainable: bool
+    is_channel_independent: bool
+    supports_revin: bool
+    label: str = ""
+    family: str = ""
+    forecasts_channels_cheaply: bool = True
+
+    @property
+    def display_label(self) -> str:
+        """The label shown in tables (the name when the spec gives none)."""
+        return self.label or self.name
+
+    @property
+    def channel_sparse(self) -> bool:
+        """Whether the engine evaluates it on the faulted channels only (channel-independent and cheaper so)."""
+        return self.is_channel_independent and self.forecasts_channels_cheaply
+
+    @property
+    def grid(self) -> Mapping[str, tuple[Any, ...]]:
+        """Search space in the preset's key order (first key varies slowest), `lr` included where trained."""
+        return preset_grid("model", self.name)
+
+    @property
+    def hyperparameter_names(self) -> tuple[str, ...]:
+        """The architecture's own hyperparameter names (the config fields)."""
+        return tuple(f.name for f in dataclasses.fields(self.config_cls))

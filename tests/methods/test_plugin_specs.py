@@ -1,0 +1,102 @@
+"""Model and method specs registered from outside flow through applicability, the checks, the training transform,
+the wrappers and the report's labels, orders and Table 4, with no table keyed by their names anywhere.
+
+The specs are built here as a plug-in package builds them (importing only `models/spec.py`, `methods/spec.py` and
+public building blocks), merged with `plugins.register_specs` into a copy of each registry, and the copy's new
+entries put into the live registries for the test's duration (as an entry point does at import)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sfbench_jax.methods import training
+from sfbench_jax.methods.spec import Bound, MethodSpec, WrapperSpec
+from sfbench_jax.models import dlinear
+from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.plugins import PluginError, register_specs
+
+TOY_MODEL = ModelSpec(name="toy_linear", config_cls=dlinear.DLinearConfig, is_valid=dlinear.is_valid,
+                      module_cls=dlinear.DLinear, is_trainable=True, is_channel_independent=False,
+                      supports_revin=False, label="ToyLinear", family="Toy")
+TOY_TRAIN = MethodSpec("toy_noise", "train", "Toy Noise", lambda recipe: f"toy_noise_{recipe['sigma']}",
+                       transform=training.randomized_training,
+                       bounds={"sigma": Bound(lambda value: value >= 0, "a number >= 0 (the noise level)")})
+TOY_WRAP = MethodSpec("toy_pair", "wrap", "Toy Pair", lambda recipe: "toy_pair",
+                      applicable=lambda model: model.is_trainable and model.is_channel_independent,
+                      wrapper=WrapperSpec(members=lambda recipe, ranked: ranked[:2],
+                                          predictor=lambda recipe, members, *, seed: members[0]))
+
+
+@pytest.fixture
+def plugins(monkeypatch):
+    from sfbench_jax.methods import METHODS
+    from sfbench_jax.models.registry import MODELS
+
+    for live, specs, kind in ((MODELS, [TOY_MODEL], "models"), (METHODS, [TOY_TRAIN, TOY_WRAP], "methods")):
+        copy = dict(live)
+        register_specs(copy, specs, kind=kind)
+        for name in [name for name in copy if name not in live]:
+            monkeypatch.setitem(live, name, copy[name])
+
+
+def test_a_name_taken_is_refused() -> None:
+    from sfbench_jax.models.registry import MODELS
+
+    clash = ModelSpec(name="dlinear", config_cls=dlinear.DLinearConfig, is_valid=dlinear.is_valid,
+                      module_cls=dlinear.DLinear, is_trainable=True, is_channel_independent=True, supports_revin=True)
+    with pytest.raises(PluginError, match="Two models are registered as 'dlinear'"):
+        register_specs(dict(MODELS), [clash], kind="models")
+
+
+def test_a_method_spec_says_what_is_wrong_with_it() -> None:
+    with pytest.raises(ValueError, match="kind 'fit'"):
+        MethodSpec("bad", "fit", "Bad", lambda recipe: "bad")
+    with pytest.raises(ValueError, match="a wrap-kind method needs a `wrapper`"):
+        MethodSpec("bad", "wrap", "Bad", lambda recipe: "bad")
+
+
+@pytest.mark.usefixtures("plugins")
+def test_applicability_comes_from_the_model_capabilities() -> None:
+    from sfbench_jax.methods import InapplicableMethodError, applicable_architectures, check_method
+
+    assert "toy_linear" in applicable_architectures("adversarial_training")  # trainable
+    assert "toy_linear" not in applicable_architectures("revin")  # its spec says RevIN does not fit it
+    assert "toy_linear" in applicable_architectures("toy_noise")
+    assert applicable_architectures("toy_pair") == ["dlinear", "patchtst"]  # trainable and channel-independent
+    with pytest.raises(InapplicableMethodError, match="'toy_noise' does not apply to 'seasonal_naive'"):
+        check_method("toy_noise", "seasonal_naive", None, num_baseline_candidates=2)
+
+
+@pytest.mark.usefixtures("plugins")
+def test_the_training_transform_and_the_wrapper_come_from_the_spec() -> None:
+    from sfbench_jax.methods import get_method
+    from sfbench_jax.methods.training import RandomizedTraining, dataset_facts
+
+    spec = get_method("toy_noise")
+    facts = dataset_facts(mean=np.ones(3), std=np.ones(3), pool=(0, 1), input_len=8)
+    assert isinstance(spec.transform({"sigma": 0.1}, facts), RandomizedTraining)
+    assert spec.model_wrapping({"sigma": 0.1}) is None
+    with pytest.raises(ValueError, match=r"method.grid.sigma=\[-1\] for toy_noise: each value must be a number"):
+        spec.check_values({"sigma": (-1,)})
+    assert get_method("toy_pair").wrapper.members({}, ["first", "second", "third"]) == ["first", "second"]
+
+
+@pytest.mark.usefixtures("plugins")
+def test_report_labels_orders_and_table4_come_from_the_specs() -> None:
+    from sfbench_jax.report import paper
+    from sfbench_jax.report.architectures import ARCHITECTURE_FAMILIES, ARCHITECTURE_ORDER
+
+    assert list(paper.METHOD_ORDER)[-2:] == ["toy_noise", "toy_pair"]  # built-ins first, then plug-ins
+    assert paper.label_of("toy_pair") == "Toy Pair" and paper.label_of("toy_linear") == "ToyLinear"
+    assert list(ARCHITECTURE_ORDER)[-1] == "toy_linear" and ARCHITECTURE_FAMILIES["toy_linear"] == "Toy"
+    rows = [{"dataset": "etth1", "architecture": name, "method": "baseline", "d_w": d_w, "mse_c": 0.5, "mse_w": 0.6}
+            for name, d_w in (("toy_linear", 1.1), ("dlinear", 1.2))]
+    block = paper.table4_architecture_block(pd.DataFrame(rows))
+    assert list(block.columns) == ["dataset", "measure", "dlinear", "toy_linear", "best"]
+    means = pd.DataFrame([{"dataset": "etth1", "method": name, "delta_d_w": -0.1, "delta_mse_c": 0.0,
+                           "delta_mse_w": 0.01} for name in ("toy_pair", "adversarial_training")])
+    lines = paper.table4_markdown(block, paper.table4_method_block(means)).splitlines()
+    assert lines[0] == "| dataset | measure | DLinear | ToyLinear | measure | PGD | Toy Pair |"
+    assert lines[2] == "| ETTh1 | D_w | 1.200 | **1.100** | ΔD_w | **-0.100** | **-0.100** |"
