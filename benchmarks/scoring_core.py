@@ -377,13 +377,13 @@ def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architectu
     from flax import nnx
 
     from sfbench_jax.evaluate.predict import predict_with
-    from sfbench_jax.models.registry import build_model
+    from sfbench_jax.models.registry import MODELS, build_model
     from sfbench_jax.predictors import ChannelIndependentPredictor
 
     spec = data.spec
     model = build_model(architecture, hparams or {}, input_len=spec.input_len, horizon=spec.horizon,
                         num_channels=spec.num_channels, target_indices=spec.target_indices, seed=0)
-    predict, state = predict_fn(model)
+    predict, state = predict_fn(model, channel_sparse=MODELS[architecture].channel_sparse)  # as the selection does
     sparse = isinstance(predict, ChannelIndependentPredictor)
     full = dataclasses.replace(options, channel_sparse=False)
     settings = {"full": (predict, state, full)}
