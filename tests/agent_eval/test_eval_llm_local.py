@@ -30,7 +30,9 @@ IDS = ("safety_gearbox_fmea_risk", "health_pump_vibration_zone", "cost_pump_pm_p
 def test_local_model_runs_three_task_types_over_http(tmp_path: Path, data_root: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "smollm2"
+    # generous time budgets: CI runs the slow tests two at a time on 2 cores
     assert cli.main(["local", "--ids", *IDS, "--max-llm-turns", "3", "--max-tokens", "128",
+                     "--llm-timeout-s", "600", "--run-timeout-s", "1200",
                      "--out", str(out), "--data-root", str(data_root)]) == 0
     printed = capsys.readouterr()
     assert "wrote 3 run records" in printed.out
