@@ -43,8 +43,8 @@ PACKAGES = ("sfbench-jax", "jax", "jaxlib", "flax", "optax", "numpy")
 
 #: Sizes per mode: (full, quick).
 SIZES = {
-    "k": (10_000, 500), "repeats": (3, 1), "train_steps": (None, 20), "variant_budget": (40, 6),
-    "variant_max_epochs": (200, 2), "variant_steps": (None, 20), "process_runs": (5, 2),
+    "k": (10_000, 500), "repeats": (3, 1), "train_steps": (None, 60), "train_repeats": (3, 3),
+    "variant_budget": (40, 6), "variant_max_epochs": (200, 2), "variant_steps": (None, 20), "process_runs": (5, 2),
 }
 
 
@@ -118,19 +118,27 @@ def evaluations(quick: bool, timeout: float) -> list[dict]:
     return rows
 
 
+def _attempt(what: str, measure: object) -> dict:
+    """`measure()`, or its error recorded under `what` (the other measurements still run)."""
+    try:
+        return measure()
+    except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError) as error:
+        return {"what": what, "error": str(error)}
+
+
 def training(quick: bool, timeout: float) -> dict:
-    """Each architecture's training epoch on ETTh1 (training.py), and the variant search (training.py
-    --variants)."""
+    """Each architecture's training epoch on ETTh1 (training.py, one process per architecture), and the variant
+    search (training.py --variants)."""
     steps = size("train_steps", quick)
-    arguments = ["--datasets", "etth1", "--repeats", str(max(2, size("repeats", quick))), "--speedup-datasets",
-                 "none" if quick else "etth1"]
-    epochs = run_json("training.py", *arguments, *([] if steps is None else ["--steps", str(steps)]),
-                      timeout=timeout)
+    arguments = ["--datasets", "etth1", "--repeats", str(size("train_repeats", quick)), "--speedup-datasets",
+                 "none" if quick else "etth1", *([] if steps is None else ["--steps", str(steps)])]
+    epochs = [_attempt(name, lambda name=name: run_json("training.py", *arguments, "--architectures", name,
+                                                        timeout=timeout)["rows"][0]) for name in ARCHITECTURES]
     variant_steps = size("variant_steps", quick)
-    variants = run_json("training.py", "--variants", "--budget", str(size("variant_budget", quick)),
-                        "--max-epochs", str(size("variant_max_epochs", quick)), "--repeats",
-                        str(size("repeats", quick) + 1),
-                        *([] if variant_steps is None else ["--steps", str(variant_steps)]), timeout=timeout)
+    variants = _attempt("variants", lambda: run_json(
+        "training.py", "--variants", "--budget", str(size("variant_budget", quick)), "--max-epochs",
+        str(size("variant_max_epochs", quick)), "--repeats", str(size("repeats", quick) + 1),
+        *([] if variant_steps is None else ["--steps", str(variant_steps)]), timeout=timeout))
     return {"epochs": epochs, "variants": variants}
 
 
@@ -213,14 +221,21 @@ def _evaluation_lines(rows: list[dict]) -> list[str]:
     return _table(header, body) + ([""] + failed if failed else [])
 
 
+def _failures(rows: list[dict]) -> list[str]:
+    return [f"{r['what']} failed: {r['error'].strip().splitlines()[-1]}" for r in rows if "error" in r]
+
+
 def _training_lines(part: dict) -> list[str]:
-    rows = part["epochs"]["rows"]
+    rows = [r for r in part["epochs"] if "error" not in r]
     header = ["architecture", "steps / s", "validation s", "s / full epoch", "compile s", "x vmap (8 candidates)"]
     body = [[r["architecture"], r["steps_per_second"], r["validation_seconds"], r["epoch_seconds"],
              r["compile_seconds"], r.get("parallel", {}).get("total_epoch")] for r in rows]
+    lines = _table(header, body) + ["", *_failures(part["epochs"])]
     variants = part["variants"]
+    if "error" in variants:
+        return [*lines, "", *_failures([variants])]
     rounds = variants["rounds"]
-    lines = _table(header, body) + ["", f"Variant search: {variants['method']} of {variants['architecture']} on "
+    lines = lines + ["", f"Variant search: {variants['method']} of {variants['architecture']} on "
                                     f"{variants['dataset']}, {variants['variants']} variants, at most "
                                     f"{variants['max_epochs']} epochs of {variants['steps_per_epoch'] or 'all'} "
                                     "steps.", ""]
