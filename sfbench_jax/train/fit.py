@@ -9,24 +9,26 @@ the candidate store are `store.py`'s; the random subgrid is `search.py`'s.
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import window_shape
-from sfbench_jax.methods import get_method
-from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts
-from sfbench_jax.models.restore import build_for
+from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts, revin_config, train_transform
+from sfbench_jax.models.registry import build_model
 from sfbench_jax.models.revin import RevINConfig
 from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.loop import (
+    EPOCH_PROGRAM_CACHE_SIZE,
     EpochGeometry,
     TrainState,
     candidate_mesh,
@@ -52,9 +54,12 @@ AUTO_GROUP_SIZE_ACCELERATOR = 8
 
 
 #: Method variants (same inherited hyperparameters, recipes differing only in values) trained together when
-#: `train.group_size` is null, on every backend: the adaptive loss's 40 variants of DLinear on ETTh1 train
-#: X x faster as one group than one after another on 2 CPU cores (`benchmarks/training.py --variants`).
-AUTO_VARIANT_GROUP_SIZE = 40
+#: `train.group_size` is null, per JAX backend. On the 2-core CPU (loaded), the adaptive loss's 40 variants of
+#: DLinear on ETTh1 took 1.37x as long as one group as one after another, which reuses one compiled program
+#: (`benchmarks/training.py --variants --steps 100 --max-epochs 12`: 0.73x), so on CPU they train one after
+#: another like baseline candidates; on an accelerator a value group shares the device (not measured here).
+AUTO_VARIANT_GROUP_SIZE = {"cpu": 1}
+AUTO_VARIANT_GROUP_SIZE_ACCELERATOR = 40
 
 
 def group_size(options: TrainConfig) -> int:
@@ -65,8 +70,10 @@ def group_size(options: TrainConfig) -> int:
 
 
 def variant_group_size(options: TrainConfig) -> int:
-    """Method variants trained together: `train.group_size`, or (null) `AUTO_VARIANT_GROUP_SIZE`."""
-    return AUTO_VARIANT_GROUP_SIZE if options.group_size is None else options.group_size
+    """Method variants trained together: `train.group_size`, or (null) the backend's automatic size."""
+    if options.group_size is not None:
+        return options.group_size
+    return AUTO_VARIANT_GROUP_SIZE.get(jax.default_backend(), AUTO_VARIANT_GROUP_SIZE_ACCELERATOR)
 
 
 @dataclass(frozen=True)
@@ -115,8 +122,8 @@ def group_devices(group_size: int, requested: int | None) -> int:
     if requested is None:
         return max(1, min(available, group_size))
     if requested > available:
-        raise ValueError(f"train.num_devices={requested} but only {available} {jax.default_backend()} device(s) "
-                         f"are available; use train.num_devices=null to take them all.")
+        raise ValueError(f"train.devices={requested} but only {available} {jax.default_backend()} device(s) "
+                         f"are available; use train.devices=null to take them all.")
     return requested
 
 
@@ -180,15 +187,74 @@ def training_recipe(data: PreparedData, method: str, recipe: Mapping[str, Any]) 
         return PLAIN_RECIPE
     spec = data.spec
     facts = dataset_facts(mean=data.mean, std=data.std, pool=spec.continuous_pool, input_len=spec.input_len)
-    spec_of = get_method(method)
-    transform = PLAIN_TRAINING if spec_of.transform is None else spec_of.transform(recipe, facts)
-    return TrainingRecipe(transform=transform, revin=spec_of.model_wrapping(recipe))
+    return TrainingRecipe(transform=train_transform(method, recipe, facts), revin=revin_config(method, recipe))
+
+
+def build_for(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
+              revin: RevINConfig | None = None) -> nnx.Module:
+    """The architecture for this dataset's shape (train mode), wrapped in RevIN when asked."""
+    spec = data.spec
+    return build_model(architecture, dict(hparams), input_len=spec.input_len, horizon=spec.horizon,
+                       num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed, revin=revin)
 
 
 def state_to_flat(state: Any) -> dict[str, np.ndarray]:
     """An NNX state as `{"dotted.path": array}` on the host."""
     return {".".join(str(part) for part in path): np.asarray(jax.device_get(variable.get_value()))
             for path, variable in nnx.to_flat_state(state)}
+
+
+def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:
+    pure = nnx.to_pure_dict(state)
+    expected = {".".join(str(part) for part in path): path for path, _ in nnx.to_flat_state(state)}
+    if set(expected) != set(flat):
+        missing, extra = sorted(set(expected) - set(flat)), sorted(set(flat) - set(expected))
+        raise ValueError(f"Checkpoint {what} do not match the model: missing {missing}, unexpected {extra}.")
+    for name, path in expected.items():
+        node = pure
+        for part in path[:-1]:
+            node = node[part]
+        value = np.asarray(flat[name])
+        if value.shape != np.shape(node[path[-1]]):
+            raise ValueError(f"Checkpoint {what} {name!r} has shape {value.shape}, the model expects "
+                             f"{np.shape(node[path[-1]])}.")
+        node[path[-1]] = jnp.asarray(value)
+    nnx.replace_by_pure_dict(state, pure)
+
+
+def restore_model(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
+                  checkpoint: Mapping[str, Mapping[str, np.ndarray]], revin: RevINConfig | None = None) -> nnx.Module:
+    """Rebuild a trained candidate from its checkpoint, in eval mode.
+
+    Raises:
+        ValueError: the checkpoint does not fit the architecture (names or shapes).
+    """
+    model = build_for(data, architecture, hparams, seed, revin)
+    graphdef, params, batch_stats, other = nnx.split(model, nnx.Param, nnx.BatchStat, ...)
+    _assign_flat(params, checkpoint["params"], "parameters")
+    _assign_flat(batch_stats, checkpoint.get("batch_stats", {}), "batch statistics")
+    model = nnx.merge(graphdef, params, batch_stats, other)
+    model.eval()
+    return model
+
+
+#: Compiled epoch programs kept in memory, by program and argument shapes: candidates trained one after another
+#: (learning-rate, seed or recipe-value siblings) reuse one executable instead of tracing and compiling it each.
+_COMPILED: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+
+
+def compiled_epoch(fn: Any, arguments: tuple) -> Any:
+    """`fn` lowered and compiled for `arguments`' shapes, dtypes and shardings (kept for the next candidate with
+    the same ones; the `EPOCH_PROGRAM_CACHE_SIZE` most recent are kept)."""
+    leaves, structure = jax.tree.flatten(arguments)
+    key = (fn, structure, tuple((leaf.shape, leaf.dtype, getattr(leaf, "sharding", None)) for leaf in leaves))
+    if key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        return _COMPILED[key]
+    compiled = _COMPILED[key] = fn.lower(*arguments).compile()
+    if len(_COMPILED) > EPOCH_PROGRAM_CACHE_SIZE:
+        _COMPILED.popitem(last=False)
+    return compiled
 
 
 class EpochProgram:
@@ -206,7 +272,9 @@ class EpochProgram:
         geometry = epoch_geometry(data, options)
         self.vectorize = vectorize
         self.size = len(members)
-        num_devices = group_devices(self.size, options.num_devices) if vectorize else 1
+        self.members = list(members)
+        self._build = (data, architecture, hparams, options, recipe)
+        num_devices = group_devices(self.size, options.devices) if vectorize else 1
         # A group split over D devices is padded to a multiple of D with inactive copies of its last member.
         padded = list(members) + [members[-1]] * (-self.size % num_devices) if vectorize else list(members)
         self.width = len(padded)
@@ -238,9 +306,9 @@ class EpochProgram:
         self.values = self._place(values)
         self._replicated = replicated
         started = time.perf_counter()
-        self.compiled = self.fn.lower(self.states[0], self.others[0], *self.shared, self.shuffle, self.keys[0],
-                                      self._epoch(0), self.lrs[0], self._active([True] * self.size),
-                                      self.values[0]).compile()
+        self.compiled = compiled_epoch(self.fn, (self.states[0], self.others[0], *self.shared, self.shuffle,
+                                                 self.keys[0], self._epoch(0), self.lrs[0],
+                                                 self._active([True] * self.size), self.values[0]))
         self.compile_seconds = time.perf_counter() - started
 
     def _place(self, per_candidate: list[Any]) -> list[Any]:
@@ -249,6 +317,22 @@ class EpochProgram:
         if self.vectorize:
             return [jax.device_put(stack_candidates(per_candidate), self._split)]
         return [jax.device_put(tree) for tree in per_candidate]
+
+    def narrowed(self, keep: Sequence[int]) -> EpochProgram:
+        """This vectorised group continued with only the members at positions `keep`: a program for the narrower
+        group (compiled once per width) carrying their training state, keys, learning rates and recipe values
+        over, so their numbers go on as if nothing had changed (to float rounding)."""
+        data, architecture, hparams, options, recipe = self._build
+        narrow = EpochProgram(data, architecture, hparams, [self.members[i] for i in keep], options, True, recipe)
+        slots = np.asarray([*keep, *[keep[-1]] * (narrow.width - len(keep))])  # padding: copies of the last
+
+        def take(entries: list[Any]) -> list[Any]:
+            return [jax.device_put(jax.tree.map(lambda a: a[slots], entries[0]), narrow._split)]
+
+        narrow.states, narrow.others, narrow.keys = take(self.states), take(self.others), take(self.keys)
+        narrow.lrs, narrow.values = take(self.lrs), take(self.values)
+        narrow.compile_seconds += self.compile_seconds
+        return narrow
 
     def _epoch(self, epoch: int) -> jax.Array:
         return jax.device_put(np.int32(epoch), self._replicated)
@@ -295,6 +379,16 @@ class EpochProgram:
                 for params, stats in per_candidate]
 
 
+def _without_stopped(program: EpochProgram, slots: list[int], active: Sequence[bool],
+                     finished: dict[int, dict]) -> tuple[EpochProgram, list[int]]:
+    """Once half a vectorised group has stopped, its stopped members' best checkpoints go to the host and the
+    others go on in a narrower program, so a group does not compute for members that stopped long ago."""
+    checkpoints = program.best_checkpoints()
+    keep = [position for position, member in enumerate(slots) if active[member]]
+    finished.update((member, checkpoints[p]) for p, member in enumerate(slots) if not active[member])
+    return program.narrowed(keep), [slots[position] for position in keep]
+
+
 def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any],
                 members: Sequence[GroupMember], options: TrainConfig, *, vectorize: bool = True,
                 log: Callable[[str], None] | None = None, recipe: TrainingRecipe = PLAIN_RECIPE) -> list[TrainOutcome]:
@@ -320,26 +414,30 @@ def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any
     size = len(members)
     states = [StoppingState() for _ in members]
     curves: list[tuple[list[float], list[float]]] = [([], []) for _ in members]
+    slots, finished = list(range(size)), {}  # the member at each program position; stopped members' checkpoints
     started = time.perf_counter()
     for epoch in range(options.max_epochs):
         active = [not state.stopped for state in states]
         if not any(active):
             break
         epoch_started = time.perf_counter()
-        train, val, improved = program.run_epoch(epoch, active)
-        for index in range(size):
+        if program.vectorize and 2 * sum(active) <= len(slots):
+            program, slots = _without_stopped(program, slots, active, finished)
+        train, val, improved = program.run_epoch(epoch, [active[member] for member in slots])
+        for position, index in enumerate(slots):
             if not active[index]:
                 continue
-            curves[index][0].append(float(val[index]))
-            curves[index][1].append(float(train[index]))
-            states[index] = advance(states[index], val_loss=float(val[index]), improved=bool(improved[index]),
+            curves[index][0].append(float(val[position]))
+            curves[index][1].append(float(train[position]))
+            states[index] = advance(states[index], val_loss=float(val[position]), improved=bool(improved[position]),
                                     patience=options.patience, max_epochs=options.max_epochs)
         if log is not None:
-            losses = ", ".join("stopped" if not active[i] else f"{val[i]:.4f}" for i in range(size))
+            losses = ", ".join("stopped" if not active[i] else f"{curves[i][0][-1]:.4f}" for i in range(size))
             log(f"{architecture} epoch {epoch + 1}: val [{losses}] "
                 f"({time.perf_counter() - epoch_started:.2f} s, {sum(active)} active)")
     elapsed = time.perf_counter() - started
-    checkpoints = program.best_checkpoints()
+    finished.update(zip(slots, program.best_checkpoints(), strict=True))
+    checkpoints = [finished[index] for index in range(size)]
     return [TrainOutcome(stopping=state, val_curve=val_curve, train_curve=train_curve,
                          checkpoint=None if state.failed else checkpoint,
                          compile_seconds=program.compile_seconds, train_seconds=elapsed,
