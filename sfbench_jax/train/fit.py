@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import window_shape
-from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts, revin_config, train_transform
-from sfbench_jax.models.registry import build_model
+from sfbench_jax.methods import get_method
+from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts
+from sfbench_jax.models.restore import build_for
 from sfbench_jax.models.revin import RevINConfig
 from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.loop import (
@@ -122,8 +122,8 @@ def group_devices(group_size: int, requested: int | None) -> int:
     if requested is None:
         return max(1, min(available, group_size))
     if requested > available:
-        raise ValueError(f"train.devices={requested} but only {available} {jax.default_backend()} device(s) "
-                         f"are available; use train.devices=null to take them all.")
+        raise ValueError(f"train.num_devices={requested} but only {available} {jax.default_backend()} device(s) "
+                         f"are available; use train.num_devices=null to take them all.")
     return requested
 
 
@@ -187,55 +187,15 @@ def training_recipe(data: PreparedData, method: str, recipe: Mapping[str, Any]) 
         return PLAIN_RECIPE
     spec = data.spec
     facts = dataset_facts(mean=data.mean, std=data.std, pool=spec.continuous_pool, input_len=spec.input_len)
-    return TrainingRecipe(transform=train_transform(method, recipe, facts), revin=revin_config(method, recipe))
-
-
-def build_for(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
-              revin: RevINConfig | None = None) -> nnx.Module:
-    """The architecture for this dataset's shape (train mode), wrapped in RevIN when asked."""
-    spec = data.spec
-    return build_model(architecture, dict(hparams), input_len=spec.input_len, horizon=spec.horizon,
-                       num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed, revin=revin)
+    spec_of = get_method(method)
+    transform = PLAIN_TRAINING if spec_of.transform is None else spec_of.transform(recipe, facts)
+    return TrainingRecipe(transform=transform, revin=spec_of.model_wrapping(recipe))
 
 
 def state_to_flat(state: Any) -> dict[str, np.ndarray]:
     """An NNX state as `{"dotted.path": array}` on the host."""
     return {".".join(str(part) for part in path): np.asarray(jax.device_get(variable.get_value()))
             for path, variable in nnx.to_flat_state(state)}
-
-
-def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:
-    pure = nnx.to_pure_dict(state)
-    expected = {".".join(str(part) for part in path): path for path, _ in nnx.to_flat_state(state)}
-    if set(expected) != set(flat):
-        missing, extra = sorted(set(expected) - set(flat)), sorted(set(flat) - set(expected))
-        raise ValueError(f"Checkpoint {what} do not match the model: missing {missing}, unexpected {extra}.")
-    for name, path in expected.items():
-        node = pure
-        for part in path[:-1]:
-            node = node[part]
-        value = np.asarray(flat[name])
-        if value.shape != np.shape(node[path[-1]]):
-            raise ValueError(f"Checkpoint {what} {name!r} has shape {value.shape}, the model expects "
-                             f"{np.shape(node[path[-1]])}.")
-        node[path[-1]] = jnp.asarray(value)
-    nnx.replace_by_pure_dict(state, pure)
-
-
-def restore_model(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
-                  checkpoint: Mapping[str, Mapping[str, np.ndarray]], revin: RevINConfig | None = None) -> nnx.Module:
-    """Rebuild a trained candidate from its checkpoint, in eval mode.
-
-    Raises:
-        ValueError: the checkpoint does not fit the architecture (names or shapes).
-    """
-    model = build_for(data, architecture, hparams, seed, revin)
-    graphdef, params, batch_stats, other = nnx.split(model, nnx.Param, nnx.BatchStat, ...)
-    _assign_flat(params, checkpoint["params"], "parameters")
-    _assign_flat(batch_stats, checkpoint.get("batch_stats", {}), "batch statistics")
-    model = nnx.merge(graphdef, params, batch_stats, other)
-    model.eval()
-    return model
 
 
 #: Compiled epoch programs kept in memory, by program and argument shapes: candidates trained one after another
@@ -274,7 +234,7 @@ class EpochProgram:
         self.size = len(members)
         self.members = list(members)
         self._build = (data, architecture, hparams, options, recipe)
-        num_devices = group_devices(self.size, options.devices) if vectorize else 1
+        num_devices = group_devices(self.size, options.num_devices) if vectorize else 1
         # A group split over D devices is padded to a multiple of D with inactive copies of its last member.
         padded = list(members) + [members[-1]] * (-self.size % num_devices) if vectorize else list(members)
         self.width = len(padded)
