@@ -402,8 +402,8 @@ class LLMAgent:
     async def _turn(self, state: _RunState, task: AgentTask, *, forced: bool = False) -> _Turn:
         """One request and its recorded reply (tokens, latency, call format, message).
 
-        A forced turn still lists the tools (the prompt prefix stays the same, so a server's
-        prompt cache still hits) but with ``tool_choice: none``.
+        A forced turn still lists the tools but with ``tool_choice: none`` (a server that renders
+        the tools the same way keeps its prompt cache).
         """
         turn = state.usage["llm_turns"]
         request = self._request(state.messages, state.tool_list, task)
