@@ -206,6 +206,6 @@ def test_group_split_over_devices_equals_sequential(tmp_path: Path) -> None:
 
 
 def test_more_devices_than_available_is_an_error(etth1) -> None:
-    options = TrainConfig(max_epochs=1, steps_per_epoch=2, devices=len(jax.local_devices()) + 1)
+    options = TrainConfig(max_epochs=1, steps_per_epoch=2, num_devices=len(jax.local_devices()) + 1)
     with pytest.raises(ValueError, match=r"train.num_devices=\d+ but only \d+ cpu device"):
         train_group(etth1, "dlinear", {}, [GroupMember(1e-3, 1), GroupMember(1e-4, 1)], options)
