@@ -95,15 +95,16 @@ def test_kernels_import_nothing_from_the_package() -> None:
 
 def _long_functions(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
-    return [f"{path.name}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
-            for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    return [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} "
+            "lines)" for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
 
 
-def test_engine_and_pipeline_functions_are_short() -> None:
-    files = [*sorted((PACKAGE / "evaluate").glob("*.py")), PACKAGE / "pipeline.py", PACKAGE / "selection.py"]
+def test_every_function_is_short() -> None:
+    """The whole package and the PHM kernels: no function (nested ones counted within theirs) over 60 lines."""
+    files = [*sorted(PACKAGE.rglob("*.py")), *sorted(KERNELS.rglob("*.py"))]
     long = [entry for path in files for entry in _long_functions(path)]
-    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines (split them): {long}"
 
 
 def test_model_registry_has_no_special_cases() -> None:

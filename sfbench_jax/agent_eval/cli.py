@@ -505,7 +505,13 @@ def _parser() -> argparse.ArgumentParser:
                                      description="Evaluate tool-using agents on PHM scenarios "
                                                  "served by sfbench-mcp.")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_agent_commands(sub)
+    _add_offline_commands(sub)
+    return parser
 
+
+def _add_agent_commands(sub: argparse._SubParsersAction) -> None:
+    """`run` (any agent) and `local` (llama.cpp's server on a bundled model)."""
     run = sub.add_parser("run", help="run an agent on scenarios and write traces, records, "
                                      "report")
     run.add_argument("--agent", required=True, choices=AGENT_KINDS)
@@ -534,6 +540,9 @@ def _parser() -> argparse.ArgumentParser:
     local.set_defaults(func=_cmd_local, agent="llm", llm_config=None, api_key_env=None,
                        strip_schema_titles=True)
 
+
+def _add_offline_commands(sub: argparse._SubParsersAction) -> None:
+    """The commands that run no agent: score, report, compare, list, lint, doctor."""
     score = sub.add_parser("score", help="re-score saved traces offline (no tool calls)")
     score.add_argument("--traces", required=True)
     score.add_argument("--scenarios", type=Path, default=None)
@@ -577,7 +586,6 @@ def _parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="preflight an OpenAI-compatible endpoint")
     doctor.add_argument("--llm-config", required=True)
     doctor.set_defaults(func=_cmd_doctor)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

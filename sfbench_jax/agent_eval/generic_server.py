@@ -125,6 +125,29 @@ def _battery_table(store: DataStore, name: str, split: str
     return list(_BATTERY_COLUMNS), table, {"battery_id": cell.cell, "rated_capacity_ah": 2.0}
 
 
+def _read_raw(store: DataStore, dataset_name: str, split: str | None, unit_id: int | None, start_row: int,
+              max_rows: int) -> RawTable:
+    """The `read_raw_data` tool: one page of a registered dataset's raw rows."""
+    dataset = resolve_dataset(dataset_name)
+    valid = _SPLITS[dataset.family]
+    chosen = split or valid[-1 if dataset.family == "cmapss" else 0]
+    if chosen not in valid:
+        raise InvalidArgumentsError(f"split={split!r} is not a split of {dataset.name}; "
+                                    f"choose from {list(valid)}")
+    if unit_id is not None and dataset.family != "cmapss":
+        raise InvalidArgumentsError("unit_id applies to C-MAPSS datasets only")
+    if dataset.family == "cmapss":
+        columns, table, info = _cmapss_table(store, dataset.name, chosen, unit_id)
+    elif dataset.family == "nasa_battery":
+        columns, table, info = _battery_table(store, dataset.name, chosen)
+    else:
+        record = store.cwru(dataset.name)
+        columns, table = ["acceleration_g"], record.drive_end.reshape(-1, 1)
+        info = {"sampling_rate_hz": record.fs_hz, "rpm": record.rpm,
+                "bearing": dataset.info.get("bearing", "")}
+    return _page(dataset.name, chosen, columns, table, start_row, max_rows, info)
+
+
 def build_generic_server(data_root: Path | None) -> MCPServer:
     """Assemble the generic-tools server.
 
@@ -157,24 +180,7 @@ def build_generic_server(data_root: Path | None) -> MCPServer:
             max_rows: Annotated[int, Field(ge=1, le=MAX_ROWS)] = 200,
     ) -> RawTable:
         """Raw rows of a registered dataset, one page at a time (no processing)."""
-        dataset = resolve_dataset(dataset_name)
-        valid = _SPLITS[dataset.family]
-        chosen = split or valid[-1 if dataset.family == "cmapss" else 0]
-        if chosen not in valid:
-            raise InvalidArgumentsError(f"split={split!r} is not a split of {dataset.name}; "
-                                        f"choose from {list(valid)}")
-        if unit_id is not None and dataset.family != "cmapss":
-            raise InvalidArgumentsError("unit_id applies to C-MAPSS datasets only")
-        if dataset.family == "cmapss":
-            columns, table, info = _cmapss_table(store, dataset.name, chosen, unit_id)
-        elif dataset.family == "nasa_battery":
-            columns, table, info = _battery_table(store, dataset.name, chosen)
-        else:
-            record = store.cwru(dataset.name)
-            columns, table = ["acceleration_g"], record.drive_end.reshape(-1, 1)
-            info = {"sampling_rate_hz": record.fs_hz, "rpm": record.rpm,
-                    "bearing": dataset.info.get("bearing", "")}
-        return _page(dataset.name, chosen, columns, table, start_row, max_rows, info)
+        return _read_raw(store, dataset_name, split, unit_id, start_row, max_rows)
 
     def calculator(
             expression: Annotated[str, Field(description="one arithmetic expression, e.g. "

@@ -107,6 +107,16 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
     kinds = {spec["kind"] for spec in _walk_validators(scenario.validators)}
     if not kinds - PRESENCE_ONLY:
         problems.append("substantive_validator: every validator only checks presence")
+    problems += _lint_ground_truth(scenario, manifest)
+    for first, second in scenario.precedence:
+        if first not in required or second not in required:
+            problems.append(f"precedence: edge ({first}, {second}) must join required tools")
+    return problems + _lint_reference(scenario, required)
+
+
+def _lint_ground_truth(scenario: Scenario, manifest: Mapping[str, str]) -> list[str]:
+    """The ground-truth file exists, matches the manifest, and every validator's pointer resolves in it."""
+    problems: list[str] = []
     gt_path = scenario.ground_truth_path
     if not gt_path.is_file():
         problems.append(f"ground_truth: {gt_path} is missing "
@@ -125,9 +135,12 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
                     except KeyError as exc:
                         problems.append(f"ground_truth: {key} {spec[key]} does not resolve "
                                         f"({exc})")
-    for first, second in scenario.precedence:
-        if first not in required or second not in required:
-            problems.append(f"precedence: edge ({first}, {second}) must join required tools")
+    return problems
+
+
+def _lint_reference(scenario: Scenario, required: set[str]) -> list[str]:
+    """The reference solution calls exactly the required tools, its $refs resolve, its answer is complete."""
+    problems: list[str] = []
     steps = [step["tool"] for step in scenario.reference_solution]
     if set(steps) - required:
         problems.append("reference_solution: uses non-required tools "

@@ -121,21 +121,25 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
     task = AgentTask(scenario_id=scenario.id, run_index=run_index, query=scenario.query,
                      output_template=scenario.output_template, dataset_context=context,
                      limits=dict(limits), seed=seed + run_index, mode=mode, evidence=retrieved)
-    error = ""
-    try:
-        with anyio.fail_after(float(run_timeout_s or limits["timeout_s"])):
-            result = await agent.run(task, toolbox)
-    except ToolBudgetError:
-        result = AgentResult(final_answer=None, stop_reason="max_steps", usage={})
-    except TimeoutError:
-        result = AgentResult(final_answer=None, stop_reason="timeout", usage={})
-    except Exception as exc:  # noqa: BLE001 - any agent/endpoint failure is recorded as harness_error
-        error = f"{type(exc).__name__}: {exc}"
-        result = AgentResult(final_answer=None, stop_reason="error", usage={})
+    result, error = await _agent_result(agent, task, toolbox, float(run_timeout_s or limits["timeout_s"]))
     recorder.record("final", final_answer=_jsonable(result.final_answer),
                     stop_reason=result.stop_reason,
                     usage={k: int(v) for k, v in dict(result.usage).items()}, error=error)
     return recorder.events, score_trace(scenario, recorder.events)
+
+
+async def _agent_result(agent: Any, task: AgentTask, toolbox: Any, timeout_s: float) -> tuple[AgentResult, str]:
+    """The agent's result within `timeout_s`, and the error text of a harness error ('' if none): an exhausted
+    tool budget stops as max_steps, the time limit as timeout, any other failure as error."""
+    try:
+        with anyio.fail_after(timeout_s):
+            return await agent.run(task, toolbox), ""
+    except ToolBudgetError:
+        return AgentResult(final_answer=None, stop_reason="max_steps", usage={}), ""
+    except TimeoutError:
+        return AgentResult(final_answer=None, stop_reason="timeout", usage={}), ""
+    except Exception as exc:  # noqa: BLE001 - any agent/endpoint failure is recorded as harness_error
+        return AgentResult(final_answer=None, stop_reason="error", usage={}), f"{type(exc).__name__}: {exc}"
 
 
 def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
@@ -166,36 +170,70 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
     answer = final.get("final_answer")
     stop_reason = str(final.get("stop_reason", "final"))
     usage = dict(final.get("usage") or {})
-    status, success, results, evaluator_error = "scored", False, [], ""
-    if stop_reason == "error":
-        status, success = "harness_error", None
-        evaluator_error = str(final.get("error", ""))
-    else:
-        context = ValidationContext(answer=answer, ground_truth=gt, calls=calls,
-                                    output_template=scenario.output_template,
-                                    precedence=scenario.precedence, pass_rule=scenario.pass_rule,
-                                    mode=str(header.get("mode") or "tools_provided"))
-        try:
-            success, outcomes = evaluate_validators(scenario.validators, context)
-            results = [r.to_json() for r in outcomes]
-        except Exception as exc:  # noqa: BLE001 - a validator crash is recorded as evaluator_error
-            status, success = "evaluator_error", None
-            evaluator_error = f"{type(exc).__name__}: {exc}"
+    status, success, results, evaluator_error = _validated(scenario, header, final, gt, calls)
     metrics = process_metrics(calls=calls, required=scenario.required_tools,
                               distractors=scenario.distractor_tools,
                               precedence=scenario.precedence,
                               reference_order=scenario.reference_order or tuple(
                                   s["tool"] for s in scenario.reference_solution),
                               handle_args=scenario.handle_args, usage=usage)
-    failure = classify_failure(success=bool(success), calls=calls, answer=answer,
-                               stop_reason=stop_reason, required=scenario.required_tools,
-                               distractors=scenario.distractor_tools,
-                               precedence=scenario.precedence, handle_args=scenario.handle_args,
-                               output_template=scenario.output_template,
-                               mode=str(header.get("mode") or "tools_provided"),
-                               trace_flags=llm_trace_flags(events)) \
-        if status == "scored" else {"primary": None, "flags": []}
-    record: dict[str, Any] = {
+    failure = _failure(scenario, header, events, calls, bool(success)) if status == "scored" \
+        else {"primary": None, "flags": []}
+    record = round_floats(_record(scenario, header, gt) | {
+        "status": status,
+        "success": success,
+        "evaluator_error": evaluator_error,
+        "validator_results": results,
+        "metrics": metrics,
+        "failure": failure,
+        "final_answer": answer,
+        "stop_reason": stop_reason,
+        "versions": header.get("versions"),
+    })
+    record["record_hash"] = hashlib.sha256(canonical_json(record).encode()).hexdigest()
+    record["timing"] = {
+        "wall_s": round(float(final.get("t_ms", 0.0)) / 1000.0, 6),
+        "tool_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
+                                           if e.get("kind") == "tool_call"), 3),
+        "llm_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
+                                          if e.get("kind") == "llm_response"), 3),
+    }
+    return record
+
+
+def _failure(scenario: Scenario, header: Mapping[str, Any], events: Sequence[Mapping[str, Any]],
+             calls: Sequence[Any], success: bool) -> dict[str, Any]:
+    """The failure flags and primary label of a scored run (`taxonomy.classify_failure`)."""
+    final = [e for e in events if e.get("kind") == "final"][-1]
+    return classify_failure(success=success, calls=calls, answer=final.get("final_answer"),
+                            stop_reason=str(final.get("stop_reason", "final")), required=scenario.required_tools,
+                            distractors=scenario.distractor_tools,
+                            precedence=scenario.precedence, handle_args=scenario.handle_args,
+                            output_template=scenario.output_template,
+                            mode=str(header.get("mode") or "tools_provided"),
+                            trace_flags=llm_trace_flags(events))
+
+
+def _validated(scenario: Scenario, header: Mapping[str, Any], final: Mapping[str, Any], gt: Mapping[str, Any],
+               calls: Sequence[Any]) -> tuple[str, bool | None, list[Any], str]:
+    """(status, success, validator results, evaluator error) of a run: a harness error is not validated, a
+    validator that crashes makes an evaluator error."""
+    if str(final.get("stop_reason", "final")) == "error":
+        return "harness_error", None, [], str(final.get("error", ""))
+    context = ValidationContext(answer=final.get("final_answer"), ground_truth=gt, calls=calls,
+                                output_template=scenario.output_template,
+                                precedence=scenario.precedence, pass_rule=scenario.pass_rule,
+                                mode=str(header.get("mode") or "tools_provided"))
+    try:
+        success, outcomes = evaluate_validators(scenario.validators, context)
+    except Exception as exc:  # noqa: BLE001 - a validator crash is recorded as evaluator_error
+        return "evaluator_error", None, [], f"{type(exc).__name__}: {exc}"
+    return "scored", success, [r.to_json() for r in outcomes], ""
+
+
+def _record(scenario: Scenario, header: Mapping[str, Any], gt: Mapping[str, Any]) -> dict[str, Any]:
+    """The run record's identity fields: the run, the scenario and its ground truth, the agent."""
+    return {
         "run_id": str(header["run_id"]),
         "scenario_id": scenario.id,
         "scenario_hash": scenario.hash,
@@ -209,26 +247,7 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
         "model": header.get("model"),
         "sampling": header.get("sampling"),
         "seed": header.get("seed"),
-        "status": status,
-        "success": success,
-        "evaluator_error": evaluator_error,
-        "validator_results": results,
-        "metrics": metrics,
-        "failure": failure,
-        "final_answer": answer,
-        "stop_reason": stop_reason,
-        "versions": header.get("versions"),
     }
-    record = round_floats(record)
-    record["record_hash"] = hashlib.sha256(canonical_json(record).encode()).hexdigest()
-    record["timing"] = {
-        "wall_s": round(float(final.get("t_ms", 0.0)) / 1000.0, 6),
-        "tool_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
-                                           if e.get("kind") == "tool_call"), 3),
-        "llm_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
-                                          if e.get("kind") == "llm_response"), 3),
-    }
-    return record
 
 
 def write_record(path: Path, record: Mapping[str, Any]) -> None:

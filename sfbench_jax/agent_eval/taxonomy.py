@@ -133,21 +133,12 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
     Returns:
         ``{"primary": label or None, "flags": sorted flag names}``.
     """
-    flags: set[str] = set(trace_flags)
-    flags.update(_STATUS_FLAGS[c.status] for c in calls if c.status in _STATUS_FLAGS)
-    if not calls and mode != "rag":
-        flags.add("no_tool_call")
-    if _repeats_a_call(calls):
-        flags.add("repeated_call")
+    flags = set(trace_flags) | _call_flags(calls, mode, distractors)
     if isinstance(answer, str):
         flags.add("answer_not_json")
     unrecovered = unrecovered_invocation_failures(calls)
     if unrecovered:
         flags.add("invocation_unrecovered")
-    if any(c.status in _INVOCATION_STATUSES for c in calls):
-        flags.add("invocation_error")
-    if any(c.tool in set(distractors) for c in calls):
-        flags.add("distractor_called")
     ok_required = {c.tool for c in calls if c.ok and c.tool in set(required)}
     recall_complete = ok_required == set(required)
     if not recall_complete:
@@ -168,11 +159,28 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
         flags.add("wrong_value")
     if success:
         return {"primary": None, "flags": sorted(flags)}
+    return {"primary": _primary(flags, bool(unrecovered), recall_complete, stop_reason), "flags": sorted(flags)}
+
+
+def _call_flags(calls: Sequence[ToolCallEvent], mode: str, distractors: Sequence[str]) -> set[str]:
+    """Flags read from the tool calls alone: their statuses, none at all, repeats, distractors."""
+    flags = {_STATUS_FLAGS[c.status] for c in calls if c.status in _STATUS_FLAGS}
+    if not calls and mode != "rag":
+        flags.add("no_tool_call")
+    if _repeats_a_call(calls):
+        flags.add("repeated_call")
+    if any(c.status in _INVOCATION_STATUSES for c in calls):
+        flags.add("invocation_error")
+    if any(c.tool in set(distractors) for c in calls):
+        flags.add("distractor_called")
+    return flags
+
+
+def _primary(flags: set[str], unrecovered: bool, recall_complete: bool, stop_reason: str) -> str:
+    """The primary failure label of an unsuccessful run."""
     if unrecovered or ("unparsed_tool_call" in flags and not recall_complete):
-        primary = "tool_invocation"
-    elif ("distractor_called" in flags or "wrong_answer_type" in flags
-          or (stop_reason == "final" and not recall_complete)):
-        primary = "reasoning"
-    else:
-        primary = "orchestration"
-    return {"primary": primary, "flags": sorted(flags)}
+        return "tool_invocation"
+    if ("distractor_called" in flags or "wrong_answer_type" in flags
+            or (stop_reason == "final" and not recall_complete)):
+        return "reasoning"
+    return "orchestration"

@@ -181,25 +181,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     """
     window, batch = geometry.window, geometry.batch_size
     direction = adam_direction()
-
-    def loss_fn(trainable: tuple[Any, Any], batch_stats: Any, other: Any, key: jax.Array, x: jax.Array,
-                y: jax.Array, transform: TrainTransform) -> tuple[jax.Array, Any]:
-        params, latents = trainable
-        module = nnx.merge(train_graphdef, params, batch_stats, other, copy=True)
-        nnx.reseed(module, dropout=key)
-        loss = transform.loss(module(x), y, latents)
-        return loss, nnx.state(module, nnx.BatchStat)
-
-    def validation_loss(params: Any, batch_stats: Any, other: Any, latents: Any, series: jax.Array,
-                        val_starts: jax.Array, transform: TrainTransform) -> jax.Array:
-        module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
-
-        def batch_mean(starts: jax.Array) -> jax.Array:
-            x, y = gather_windows(series, starts, window)
-            return transform.loss(module(x), y, latents)
-
-        means = jax.lax.map(batch_mean, val_starts, batch_size=geometry.val_batches_per_block)
-        return jnp.mean(means)
+    loss_fn = functools.partial(_training_loss, train_graphdef)
 
     def epoch_fn(state: TrainState, other: Any, series: jax.Array, train_starts: jax.Array,
                  val_starts: jax.Array, shuffle_key: jax.Array, dropout_key: jax.Array, epoch: jax.Array,
@@ -225,23 +207,61 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         steps = jnp.arange(geometry.steps_per_epoch, dtype=jnp.int32)
         ((params, latents), batch_stats, opt_state), losses = jax.lax.scan(
             step, ((state.params, state.latents), state.batch_stats, state.opt_state), (steps, batches))
-        val_loss = validation_loss(params, batch_stats, other, latents, series, val_starts, bound)
+        val_loss = _validation_loss(eval_graphdef, geometry, params, batch_stats, other, latents, series, val_starts,
+                                    bound)
         improved = active & jnp.isfinite(val_loss) & (val_loss < state.best_loss - min_delta)
-
-        def choose(flag: jax.Array, new: Any, old: Any) -> Any:
-            return jax.tree.map(lambda a, b: jnp.where(flag, a, b), new, old)
-
-        new_state = TrainState(
-            params=choose(active, params, state.params),
-            batch_stats=choose(active, batch_stats, state.batch_stats),
-            latents=choose(active, latents, state.latents),
-            opt_state=choose(active, opt_state, state.opt_state),
-            best_params=choose(improved, params, state.best_params),
-            best_batch_stats=choose(improved, batch_stats, state.best_batch_stats),
-            best_loss=jnp.where(improved, val_loss, state.best_loss),
-        )
+        new_state = _next_state(state, (params, batch_stats, latents, opt_state), active, improved, val_loss)
         return new_state, EpochMetrics(train_loss=jnp.mean(losses), val_loss=val_loss, improved=improved)
 
+    return _compiled(epoch_fn, num_candidates, mesh)
+
+
+def _training_loss(train_graphdef: nnx.GraphDef, trainable: tuple[Any, Any], batch_stats: Any, other: Any,
+                   key: jax.Array, x: jax.Array, y: jax.Array, transform: TrainTransform) -> tuple[jax.Array, Any]:
+    """One training batch's loss in train mode (dropout keyed by `key`) and the updated batch statistics."""
+    params, latents = trainable
+    module = nnx.merge(train_graphdef, params, batch_stats, other, copy=True)
+    nnx.reseed(module, dropout=key)
+    loss = transform.loss(module(x), y, latents)
+    return loss, nnx.state(module, nnx.BatchStat)
+
+
+def _validation_loss(eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, params: Any, batch_stats: Any,
+                     other: Any, latents: Any, series: jax.Array, val_starts: jax.Array,
+                     transform: TrainTransform) -> jax.Array:
+    """The clean validation loss in eval mode: the mean over the validation batches, a block at a time."""
+    module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
+
+    def batch_mean(starts: jax.Array) -> jax.Array:
+        x, y = gather_windows(series, starts, geometry.window)
+        return transform.loss(module(x), y, latents)
+
+    means = jax.lax.map(batch_mean, val_starts, batch_size=geometry.val_batches_per_block)
+    return jnp.mean(means)
+
+
+def _next_state(state: TrainState, trained: tuple[Any, Any, Any, Any], active: jax.Array, improved: jax.Array,
+                val_loss: jax.Array) -> TrainState:
+    """The state after an epoch: an inactive candidate keeps its state, an improved one its new best."""
+    params, batch_stats, latents, opt_state = trained
+
+    def choose(flag: jax.Array, new: Any, old: Any) -> Any:
+        return jax.tree.map(lambda a, b: jnp.where(flag, a, b), new, old)
+
+    return TrainState(
+        params=choose(active, params, state.params),
+        batch_stats=choose(active, batch_stats, state.batch_stats),
+        latents=choose(active, latents, state.latents),
+        opt_state=choose(active, opt_state, state.opt_state),
+        best_params=choose(improved, params, state.best_params),
+        best_batch_stats=choose(improved, batch_stats, state.best_batch_stats),
+        best_loss=jnp.where(improved, val_loss, state.best_loss),
+    )
+
+
+def _compiled(epoch_fn: Callable[..., Any], num_candidates: int | None,
+              mesh: jax.sharding.Mesh | None) -> Callable[..., Any]:
+    """`epoch_fn` jitted: alone, vectorised over `num_candidates`, or also split over `mesh`'s devices."""
     if num_candidates is None:
         return jax.jit(epoch_fn)
     per_candidate = (0, 0, None, None, None, None, 0, None, 0, 0, 0)
