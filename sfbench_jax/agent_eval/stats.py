@@ -55,7 +55,11 @@ def wilson_interval(successes: int, n: int, *, z: float = Z_95) -> tuple[float, 
     denominator = 1.0 + z2 / n
     centre = (p + z2 / (2.0 * n)) / denominator
     half = z / denominator * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the ends are exact where the counts are: centre - half is 0 in exact arithmetic at 0 successes (and
+    # centre + half is 1 at n), but rounding leaves e.g. 1.4e-17, printed as a lower bound above zero
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:

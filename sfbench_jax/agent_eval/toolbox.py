@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from sfbench_jax.agent_eval.trace import TraceRecorder
 from sfbench_jax.mcp.errors import ERROR_CODE_STATUS, error_code_of
 
 __all__ = ["ServerTarget", "Session", "ToolBox", "ToolBudgetError", "ToolOutcome", "ToolSpec",
-           "classify_result", "connect"]
+           "classify_result", "connect", "error_status"]
 
 ServerTarget = MCPServer | StdioServerParameters | str
 
@@ -67,16 +68,20 @@ def classify_result(result: CallToolResult) -> tuple[str, str]:
         ``domain_error``, ``tool_crash``.
     """
     text = "\n".join(getattr(item, "text", "") for item in result.content).strip()
-    if not result.is_error:
-        return "ok", text
+    return ("ok" if not result.is_error else error_status(text)), text
+
+
+def error_status(text: str) -> str:
+    """The call status of a tool error's text: the server's tag, the SDK's argument validation ("1 validation
+    error for ..." or "2 validation errors for ...": invalid arguments), else a crash of the tool."""
     if text.startswith("Unknown tool:"):
-        return "unknown_tool", text
+        return "unknown_tool"
     code = error_code_of(text)
     if code is not None:
-        return ERROR_CODE_STATUS[code], text
-    if "validation error for" in text:
-        return "invalid_arguments", text
-    return "tool_crash", text
+        return ERROR_CODE_STATUS[code]
+    if re.search(r"\bvalidation errors? for ", text):
+        return "invalid_arguments"
+    return "tool_crash"
 
 
 @dataclass

@@ -27,7 +27,7 @@ from sfbench_jax.agent_eval.agents.llm import LLMAgent, LLMConfig
 from sfbench_jax.agent_eval.agents.replay import RecordedChatBackend
 from sfbench_jax.agent_eval.runner import execute_run, score_trace
 from sfbench_jax.agent_eval.scenario import Scenario
-from sfbench_jax.agent_eval.toolbox import connect
+from sfbench_jax.agent_eval.toolbox import connect, error_status
 from sfbench_jax.agent_eval.trace import read_trace
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llm_traces"
@@ -78,3 +78,19 @@ async def test_recorded_replies_redrive_the_agent_to_the_same_score(
     for request in backend.requests:
         for message in request["messages"]:
             assert isinstance(message.get("content"), str), message
+
+
+def test_sdk_validation_errors_are_invalid_arguments() -> None:
+    """From the real run of health_turbofan_hpc_component (tools_provided, the 64-scenario part of
+    docs/agent_eval_llm.md): the MCP SDK rejects arguments outside a tool's input schema with pydantic's
+    "N validation errors for ..." (plural for two or more fields), which was counted as a tool crash. A schema
+    violation is the model's invalid arguments, whatever the number of fields."""
+    recorded = ("Error executing tool diagnose_timing_issues: 2 validation errors for diagnose_timing_issuesArguments\n"
+                "efficiency_deviation\n  Input should be less than or equal to 0.5 [type=less_than_equal, "
+                "input_value=0.8, input_type=float]\n    For further information visit "
+                "https://errors.pydantic.dev/2.14/v/less_than_equal\nflow_deviation\n  Input should be less than or "
+                "equal to 0.5 [type=less_than_equal, input_value=1.2, input_type=float]\n    For further information "
+                "visit https://errors.pydantic.dev/2.14/v/less_than_equal")
+    assert error_status(recorded) == "invalid_arguments"
+    assert error_status(recorded.replace("2 validation errors", "1 validation error")) == "invalid_arguments"
+    assert error_status("Error executing tool diagnose_timing_issues: division by zero") == "tool_crash"

@@ -32,7 +32,9 @@ def test_wilson_edges_and_errors() -> None:
     low, high = wilson_interval(0, 10)
     assert low == 0.0 and high == pytest.approx(0.27753, abs=1e-5)  # 3.84 / (10 + 3.84)
     low, high = wilson_interval(10, 10)
-    assert high == pytest.approx(1.0) and low == pytest.approx(1 - 0.27753, abs=1e-5)
+    assert high == 1.0 and low == pytest.approx(1 - 0.27753, abs=1e-5)
+    # exact ends at every n (rounding gave 1.4e-17 as the lower end of 0/24 in a real report)
+    assert all(wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0 for n in range(1, 200))
     with pytest.raises(ValueError, match="n >= 1"):
         wilson_interval(0, 0)
     with pytest.raises(ValueError, match="must lie in"):
