@@ -193,4 +193,4 @@ class Chronos2(nnx.Module):
 #: windows and scored on clean validation as built.
 SPEC = ModelSpec(name="chronos2", config_cls=Chronos2Config, is_valid=is_valid, module_cls=Chronos2,
                  is_trainable=False, is_channel_independent=False, supports_revin=False,
-                 label="Chronos-2", family="Foundation")
+                 label="Chronos-2", family="Foundation", display_rank=6)

@@ -232,4 +232,4 @@ class DLinearMap(nnx.Module):
 #: fraction of a second), so it is not channel-sparse.
 SPEC = ModelSpec(name="dlinear", config_cls=DLinearConfig, is_valid=is_valid, module_cls=DLinear,
                  is_trainable=True, is_channel_independent=True, supports_revin=True, label="DLinear",
-                 family="Fully Connected", forecasts_channels_cheaply=False)
+                 family="Fully Connected", forecasts_channels_cheaply=False, display_rank=1)

@@ -224,4 +224,4 @@ class GRU(nnx.Module):
 #: The architecture's spec (`models/registry.py` lists it).
 SPEC = ModelSpec(name="gru", config_cls=GRUConfig, is_valid=is_valid, module_cls=GRU,
                  is_trainable=True, is_channel_independent=False, supports_revin=True, label="GRU",
-                 family="Recurrent")
+                 family="Recurrent", display_rank=2)

@@ -248,4 +248,4 @@ class ModernTCN(nnx.Module):
 #: The architecture's spec (`models/registry.py` lists it).
 SPEC = ModelSpec(name="moderntcn", config_cls=ModernTCNConfig, is_valid=is_valid, module_cls=ModernTCN,
                  is_trainable=True, is_channel_independent=False, supports_revin=True,
-                 label="ModernTCN", family="Convolution")
+                 label="ModernTCN", family="Convolution", display_rank=3)

@@ -243,4 +243,4 @@ class PatchTST(nnx.Module):
 #: The architecture's spec (`models/registry.py` lists it).
 SPEC = ModelSpec(name="patchtst", config_cls=PatchTSTConfig, is_valid=is_valid, module_cls=PatchTST,
                  is_trainable=True, is_channel_independent=True, supports_revin=False,
-                 label="PatchTST", family="Attention")
+                 label="PatchTST", family="Attention", display_rank=5)

@@ -101,4 +101,4 @@ class SeasonalNaive(nnx.Module):
 #: nothing, the channel bookkeeping costs more (not channel-sparse).
 SPEC = ModelSpec(name="seasonal_naive", config_cls=SeasonalNaiveConfig, is_valid=is_valid, module_cls=SeasonalNaive,
                  is_trainable=False, is_channel_independent=True, supports_revin=False, label="SeasonalNaive",
-                 family="Statistical", forecasts_channels_cheaply=False)
+                 family="Statistical", forecasts_channels_cheaply=False, display_rank=0)

@@ -2,8 +2,8 @@
 
 A plug-in package imports this module (and public building blocks such as `sfbench_jax.models.layers`), never
 the registry, and names a `ModelSpec` in its `sfbench_jax.models` entry point (docs/extending.md). Built-ins are
-specs like any other (`models/registry.py`). The grid lives in the model's preset `model/<name>.yaml` (the
-built-in presets, then the plug-in preset packages).
+specs like any other: each is `SPEC` in its own module of `sfbench_jax/models/`, which the registry collects. The
+grid lives in the model's preset `model/<name>.yaml` (the built-in presets, then the plug-in preset packages).
 
 Capabilities are read by the rest of the code instead of name lists: `is_trainable` (the selection fits it; the
 training-kind methods apply), `is_channel_independent` (channel i's forecast depends on channel i only; with
@@ -37,6 +37,9 @@ class ModelSpec:
         family: architecture family (paper Figure 5 colours; the long-form `architecture_family` column).
         forecasts_channels_cheaply: a channel-independent model whose forecast of a few channels costs less than
             of all (the engine then runs it on the channels a fault touched only).
+        display_rank: a built-in's position in the registry and so in every table and figure (the paper's order,
+            0 = SeasonalNaive); None: after the ranked built-ins, by name. Plug-ins from entry points come after
+            all built-ins, by entry-point name, whatever their rank.
     """
 
     name: str
@@ -49,6 +52,7 @@ class ModelSpec:
     label: str = ""
     family: str = ""
     forecasts_channels_cheaply: bool = True
+    display_rank: int | None = None
 
     @property
     def display_label(self) -> str:

@@ -145,4 +145,4 @@ class TSMixer(nnx.Module):
 #: The architecture's spec (`models/registry.py` lists it).
 SPEC = ModelSpec(name="tsmixer", config_cls=TSMixerConfig, is_valid=is_valid, module_cls=TSMixer,
                  is_trainable=True, is_channel_independent=False, supports_revin=True,
-                 label="TSMixer", family="Fully Connected")
+                 label="TSMixer", family="Fully Connected", display_rank=4)
