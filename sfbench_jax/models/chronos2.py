@@ -189,7 +189,7 @@ class Chronos2(nnx.Module):
         return host_forecast(self.forecaster, x)
 
 
-#: The architecture's spec (`models/registry.py` lists it): a host model, no JAX weights; called once per block of
+#: The architecture's spec (the registry collects it): a host model, no JAX weights; called once per block of
 #: windows and scored on clean validation as built.
 SPEC = ModelSpec(name="chronos2", config_cls=Chronos2Config, is_valid=is_valid, module_cls=Chronos2,
                  is_trainable=False, is_channel_independent=False, supports_revin=False,

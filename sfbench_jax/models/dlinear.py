@@ -226,7 +226,7 @@ class DLinearMap(nnx.Module):
         return apply_time_map(select_targets(x, self.target_indices), kernel, bias)
 
 
-#: The architecture's spec (`models/registry.py` lists it). Evaluated in its inference form, a channel's forecast is one
+#: The architecture's spec (the registry collects it). Evaluated in its inference form, a channel's forecast is one
 #: small matrix product, about what the channel-sparse path spends sorting and gathering that channel's row
 #: (docs/speed.md: on Traffic-shaped data the full path is 1.6x faster; on 7-12 channels the sparse path saves a
 #: fraction of a second), so it is not channel-sparse.

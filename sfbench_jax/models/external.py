@@ -241,7 +241,7 @@ def _display_name(target: str | Callable[..., Any] | None) -> str:
     return f"{getattr(target, '__module__', None) or type(target).__module__}:{name}"
 
 
-#: The spec of the evaluation-only host model (`models/registry.py` lists it): called once per block of windows, scored
+#: The spec of the evaluation-only host model (the registry collects it): called once per block of windows, scored
 #: on clean validation as built.
 SPEC = ModelSpec(name="external", config_cls=ExternalConfig, is_valid=is_valid, module_cls=ExternalModel,
                  is_trainable=False, is_channel_independent=False, supports_revin=False, display_rank=7)

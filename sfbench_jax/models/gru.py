@@ -221,7 +221,7 @@ class GRU(nnx.Module):
         return select_targets(self.predict_all_channels(x), self.target_indices)
 
 
-#: The architecture's spec (`models/registry.py` lists it).
+#: The architecture's spec (the registry collects it).
 SPEC = ModelSpec(name="gru", config_cls=GRUConfig, is_valid=is_valid, module_cls=GRU,
                  is_trainable=True, is_channel_independent=False, supports_revin=True, label="GRU",
                  family="Recurrent", display_rank=2)

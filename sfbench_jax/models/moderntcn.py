@@ -245,7 +245,7 @@ class ModernTCN(nnx.Module):
         return select_targets(self.predict_all_channels(x), self.target_indices)
 
 
-#: The architecture's spec (`models/registry.py` lists it).
+#: The architecture's spec (the registry collects it).
 SPEC = ModelSpec(name="moderntcn", config_cls=ModernTCNConfig, is_valid=is_valid, module_cls=ModernTCN,
                  is_trainable=True, is_channel_independent=False, supports_revin=True,
                  label="ModernTCN", family="Convolution", display_rank=3)

@@ -240,7 +240,7 @@ class PatchTST(nnx.Module):
         return select_targets(self.predict_all_channels(x), self.target_indices)
 
 
-#: The architecture's spec (`models/registry.py` lists it).
+#: The architecture's spec (the registry collects it).
 SPEC = ModelSpec(name="patchtst", config_cls=PatchTSTConfig, is_valid=is_valid, module_cls=PatchTST,
                  is_trainable=True, is_channel_independent=True, supports_revin=False,
                  label="PatchTST", family="Attention", display_rank=5)

@@ -97,7 +97,7 @@ class SeasonalNaive(nnx.Module):
         return select_targets(self.predict_all_channels(x), self.target_indices)
 
 
-#: The architecture's spec (`models/registry.py` lists it). Its forecast is a copy: running it on fewer channels saves
+#: The architecture's spec (the registry collects it). Its forecast is a copy: running it on fewer channels saves
 #: nothing, the channel bookkeeping costs more (not channel-sparse).
 SPEC = ModelSpec(name="seasonal_naive", config_cls=SeasonalNaiveConfig, is_valid=is_valid, module_cls=SeasonalNaive,
                  is_trainable=False, is_channel_independent=True, supports_revin=False, label="SeasonalNaive",

@@ -142,7 +142,7 @@ class TSMixer(nnx.Module):
         return select_targets(self.predict_all_channels(x), self.target_indices)
 
 
-#: The architecture's spec (`models/registry.py` lists it).
+#: The architecture's spec (the registry collects it).
 SPEC = ModelSpec(name="tsmixer", config_cls=TSMixerConfig, is_valid=is_valid, module_cls=TSMixer,
                  is_trainable=True, is_channel_independent=False, supports_revin=True,
                  label="TSMixer", family="Fully Connected", display_rank=4)
