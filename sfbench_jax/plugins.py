@@ -16,13 +16,18 @@ kind; each entry point names a spec object (or a sequence of them) of that kind:
 
 Each registry merges the discovered specs into its built-in ones with `register_specs`. A plug-in never replaces
 a built-in or another plug-in of the same name: that is an error naming both, raised when the registry is first
-imported, before any work. This module imports nothing from the engine, so every layer may use it.
+imported, before any work. The built-ins are collected the same way from inside: `package_specs` gathers the
+`SPEC` of every module of a registry's own package, so a new built-in is one module (and its preset) with no list
+to edit. This module imports nothing from the engine, so every layer may use it.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
+import pkgutil
+import re
 from collections.abc import Iterable, MutableMapping, Sequence
 from importlib import metadata
 from typing import Any
@@ -72,6 +77,45 @@ def discovered(kind: str, spec_type: type) -> tuple[Any, ...]:
                               f"{spec_type.__module__}.{spec_type.__qualname__}. Point it at a spec object.")
         specs.extend(items)
     return tuple(specs)
+
+
+#: A module-level binding of `SPEC` (`SPEC = ...` or `SPEC: Type = ...` at column 0).
+_SPEC_BINDING = re.compile(r"^SPEC\s*(?::[^=\n]*)?=", re.MULTILINE)
+
+
+def _binds_spec(module_name: str) -> bool:
+    """Whether the module's source binds `SPEC` at top level (a module without readable source: assume so)."""
+    found = importlib.util.find_spec(module_name)
+    get_source = getattr(found.loader, "get_source", None) if found is not None else None
+    source = get_source(module_name) if get_source is not None else None
+    return source is None or _SPEC_BINDING.search(source) is not None
+
+
+def display_order(spec: Any) -> tuple[bool, int, str]:
+    """Sort key of built-ins: those with a `display_rank` by rank (the paper's order), then the others by name."""
+    rank = getattr(spec, "display_rank", None)
+    return (rank is None, 0 if rank is None else rank, spec.name)
+
+
+def package_specs(package: str, spec_type: type) -> tuple[Any, ...]:
+    """The built-in specs of a registry: the `SPEC` of every module directly in `package` that binds one at top
+    level, in `display_order`. Other modules (the spec type, the registry, shared helpers) are not imported.
+
+    Raises:
+        PluginError: a module's `SPEC` is not a `spec_type`.
+    """
+    specs = []
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        name = f"{package}.{info.name}"
+        if info.ispkg or not _binds_spec(name):
+            continue
+        spec = getattr(importlib.import_module(name), "SPEC", None)
+        if not isinstance(spec, spec_type):
+            raise PluginError(f"Module {name} binds SPEC to {type(spec).__name__}, not a {spec_type.__module__}."
+                              f"{spec_type.__qualname__}; in {package} a module-level SPEC is a built-in plug-in. "
+                              "Rename the variable or make it a spec.")
+        specs.append(spec)
+    return tuple(sorted(specs, key=display_order))
 
 
 def register_specs(registry: MutableMapping[str, Any], specs: Iterable[Any], *, kind: str) -> None:

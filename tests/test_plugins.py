@@ -13,8 +13,10 @@ loaded cores: about 50 s for the default tests (the install, a discovery process
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
+import pkgutil
 import re
 import shutil
 import subprocess
@@ -142,6 +144,93 @@ def test_a_sequence_of_specs_registers_each(installed) -> None:
     registry = dict(MODELS)
     plugins.register_specs(registry, found, kind="models")
     assert list(registry)[-2:] == ["fake_a", "fake_b"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Built-ins collected from their own packages (`plugins.package_specs`): a new one is one module, no list to edit
+
+#: Each registry's built-ins in today's order (the paper's: Table 4's rows and columns, Figure 2, the scenario order).
+BUILT_IN_ORDER = {
+    "models": ("seasonal_naive", "dlinear", "gru", "moderntcn", "tsmixer", "patchtst", "chronos2", "external"),
+    "methods": ("baseline", "adversarial_training", "ensemble", "randomized_training", "randomized_smoothing",
+                "adaptive_robust_loss", "revin", "fault_augmentation"),
+    "faults": (*PAPER_SCENARIOS, "linear_drift", "nonlinear_drift", "scaling", "time_varying_scaling",
+               "trimming_constant", "trimming_varying", "packet_loss"),
+    "datasets": ("beijing_air_tiantan", "penmanshiel_wt08", "etth1", "traffic", "traffic_synthetic",
+                 "penmanshiel_synthetic"),
+}
+
+
+def _registries() -> dict[str, tuple[str, dict, type]]:
+    from sfbench_jax.data.registry import DATASETS
+    from sfbench_jax.data.spec import DatasetSpec
+    from sfbench_jax.faults.registry import FAULTS
+    from sfbench_jax.faults.spec import FaultSpec
+    from sfbench_jax.methods.registry import METHODS
+    from sfbench_jax.methods.spec import MethodSpec
+    from sfbench_jax.models.registry import MODELS
+
+    return {"models": ("sfbench_jax.models", MODELS, ModelSpec),
+            "methods": ("sfbench_jax.methods", METHODS, MethodSpec),
+            "faults": ("sfbench_jax.faults", FAULTS, FaultSpec),
+            "datasets": ("sfbench_jax.data", DATASETS, DatasetSpec)}
+
+
+def test_collecting_the_built_ins_keeps_every_registry_order() -> None:
+    from sfbench_jax.data.registry import DISPLAY_ORDER
+    from sfbench_jax.report.architectures import ARCHITECTURE_ORDER
+    from sfbench_jax.report.paper import METHOD_ORDER
+
+    for kind, (_, registry, _) in _registries().items():
+        assert tuple(registry)[:len(BUILT_IN_ORDER[kind])] == BUILT_IN_ORDER[kind], kind
+    assert tuple(ARCHITECTURE_ORDER)[:8] == BUILT_IN_ORDER["models"]
+    assert tuple(METHOD_ORDER)[:7] == BUILT_IN_ORDER["methods"][1:]
+    assert DISPLAY_ORDER[:4] == BUILT_IN_ORDER["datasets"][:4]
+    collected = tuple(spec.name for spec in plugins.package_specs("sfbench_jax.models", ModelSpec))
+    assert collected[:8] == BUILT_IN_ORDER["models"]  # a new built-in without a rank comes after them
+
+
+def test_every_module_of_a_registry_package_that_binds_a_spec_is_registered() -> None:
+    """Imports every module of the four packages (not only those `package_specs` picks by their source)."""
+    for kind, (package, registry, spec_type) in _registries().items():
+        modules = [info.name for info in pkgutil.iter_modules(importlib.import_module(package).__path__)]
+        specs = {name: getattr(importlib.import_module(f"{package}.{name}"), "SPEC", None) for name in modules}
+        bound = {name: spec for name, spec in specs.items() if spec is not None}
+        assert all(isinstance(spec, spec_type) for spec in bound.values()), (kind, bound)
+        assert all(registry.get(spec.name) is spec for spec in bound.values()), kind
+        assert {spec.name for spec in bound.values()} == {spec.name for spec in plugins.package_specs(package,
+                                                                                                    spec_type)}
+
+
+def test_package_specs_collects_one_module_each_in_display_order(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranked built-ins by rank, unranked ones after by name; a helper module without SPEC is never imported."""
+    package = tmp_path / "fake_builtins_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("raise RuntimeError('a module without SPEC must not be imported')\n")
+    spec_module = """
+        from sfbench_jax.models import dlinear
+        from sfbench_jax.models.spec import ModelSpec
+        SPEC{annotation} = ModelSpec(name={name!r}, config_cls=dlinear.DLinearConfig, is_valid=dlinear.is_valid,
+                         module_cls=dlinear.DLinear, is_trainable=True, is_channel_independent=True,
+                         supports_revin=True, display_rank={rank})
+        """
+    for module, name, rank, annotation in (("a_first", "zeta", 0, ""), ("b_second", "alpha", 1, ": ModelSpec"),
+                                           ("c_late", "late_b", None, ""), ("d_late", "late_a", None, "")):
+        (package / f"{module}.py").write_text(textwrap.dedent(spec_module.format(name=name, rank=rank,
+                                                                                 annotation=annotation)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        found = plugins.package_specs("fake_builtins_pkg", ModelSpec)
+        assert [spec.name for spec in found] == ["zeta", "alpha", "late_a", "late_b"]
+        assert "fake_builtins_pkg.helper" not in sys.modules
+        (package / "e_wrong.py").write_text("SPEC = 'not a spec'\n")
+        message = _one_line_plugin_error(plugins.package_specs, "fake_builtins_pkg", ModelSpec)
+        assert "Module fake_builtins_pkg.e_wrong binds SPEC to str" in message and "Rename the variable" in message
+    finally:
+        for name in [module for module in sys.modules if module.startswith("fake_builtins_pkg")]:
+            del sys.modules[name]
 
 
 def test_preset_packages_must_name_an_installed_package(installed) -> None:

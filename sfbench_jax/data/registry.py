@@ -1,5 +1,7 @@
-"""The dataset registry: the built-in datasets' specs (loader, channels, typing, targets, windows, batch size),
-then the plug-in datasets that installed packages register (entry-point group `sfbench_jax.datasets`).
+"""The dataset registry: the built-in datasets' specs (loader, channels, typing, targets, windows, batch size): the
+paper's four and their synthetic stand-ins here, then each further dataset added inside this repository as `SPEC` in
+its own module of this package (collected by `plugins.package_specs`, by name; no list to edit), then the plug-in
+datasets that installed packages register (entry-point group `sfbench_jax.datasets`).
 
 `DATASETS[key]` is the single source of truth for a dataset's contract (spec 1.1; the type is `spec.DatasetSpec`).
 Built-in loading lives in `sources.py`, validation in `loaders.py`, split arithmetic in `splits.py`.
@@ -10,7 +12,7 @@ from __future__ import annotations
 from sfbench_jax.data import sources
 from sfbench_jax.data.beijing import BEIJING_CHANNELS, WIND_DIRECTIONS
 from sfbench_jax.data.spec import DatasetSpec
-from sfbench_jax.plugins import discovered, register_specs
+from sfbench_jax.plugins import discovered, package_specs, register_specs
 
 __all__ = ["BEIJING_CHANNELS", "DATASETS", "DISPLAY_ORDER", "WIND_DIRECTIONS", "DatasetSpec", "get_dataset"]
 
@@ -82,11 +84,15 @@ DATASETS: dict[str, DatasetSpec] = {
             horizon=6, batch_size=64, expected_rows=25_867),
     )
 }
+#: The datasets of this package's own modules (each module that binds a `DatasetSpec` `SPEC`), by key.
+PACKAGE_DATASETS: tuple[DatasetSpec, ...] = package_specs("sfbench_jax.data", DatasetSpec)
+register_specs(DATASETS, PACKAGE_DATASETS, kind="datasets")
 register_specs(DATASETS, discovered("datasets", DatasetSpec), kind="datasets")
 
-#: Display order in tables and figures: the four benchmark datasets, then the plug-in datasets (by entry-point name).
+#: Display order in tables and figures: the four benchmark datasets, those of this package's modules (by key), then
+#: the plug-in datasets (by entry-point name).
 DISPLAY_ORDER = ("beijing_air_tiantan", "penmanshiel_wt08", "etth1", "traffic",
-                 *(spec.key for spec in discovered("datasets", DatasetSpec)))
+                 *(spec.key for spec in PACKAGE_DATASETS), *(spec.key for spec in discovered("datasets", DatasetSpec)))
 
 
 def get_dataset(key: str) -> DatasetSpec:

@@ -7,8 +7,9 @@ its reference checksums and the key its seeds are derived from. The split is the
 loaded frame is validated against the spec (`loaders.validate_frame`: columns, numbers, finite values, discrete
 domains, strictly increasing timestamps, enough rows for a window in every split) before any work.
 
-The built-in datasets are specs in `data/registry.py`; a plug-in package builds its own (usually with
-`csv_dataset`) and names it in the entry-point group `sfbench_jax.datasets` (see `sfbench_jax/plugins.py`).
+The paper's datasets are specs in `data/registry.py`; a dataset added inside this repository is `SPEC` (usually
+`csv_dataset(...)`) in its own module of `sfbench_jax/data/`, which the registry collects; a plug-in package builds
+its own and names it in the entry-point group `sfbench_jax.datasets` (see `sfbench_jax/plugins.py`).
 This module imports only the seeds and errors of the data layer, so a plug-in imports it without a registry.
 """
 

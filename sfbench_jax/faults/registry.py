@@ -2,9 +2,10 @@
 
 `SCENARIOS` holds the paper's eight scored scenarios in canonical order (the order is the worst-case tie-break
 and the scenario id that keys randomness). `TRANSFER_FAMILIES` holds the seven training-only families.
-`extra_scenarios()` lists the scored scenarios that installed packages register (entry-point group
-`sfbench_jax.faults`, type `spec.FaultSpec`): a run scores them only when `eval.scenarios` names them, beside
-the eight and never in the paper's aggregate scores.
+`extra_scenarios()` lists the further scored scenarios: those of this package's own modules (each module that
+binds a `SPEC` of type `spec.FaultSpec`, collected by `plugins.package_specs`, by name; no list to edit), then
+those installed packages register (entry-point group `sfbench_jax.faults`). A run scores them only when
+`eval.scenarios` names them, beside the eight and never in the paper's aggregate scores.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.severity import severity_to_units
 from sfbench_jax.faults.spec import RESERVED_SCENARIO_IDS, FaultSpec
 from sfbench_jax.faults.streams import stream_words
-from sfbench_jax.plugins import PluginError, discovered, register_specs
+from sfbench_jax.plugins import PluginError, discovered, package_specs, register_specs
 
 #: The spec type under its earlier name.
 Fault = FaultSpec
@@ -77,16 +78,18 @@ TRANSFER_KEYS: tuple[str, ...] = tuple(fault.key for fault in TRANSFER_FAMILIES)
 
 
 def _checked_extra(spec: FaultSpec) -> FaultSpec:
-    """A plug-in fault may not choose a built-in's stream id (its draws would repeat a paper scenario's)."""
+    """An extra fault may not choose a built-in's stream id (its draws would repeat a paper scenario's)."""
     if spec.scenario_id is not None and spec.scenario_id < RESERVED_SCENARIO_IDS:
-        raise PluginError(f"Plug-in fault {spec.name!r} sets scenario_id={spec.scenario_id}, which is reserved for "
+        raise PluginError(f"Extra fault {spec.name!r} sets scenario_id={spec.scenario_id}, which is reserved for "
                           f"built-in faults (< {RESERVED_SCENARIO_IDS}). Leave scenario_id unset (an id is derived "
                           "from the name).")
     return spec
 
 
-#: Every fault by name: the eight, the transfer families, then the plug-ins (by entry-point name).
+#: Every fault by name: the eight, the transfer families, the extra scenarios of this package's modules (by name),
+#: then the plug-ins (by entry-point name).
 FAULTS: dict[str, FaultSpec] = {fault.key: fault for fault in SCENARIOS + TRANSFER_FAMILIES}
+register_specs(FAULTS, (_checked_extra(spec) for spec in package_specs("sfbench_jax.faults", FaultSpec)), kind="faults")
 register_specs(FAULTS, (_checked_extra(spec) for spec in discovered("faults", FaultSpec)), kind="faults")
 
 

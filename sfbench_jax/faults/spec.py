@@ -3,8 +3,9 @@
 A spec holds the fault's pure functions (the JAX-mode sampler, the optional per-window preparation and the
 apply function the fused kernel calls), its class and figure group, its label, and optionally its
 reference-RNG parameter draw. The paper's eight scored scenarios and seven transfer families are specs built in
-`faults/registry.py`; a plug-in package builds its own and names it in the entry-point group
-`sfbench_jax.faults` (see `sfbench_jax/plugins.py`). This module imports only the fault context, so a plug-in
+`faults/registry.py`; an extra scenario added inside this repository is `SPEC` in its own module of
+`sfbench_jax/faults/` (the registry collects it); a plug-in package builds its own and names it in the entry-point
+group `sfbench_jax.faults` (see `sfbench_jax/plugins.py`). This module imports only the fault context, so a plug-in
 imports the type without importing a registry.
 
 Contract of the functions (all pure, traced by JAX, one window at a time; the engine vmaps them):
@@ -88,8 +89,8 @@ class FaultSpec:
         group_rank: its panel position within that group.
         reference: its reference-RNG parameter draw (None: the fault has no reference stream and `eval.rng_mode=
             reference` refuses it).
-        scenario_id: the id its randomness is folded from. Built-ins set it (a scored scenario's is its position
-            0..7); a plug-in leaves it None and gets `derived_scenario_id(name)` (>= 2**16).
+        scenario_id: the id its randomness is folded from. The paper's set it (a scored scenario's is its position
+            0..7); an extra scenario leaves it None and gets `derived_scenario_id(name)` (>= 2**16).
     """
 
     name: str

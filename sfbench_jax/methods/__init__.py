@@ -1,7 +1,8 @@
-"""Robustness-improvement methods (spec 4): the spec type (`spec`: `MethodSpec`), the registry (`registry`: the
-built-in specs and the plug-ins), the train-time transforms that act inside the compiled training step (`training`: PGD,
-randomized training, fault augmentation, the adaptive robust loss; RevIN wraps the model), the adaptive
-loss itself (`adaptive_loss`) and the post-hoc predict-function wrappers (`wrappers`: ensemble,
+"""Robustness-improvement methods (spec 4): the spec type (`spec`: `MethodSpec`), one module per built-in method
+holding its `SPEC` (`baseline`, `adversarial_training`, `ensemble`, ...), the registry (`registry`: the built-in
+specs, collected from this package, and the plug-ins), the train-time transforms that act inside the compiled
+training step (`training`: PGD, randomized training, fault augmentation, the adaptive robust loss; RevIN wraps the
+model), the adaptive loss itself (`adaptive_loss`) and the post-hoc predict-function wrappers (`wrappers`: ensemble,
 randomized smoothing). The training loop and the selection live elsewhere (`train`, `selection`)."""
 
 from sfbench_jax.methods.registry import (

@@ -1,8 +1,8 @@
 """The allowed range of every built-in method's recipe values, checked before any work: each method's spec
-(`methods/registry.py`) holds its `bounds` (recipe key -> `Bound`: a predicate on one value and the sentence that
-says the range and why) and its whole-grid `check` (the adaptive loss's pairs, smoothing's trimming, the ensemble's
-size). A value outside its range is one `ValueError` naming `method.grid.<key>`, the value, the range and the
-reason; nothing is trained or scored.
+(`SPEC` in its module, e.g. `methods/ensemble.py`) holds its `bounds` (recipe key -> `Bound`: a predicate on one
+value and the sentence that says the range and why) and its whole-grid `check` (the adaptive loss's pairs,
+smoothing's trimming, the ensemble's size). A value outside its range is one `ValueError` naming
+`method.grid.<key>`, the value, the range and the reason; nothing is trained or scored.
 """
 
 from __future__ import annotations

@@ -1,84 +1,27 @@
 """Registry of robustness methods by name (spec 4): the built-in `MethodSpec`s, then the plug-ins.
 
-What lives here: `METHODS` (built-ins in the paper's display order, Table 4's right block, then plug-ins by
-name) and `check_method`, which rejects bad method settings with one clear message before any work. A method of
-kind "baseline" trains the architecture plainly; "train" methods inherit the selected baseline winner's
-hyperparameters, overlay their recipe and train from scratch (the method acts inside the compiled step:
-`methods.training`); "wrap" methods wrap stored baseline predictors (`methods.wrappers`). Each recipe grid lives
-in its preset `conf/method/<name>.yaml`; what a method is and does is its spec (`methods/spec.py`).
+What lives here: `METHODS` (the built-ins, each `SPEC` in its own module of this package and collected from it, no
+list to edit: `plugins.package_specs`, in the order of their `display_rank`, the paper's Table 4 right block after
+the baseline; then plug-ins by entry-point name) and `check_method`, which rejects bad method settings with one
+clear message before any work. A method of kind "baseline" trains the architecture plainly; "train" methods
+inherit the selected baseline winner's hyperparameters, overlay their recipe and train from scratch (the method
+acts inside the compiled step: `methods.training`); "wrap" methods wrap stored baseline predictors
+(`methods.wrappers`). Each recipe grid lives in its preset `conf/method/<name>.yaml`; what a method is and does
+is its spec (`methods/spec.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from sfbench_jax.methods import recipe_bounds as bounds
-from sfbench_jax.methods import training
 from sfbench_jax.methods.spec import MethodSpec
-from sfbench_jax.methods.wrappers import ENSEMBLE, SMOOTHING
 from sfbench_jax.models.registry import MODELS
-from sfbench_jax.models.spec import ModelSpec
-from sfbench_jax.plugins import discovered, register_specs
+from sfbench_jax.plugins import discovered, package_specs, register_specs
 
-
-def _pgd_id(recipe: Mapping[str, Any]) -> str:
-    return f"advtrain_eps{recipe['eps']}_steps{recipe['steps']}_alpha0.02_channelsall"
-
-
-def _rt_id(recipe: Mapping[str, Any]) -> str:
-    return f"rt_spaceraw_std{recipe['sigma']}_channelscontinuous"
-
-
-def _fa_id(recipe: Mapping[str, Any]) -> str:
-    return f"fa_prof{recipe['profile']}_mix{recipe['p']}_sev{recipe['s_max']}_frac{recipe['frac_max']}"
-
-
-def _revin_id(recipe: Mapping[str, Any]) -> str:
-    return f"revin_affine{bool(recipe['affine'])}_eps1e-5"
-
-
-def _arl_id(recipe: Mapping[str, Any]) -> str:
-    return (f"arl_alo{recipe['alpha_lo']}_ainit{recipe['alpha_init']}_slo{recipe['scale_lo']}"
-            f"_sinit{recipe['scale_init']}")
-
-
-def _ensemble_id(recipe: Mapping[str, Any]) -> str:
-    return f"ensemble_top{recipe['top_k']}_{recipe['combine']}"
-
-
-def _rs_id(recipe: Mapping[str, Any]) -> str:
-    return f"rs_backbonebaseline_std{recipe['sigma']}_samples{recipe['samples']}_alpha{recipe['alpha']}"
-
-
-def _revin_compatible(model: ModelSpec) -> bool:
-    return model.is_trainable and model.supports_revin
-
-
-def _adaptive_loss_keys(unknown: Sequence[str]) -> str | None:
-    if set(unknown) & set(bounds.ADAPTIVE_ROBUST_LOSS):
-        return ("PGD adversarial training cannot be combined with the adaptive robust loss (spec 4.4: only MSE or "
-                "MAE training losses); run method=adaptive_robust_loss separately.")
-    return None
-
-
-METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
-    MethodSpec("baseline", "baseline", "Baseline", lambda recipe: "baseline", applicable=lambda model: True),
-    MethodSpec("adversarial_training", "train", "PGD", _pgd_id, transform=training.adversarial_training,
-               bounds=bounds.PGD, unknown_keys=_adaptive_loss_keys),
-    MethodSpec("ensemble", "wrap", "Ensemble", _ensemble_id, wrapper=ENSEMBLE, bounds=bounds.ENSEMBLE,
-               check=bounds.check_ensemble),
-    MethodSpec("randomized_training", "train", "Rand. Train", _rt_id, transform=training.randomized_training,
-               bounds=bounds.RANDOMIZED_TRAINING),
-    MethodSpec("randomized_smoothing", "wrap", "Rand. Smooth", _rs_id, wrapper=SMOOTHING,
-               bounds=bounds.RANDOMIZED_SMOOTHING, check=bounds.check_smoothing),
-    MethodSpec("adaptive_robust_loss", "train", "ARL", _arl_id, transform=training.adaptive_robust_loss,
-               bounds=bounds.ADAPTIVE_ROBUST_LOSS, check=bounds.check_adaptive_pairs),
-    MethodSpec("revin", "train", "RevIN", _revin_id, applicable=_revin_compatible, model_wrapper=training.revin,
-               bounds=bounds.REVIN),
-    MethodSpec("fault_augmentation", "train", "Fault Aug.", _fa_id, transform=training.fault_augmentation,
-               bounds=bounds.FAULT_AUGMENTATION),
-)}
+#: The built-ins (each `SPEC` in its own module of this package) by `display_rank`, the paper's Table 4 order; then
+#: the plug-ins by entry-point name.
+METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in package_specs("sfbench_jax.methods", MethodSpec)}
 register_specs(METHODS, discovered("methods", MethodSpec), kind="methods")
 
 

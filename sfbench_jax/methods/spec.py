@@ -3,8 +3,9 @@ robustness method.
 
 A plug-in package imports this module (and public building blocks such as `sfbench_jax.methods.training`'s
 transforms or `sfbench_jax.methods.wrappers`), never the registry, and names a `MethodSpec` in its
-`sfbench_jax.methods` entry point (docs/extending.md). Built-ins are specs like any other (`methods/registry.py`).
-The recipe grid lives in the method's preset `method/<name>.yaml`.
+`sfbench_jax.methods` entry point (docs/extending.md). Built-ins are specs like any other: each is `SPEC` in its
+own module of `sfbench_jax/methods/` (e.g. `methods/ensemble.py`), which the registry collects. The recipe grid
+lives in the method's preset `method/<name>.yaml`.
 
 A method is one of three kinds: "baseline" trains the architecture plainly; "train" inherits the baseline
 winner's hyperparameters, overlays its recipe and trains from scratch, acting inside the compiled step through
@@ -77,6 +78,9 @@ class MethodSpec:
         check: further checks of the whole recipe grid before any work, `(grid, *, num_baseline_candidates)`,
             raising a `ValueError` that names the problem and the fix.
         unknown_keys: `(unknown recipe keys) -> message or None`: a specific error for keys that belong elsewhere.
+        display_rank: a built-in's position in the registry and so in the report (the paper's Table 4 order,
+            0 = the baseline); None: after the ranked built-ins, by name. Plug-ins from entry points come after all
+            built-ins, by entry-point name, whatever their rank.
     """
 
     name: str
@@ -90,6 +94,7 @@ class MethodSpec:
     bounds: Mapping[str, Bound] = dataclasses.field(default_factory=dict)
     check: Callable[..., None] | None = None
     unknown_keys: Callable[[Sequence[str]], str | None] | None = None
+    display_rank: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -11,7 +11,7 @@ Each transform is a small frozen (hashable, static) dataclass with three hooks t
 
 Keys arrive per step from the training loop (their own stream, never an evaluation key); per window they
 are folded with the window's row in the batch. RevIN changes the model, not the step (`revin`).
-Each method's spec (`methods/registry.py`) names its builder here (`adversarial_training`, ...).
+Each method's spec (`SPEC` in its own module, e.g. `methods/adversarial_training.py`) names its builder here.
 
 Recipe values are data, not program constants: `recipe_values()` gives a transform's numeric settings (PGD's
 eps, the noise level, the augmentation's p and s_max, the adaptive loss's bounds) as float32 host values,

@@ -2,8 +2,9 @@
 
 What lives here: `MODELS` (name -> `ModelSpec` of `models/spec.py`: config dataclass, validity predicate, module
 class, label, family, trainable / channel-independent / RevIN capabilities; each built-in's spec is `SPEC` in its own
-module, listed here in the paper's display order, then the plug-ins of entry-point group `sfbench_jax.models`; host
-models such as Chronos-2 and external predictors are entries like any other), and the functions the rest of the
+module, collected from this package (no list to edit: `plugins.package_specs`) in the order of the specs'
+`display_rank`, the paper's, then the plug-ins of entry-point group `sfbench_jax.models`; host models such as
+Chronos-2 and external predictors are entries like any other), and the functions the rest of the
 engine calls: `expand_grid`, `is_valid_combination`, `make_config` and `build_model`. Every architecture,
 SeasonalNaive included, is built the same way. Each grid lives in one place, the model's preset
 `conf/model/<name>.yaml` (installed as `sfbench_jax.conf`), in the preset's key order. Candidate sampling
@@ -27,20 +28,17 @@ from typing import Any
 import jax
 from flax import nnx
 
-from sfbench_jax.models import chronos2, dlinear, external, gru, moderntcn, patchtst, seasonal_naive, tsmixer
 from sfbench_jax.models.revin import RevIN, RevINConfig
 from sfbench_jax.models.spec import ModelSpec
-from sfbench_jax.plugins import discovered, register_specs
+from sfbench_jax.plugins import discovered, package_specs, register_specs
 
 NON_ARCHITECTURE_KEYS: tuple[str, ...] = ("lr",)
 """Grid keys that are not architecture hyperparameters; `build_model` accepts and ignores them."""
 
 
-#: Built-ins in the paper's display order (Table 4, Figure 2), each spec in its own module; then the plug-ins by name.
-MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (
-    seasonal_naive.SPEC, dlinear.SPEC, gru.SPEC, moderntcn.SPEC, tsmixer.SPEC, patchtst.SPEC,
-    chronos2.SPEC, external.SPEC,  # host models
-)}
+#: The built-ins (each `SPEC` in its own module of this package) by `display_rank`, the paper's display order (Table 4,
+#: Figure 2), the host models last; then the plug-ins by entry-point name.
+MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in package_specs("sfbench_jax.models", ModelSpec)}
 register_specs(MODELS, discovered("models", ModelSpec), kind="models")
 
 

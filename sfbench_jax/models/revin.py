@@ -18,8 +18,6 @@ from flax import nnx
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs
 from sfbench_jax.models.hparams import require_bool
 
-REVIN_ARCHITECTURES: tuple[str, ...] = ("dlinear", "gru", "moderntcn", "tsmixer")
-
 
 @dataclasses.dataclass(frozen=True)
 class RevINConfig:
