@@ -9,16 +9,21 @@ import jax
 from jax.experimental.compilation_cache import compilation_cache
 
 from sfbench_jax.config import RunConfig
+from sfbench_jax.evaluate.program_cache import use_program_cache
 from sfbench_jax.files import ensure_writable_dir
 
 #: Programs that compile faster than this are not worth a cache file (JAX's default is 1 s, which would
 #: leave out the season-selection and bootstrap programs of a SeasonalNaive run).
 MIN_CACHED_COMPILE_SECONDS = 0.1
 
+#: Compiled evaluation programs (`evaluate.program_cache`: no trace or lowering on a hit), beside `xla/`.
+PROGRAMS_FOLDER = "programs"
+
 
 def use_compilation_cache(cfg: RunConfig) -> Path | None:
-    """Point JAX's persistent compilation cache at `<cache_dir>/xla`, or switch it off
-    (`compilation_cache=false` or no `cache_dir`). Returns the folder in use.
+    """Point JAX's persistent compilation cache at `<cache_dir>/xla` and the evaluation program cache at
+    `<cache_dir>/programs`, or switch both off (`compilation_cache=false` or no `cache_dir`). Returns the JAX cache
+    folder in use.
 
     Raises:
         PermissionError: the folder cannot be created or written (before any work).
@@ -32,4 +37,5 @@ def use_compilation_cache(cfg: RunConfig) -> Path | None:
         compilation_cache.set_cache_dir(wanted)
         compilation_cache.reset_cache()
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_CACHED_COMPILE_SECONDS)
+    use_program_cache(None if folder is None else folder.parent / PROGRAMS_FOLDER)
     return folder

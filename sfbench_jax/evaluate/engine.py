@@ -32,6 +32,7 @@ from jax.sharding import PartitionSpec as P
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import WindowShape, gather_windows, window_shape
+from sfbench_jax.evaluate import program_cache
 from sfbench_jax.evaluate.kernel import (
     apply_scenario,
     draw_block,
@@ -88,6 +89,9 @@ class EngineStats:
     temp_bytes_per_chunk: int | None = None
     compiles: int = 1
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: Where the compiled program came from: "loaded" (the program cache), "stored" (compiled and cached),
+    #: "compiled" (compiled, not cacheable), None (the program cache is off).
+    program_cache: str | None = None
 
 
 # --- what a program computes ------------------------------------------------------------------------
@@ -322,15 +326,37 @@ class CompiledChunk:
     plan: ChunkPlan
     first_arguments: tuple
     temp_bytes: int | None
+    program_cache: str | None = None
 
 
 def compile_chunk(program: WindowProgram, inputs: DeviceInputs, plan: ChunkPlan) -> CompiledChunk:
     """Compile (or fetch from the caches) the chunk kernel for the plan's block and chunk sizes."""
     arguments = inputs.chunk_arguments(plan, plan.window_ids(0))
-    compiled = chunk_kernel(program, inputs.options.rng_mode, plan.block_size, plan.mesh).lower(*arguments).compile()
+    compiled, source = cached_program(program, inputs.options.rng_mode, plan, arguments)
     analysis = compiled.memory_analysis()
     temp = None if analysis is None else int(analysis.temp_size_in_bytes)
-    return CompiledChunk(compiled=compiled, plan=plan, first_arguments=arguments, temp_bytes=temp)
+    return CompiledChunk(compiled=compiled, plan=plan, first_arguments=arguments, temp_bytes=temp,
+                         program_cache=source)
+
+
+def cached_program(program: WindowProgram, rng_mode: str, plan: ChunkPlan, arguments: tuple) -> tuple[Any, str | None]:
+    """The chunk kernel compiled for `arguments` and where it came from (`EngineStats.program_cache`): loaded from
+    the program cache (`program_cache.py`: no trace, no lowering), else traced and compiled, and stored there."""
+    def compile_now() -> Any:
+        return chunk_kernel(program, rng_mode, plan.block_size, plan.mesh).lower(*arguments).compile()
+
+    if program_cache.program_cache_folder() is None:
+        return compile_now(), None
+    key = program_cache.program_key(program, rng_mode, plan.block_size, plan.mesh, arguments)
+    if key is None:
+        return compile_now(), "compiled"
+    loaded = program_cache.load(key, plan.mesh)
+    if loaded is not None:
+        return loaded, "loaded"
+    with program_cache.fresh_compilation():
+        compiled = compile_now()
+    stored = program_cache.store(key, compiled, program_cache.loaded_code(), plan.mesh, arguments)
+    return compiled, "stored" if stored else "compiled"
 
 
 def compile_within_budget(program: WindowProgram, inputs: DeviceInputs,
@@ -421,7 +447,7 @@ def run_window_program(program: WindowProgram, state: Any, data: PreparedData, o
     stats = EngineStats(compile_seconds=compile_seconds, run_seconds=time.perf_counter() - started - compile_seconds,
                         chunk_size=plan.chunk_size, num_chunks=plan.num_chunks, num_devices=plan.mesh.size,
                         block_size=plan.block_size, temp_bytes_per_chunk=chunk.temp_bytes, compiles=compiles,
-                        notes=tuple(notes))
+                        notes=tuple(notes), program_cache=chunk.program_cache)
     return outputs, plan.starts, stats
 
 

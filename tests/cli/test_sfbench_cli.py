@@ -123,6 +123,11 @@ def test_compiled_programs_are_cached_and_reused_without_changing_results(tmp_pa
         assert completed.returncode == 0, completed.stderr[-3000:]
         runs.append(tmp_path / name)
     assert list((tmp_path / "on" / "xla").glob("*-cache")), "no compiled program was stored"
+    assert not (tmp_path / "off" / "programs").exists()
+    # the evaluation program itself (no trace or lowering when loaded): stored by the first run, loaded by the next
+    sources = [json.loads((run_dir / "manifest.json").read_text())["models"][0]["engine"]["program_cache"]
+               for run_dir in runs]
+    assert sources == ["stored", "loaded"]
     reference = (tmp_path / "run_off" / "summary.csv").read_bytes()
     for run_dir in runs:
         assert (run_dir / "summary.csv").read_bytes() == reference

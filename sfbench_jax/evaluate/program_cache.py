@@ -1,0 +1,223 @@
+"""A persistent cache of compiled chunk kernels (the fused evaluation program), so that a warm process loads the
+executable instead of tracing and lowering the kernel again.
+
+JAX's persistent compilation cache (`cache_dir/xla`) skips XLA's compilation only: its key is the lowered program,
+so every process still traces and lowers the fused kernel (about 0.8 s of CPU in a SeasonalNaive
+`sfbench eval=quick`, a fifth of the whole process). This cache is keyed on what determines the program instead,
+and holds the compiled executable itself, so a hit runs the very executable a fresh compilation gave: the numbers
+are the same bit for bit.
+
+The key (`program_key`) is a SHA-256 over
+* the program: its kind, the predictor's description (only a predictor built by `evaluate.predict.predict_fn` has
+  one: its model's graph definition, with every static attribute), the scenarios, the fault context, the window
+  shape and the channel-sparse flag, the RNG mode and the block size;
+* the arguments: their tree structure, shapes, dtypes, weak types and shardings, and the mesh's devices;
+* the platform: Python, JAX, jaxlib, Flax and NumPy versions, the backend's platform and version, the host CPU's
+  flags, `XLA_FLAGS` and every `JAX_*` variable, and every `jax.config` value;
+* the code in use: every loaded module's name and file (so another checkout or installation is another key).
+A program without a description (a method's wrapper, a row-aware or host model) is never cached.
+
+The code is checked on every hit: an entry records every module that was loaded when its program was traced
+(path, size, modification time and inode of its file) and is used only while each of those files is unchanged, so an
+edited or upgraded module (the package's own, a plug-in's or a library's) makes the entry stale; the program is then
+traced and compiled again and the entry replaced. An entry is written only from a fresh compilation (an executable
+that JAX itself loaded from its cache cannot be serialised again intact), atomically, and only after the written
+bytes were loaded back and ran the first chunk to the fresh program's outputs bit for bit. An entry that cannot be
+read or loaded is ignored. The `sfbench` command switches it on beside JAX's cache (`cli.compilation_cache`);
+library calls do not use it unless `use_program_cache` is called.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jax.experimental import serialize_executable
+
+from sfbench_jax.predictors import ChannelIndependentPredictor
+
+#: Format of an entry; a change makes every older entry a miss.
+FORMAT = 1
+
+#: The folder in use (None: off).
+_FOLDER: list[Path | None] = [None]
+
+#: Distributions whose versions enter the key.
+VERSIONED = ("jax", "jaxlib", "flax", "numpy", "ml_dtypes")
+
+#: Attribute a predict function carries when it can be described (`evaluate.predict`).
+DESCRIPTION_ATTRIBUTE = "sfbench_program_description"
+
+
+def use_program_cache(folder: Path | None) -> None:
+    """Keep compiled chunk kernels in `folder` (None: off)."""
+    _FOLDER[0] = None if folder is None else Path(folder)
+
+
+def program_cache_folder() -> Path | None:
+    """The folder in use, or None."""
+    return _FOLDER[0]
+
+
+def describe_predictor(predict: Any) -> Any:
+    """A picklable description of a predictor that determines its traced program, or None."""
+    if isinstance(predict, ChannelIndependentPredictor):
+        full, channels = describe_predictor(predict.full), describe_predictor(predict.channels)
+        return None if full is None or channels is None else ("channel_independent", full, channels)
+    return getattr(predict, DESCRIPTION_ATTRIBUTE, None)
+
+
+def _argument_layout(arguments: tuple) -> tuple:
+    leaves, tree = jax.tree.flatten(arguments)
+    layout = []
+    for leaf in leaves:
+        sharding = getattr(leaf, "sharding", None)
+        layout.append((tuple(np.shape(leaf)), str(getattr(leaf, "dtype", type(leaf))),
+                       bool(getattr(leaf, "weak_type", False)), repr(getattr(sharding, "spec", sharding))))
+    return str(tree), tuple(layout)
+
+
+def _platform(mesh: jax.sharding.Mesh) -> tuple:
+    devices = list(mesh.devices.flat)
+    client = devices[0].client
+    versions = []
+    for name in VERSIONED:
+        try:
+            versions.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            versions.append((name, None))
+    environment = sorted((key, value) for key, value in os.environ.items()
+                         if key == "XLA_FLAGS" or key.startswith("JAX_"))
+    config = sorted((key, repr(value)) for key, value in jax.config.values.items())
+    return (sys.version, tuple(versions), client.platform, client.platform_version, _cpu_flags(),
+            tuple((device.id, device.device_kind) for device in devices), mesh.axis_names,
+            tuple(environment), tuple(config))
+
+
+def _cpu_flags() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            return next((line for line in handle if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        return ""
+
+
+def program_key(program: Any, rng_mode: str, block_size: int, mesh: jax.sharding.Mesh,
+                arguments: tuple) -> str | None:
+    """The entry's key (see the module docstring), or None when the program cannot be described."""
+    predict = getattr(program, "predict", None)
+    description = describe_predictor(predict) if predict is not None else None
+    if description is None:
+        return None
+    fields = (type(program).__module__, type(program).__qualname__, description, program.scenarios, program.ctx,
+              program.shape, getattr(program, "channel_sparse", None))
+    try:
+        payload = pickle.dumps((FORMAT, fields, rng_mode, block_size, _argument_layout(arguments), _platform(mesh),
+                                tuple((name, path) for name, path, _ in loaded_code(with_state=False))), protocol=5)
+    except Exception:  # noqa: BLE001 - anything that does not pickle (a closure, a lambda) is not cached
+        return None
+    return hashlib.sha256(payload).hexdigest()
+
+
+def _file_state(path: str) -> tuple | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+def loaded_code(*, with_state: bool = True) -> tuple[tuple[str, str, tuple | None], ...]:
+    """Every loaded module with a file: `(name, path, (size, modification time, inode))` (the state None
+    without `with_state`)."""
+    modules = sorted((name, module.__file__) for name, module in list(sys.modules.items())
+                     if isinstance(getattr(module, "__file__", None), str))
+    return tuple((name, path, _file_state(path) if with_state else None) for name, path in modules)
+
+
+def code_unchanged(code: tuple[tuple[str, str, tuple | None], ...]) -> bool:
+    """Whether every module file recorded with an entry is as it was."""
+    return all(state is not None and _file_state(path) == state for _, path, state in code)
+
+
+def load(key: str, mesh: jax.sharding.Mesh) -> Any | None:
+    """The compiled program stored under `key` if its code is unchanged, else None."""
+    folder = program_cache_folder()
+    if folder is None:
+        return None
+    try:
+        with open(folder / f"{key}.bin", "rb") as handle:
+            entry = pickle.load(handle)
+        if entry.get("format") != FORMAT or not code_unchanged(entry["code"]):
+            return None
+        serialized, in_tree, out_tree = entry["executable"]
+        return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree,
+                                                         execution_devices=list(mesh.devices.flat))
+    except Exception:  # noqa: BLE001 - an unreadable or unloadable entry is a miss (and is replaced)
+        return None
+
+
+@contextlib.contextmanager
+def fresh_compilation() -> Iterator[None]:
+    """JAX's persistent cache off for the block (its executables do not serialise again intact)."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    folder = jax.config.jax_compilation_cache_dir
+    if folder is None:
+        yield
+        return
+    compilation_cache.set_cache_dir(None)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        compilation_cache.set_cache_dir(folder)
+        compilation_cache.reset_cache()
+
+
+def _same_outputs(first: Any, second: Any) -> bool:
+    left, right = jax.device_get(jax.tree.leaves(first)), jax.device_get(jax.tree.leaves(second))
+    if len(left) != len(right):
+        return False
+    return all(a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+               for a, b in zip(left, right, strict=True))
+
+
+def store(key: str, compiled: Any, code: tuple, mesh: jax.sharding.Mesh, arguments: tuple) -> bool:
+    """Serialise a freshly compiled program under `key`, after checking that the bytes load back and give the same
+    outputs on `arguments` bit for bit. Returns whether it was stored (a failure only leaves it out: e.g. an
+    executable that already ran, whose CPU sort kernels no longer serialise)."""
+    folder = program_cache_folder()
+    if folder is None:
+        return False
+    try:
+        executable = serialize_executable.serialize(compiled)
+        entry = pickle.dumps({"format": FORMAT, "code": code, "executable": executable}, protocol=5)
+        loaded = serialize_executable.deserialize_and_load(*executable, execution_devices=list(mesh.devices.flat))
+        if not _same_outputs(compiled(*arguments), loaded(*arguments)):
+            return False
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(entry)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; use normal permissions
+            os.replace(temporary, folder / f"{key}.bin")
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        return True
+    except Exception:  # noqa: BLE001 - a program that cannot be serialised or written is simply not cached
+        return False

@@ -1,0 +1,124 @@
+"""The compiled-program cache of the evaluation engine (`evaluate/program_cache.py`): a loaded program gives the
+fresh program's numbers bit for bit, an entry goes stale when a module it was traced with changes, programs that
+cannot be described are not cached, a damaged entry is a miss, and the key tells programs apart. Real ETTh1
+windows, SeasonalNaive (each test compiles the kernel one to three times: seconds on an idle 2-core CPU)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from sfbench_jax.config import EvalConfig
+from sfbench_jax.data import load, prepare
+from sfbench_jax.data.windows import window_shape
+from sfbench_jax.evaluate import predict_fn, program_cache, score_windows
+from sfbench_jax.evaluate.engine import ScoreProgram, fault_context, make_mesh
+from sfbench_jax.faults.registry import SCENARIOS
+from sfbench_jax.models.seasonal_naive import SeasonalNaive
+
+
+@pytest.fixture(scope="module")
+def etth1():
+    data = prepare(load("etth1"))
+    model = SeasonalNaive(season_length=24, input_len=96, horizon=96, target_indices=range(7))
+    return data, model
+
+
+@pytest.fixture
+def cache(tmp_path: Path):
+    # An entry is written from a program that has not run yet (one that ran no longer serialises): start each test
+    # without the programs JAX keeps in memory from earlier tests.
+    jax.clear_caches()
+    program_cache.use_program_cache(tmp_path / "programs")
+    yield tmp_path / "programs"
+    program_cache.use_program_cache(None)
+
+
+def _score(data, model, rng_mode: str = "jax", sparse: bool = True, predict=None):
+    built, state = predict_fn(model, channel_sparse=sparse)
+    options = EvalConfig(seed=3, k=96, progress=False, block_size=16, rng_mode=rng_mode, channel_sparse=sparse)
+    return score_windows(predict or built, state, data, options)
+
+
+def _assert_same(first, second) -> None:
+    for name in ("clean", "faulted", "severity_units", "sample_starts"):
+        assert getattr(first, name).tobytes() == getattr(second, name).tobytes(), name
+
+
+@pytest.mark.parametrize(("rng_mode", "sparse"), [("jax", True), ("reference", False)])
+def test_a_loaded_program_gives_the_fresh_numbers_bit_for_bit(etth1, cache: Path, rng_mode: str,
+                                                               sparse: bool) -> None:
+    data, model = etth1
+    stored, stats = _score(data, model, rng_mode, sparse)
+    assert stats.program_cache == "stored" and len(list(cache.glob("*.bin"))) == 1
+    loaded, stats = _score(data, model, rng_mode, sparse)
+    assert stats.program_cache == "loaded"
+    program_cache.use_program_cache(None)
+    uncached, stats = _score(data, model, rng_mode, sparse)
+    assert stats.program_cache is None
+    _assert_same(stored, uncached)
+    _assert_same(loaded, uncached)  # (a separate process without the cache: tests/cli/test_sfbench_cli.py)
+
+
+def test_an_entry_is_stale_once_a_module_it_was_traced_with_changes_and_a_damaged_one_is_a_miss(
+        etth1, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "src" / "program_cache_probe.py"
+    source.parent.mkdir()
+    source.write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(source.parent))
+    importlib.import_module("program_cache_probe")  # loaded while the program is traced: recorded with the entry
+    try:
+        data, model = etth1
+        assert _score(data, model, sparse=False)[1].program_cache == "stored"
+        assert _score(data, model, sparse=False)[1].program_cache == "loaded"
+        source.write_text("VALUE = 22\n")  # the module's file changed: the entry must not be used
+        jax.clear_caches()  # (so that the program compiled again has not run and can be stored)
+        expected, stats = _score(data, model, sparse=False)
+        assert stats.program_cache == "stored"
+        (entry,) = cache.glob("*.bin")  # a damaged entry is a miss, and is replaced
+        entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
+        jax.clear_caches()
+        again, stats = _score(data, model, sparse=False)
+        assert stats.program_cache == "stored"
+        _assert_same(again, expected)
+        assert _score(data, model, sparse=False)[1].program_cache == "loaded"
+    finally:
+        sys.modules.pop("program_cache_probe", None)
+
+
+def test_a_predictor_without_a_description_is_not_cached(etth1, cache: Path) -> None:
+    data, model = etth1
+    built, _ = predict_fn(model)
+
+    def wrapped(state, x):  # e.g. a method's wrapper: its closure is not a description of the program
+        return built(state, x)
+
+    assert _score(data, model, sparse=False, predict=wrapped)[1].program_cache == "compiled"
+    assert not list(cache.glob("*.bin"))
+
+
+def test_the_key_covers_rng_mode_block_size_and_arguments(etth1) -> None:
+    data, model = etth1
+    predict, _ = predict_fn(model, channel_sparse=True)
+    program = ScoreProgram(predict=predict, scenarios=tuple(SCENARIOS), ctx=fault_context(data),
+                           shape=window_shape(data.spec))
+    mesh = make_mesh(1)
+    arguments = (np.zeros((16,), np.int32),)
+    key = program_cache.program_key(program, "jax", 16, mesh, arguments)
+    assert key is not None and key == program_cache.program_key(program, "jax", 16, mesh, arguments)
+    assert key != program_cache.program_key(program, "reference", 16, mesh, arguments)
+    assert key != program_cache.program_key(program, "jax", 32, mesh, arguments)
+    assert key != program_cache.program_key(program, "jax", 16, mesh, (np.zeros((32,), np.int32),))
+    dense = ScoreProgram(predict=predict, scenarios=tuple(SCENARIOS), ctx=fault_context(data),
+                         shape=window_shape(data.spec), channel_sparse=False)
+    assert key != program_cache.program_key(dense, "jax", 16, mesh, arguments)
+    weekly, _ = predict_fn(SeasonalNaive(season_length=168, input_len=96, horizon=96, target_indices=range(7)),
+                           channel_sparse=True)
+    other_model = ScoreProgram(predict=weekly, scenarios=tuple(SCENARIOS), ctx=fault_context(data),
+                               shape=window_shape(data.spec))
+    assert key != program_cache.program_key(other_model, "jax", 16, mesh, arguments)
