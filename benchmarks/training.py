@@ -269,52 +269,73 @@ def methods_main(args: argparse.Namespace) -> dict:
     return result
 
 
-#: The two ways of training a method's variants: one vectorised group per recipe structure (the engine's
-#: default, `train.group_size` null) and one variant after another (`train.group_size=1`).
-VARIANT_LAYOUTS = (("vectorised", None), ("sequential", 1))
+#: Relative difference of the best validation losses within which both layouts count as giving equal numbers.
+VARIANT_RTOL = 1e-5
+
+
+def variant_layouts(budget: int) -> tuple[tuple[str, int], ...]:
+    """The two ways of training a method's variants: all of them as one vectorised group split over every local
+    device (`train.group_size` = the number of variants, `train.num_devices` null) and one variant after another
+    (`train.group_size=1`, the single-candidate program reused for every variant)."""
+    return (("vectorised", budget), ("sequential", 1))
+
+
+def _search_once(data, architecture: str, method: str, options: TrainConfig, budget: int) -> tuple[list, float]:
+    """One whole variant search on a fresh candidate store: its records and wall seconds."""
+    import tempfile
+
+    from sfbench_jax.methods.registry import get_method, method_grid
+    from sfbench_jax.train import CandidateStore, run_search
+    from sfbench_jax.train.sweep import plan_method_search
+
+    plan = plan_method_search(data, architecture, method, recipes=method_grid(method, None),
+                              variant_id=get_method(method).variant_id, inherited={"lr": 1e-3},
+                              options=options, budget=budget)
+    with tempfile.TemporaryDirectory() as store:
+        started = time.perf_counter()
+        results = run_search(data, plan, store=CandidateStore(store), options=options)
+        return results, time.perf_counter() - started
+
+
+def _agreement(ours: list, theirs: list) -> dict:
+    """Whether two searches selected the same variant with the same epochs and best losses (to `VARIANT_RTOL`)."""
+    from sfbench_jax.train import select_winner
+
+    selected = [select_winner(r).variant for r in (ours, theirs)]
+    difference = max(abs(a.best_val_loss - b.best_val_loss) / abs(b.best_val_loss)
+                      for a, b in zip(ours, theirs, strict=True))
+    same_epochs = all((a.epochs_run, a.best_epoch) == (b.epochs_run, b.best_epoch)
+                      for a, b in zip(ours, theirs, strict=True))
+    return {"selected": selected, "max_relative_difference": difference, "same_epochs": same_epochs,
+            "agree": selected[0] == selected[1] and same_epochs and difference <= VARIANT_RTOL}
 
 
 def variant_search(data, architecture: str, method: str, *, steps: int | None, max_epochs: int, patience: int,
                    budget: int, repeats: int) -> dict:
-    """The method's whole variant search (`run_search` on a fresh candidate store: every variant trained with
-    early stopping, saved, then the winner selected) vectorised and one variant after another, the two
-    interleaved in each round (their order alternating): seconds of each, the paired ratio per round, and
-    whether both selected the same variant with the same numbers. The variants inherit the architecture's
-    default hyperparameters at learning rate 1e-3 (in a study: the baseline winner's). Round 1 includes the
-    compilation of both layouts' programs."""
-    import tempfile
-
-    from sfbench_jax.methods.registry import get_method, method_grid
-    from sfbench_jax.train import CandidateStore, run_search, select_winner
-    from sfbench_jax.train.sweep import plan_method_search
-
+    """The method's whole variant search as `sfbench` runs it (`run_search` on a fresh candidate store: every variant
+    trained with early stopping, saved with its checkpoint, then the winner selected), vectorised and one variant
+    after another, the two back to back in each round with their order alternating: seconds of each, the ratio per
+    round, the load average, and whether both selected the same variant with the same numbers. The variants inherit
+    the architecture's default hyperparameters at learning rate 1e-3 (in a study: the baseline winner's). Round 1
+    includes the compilation of both layouts' programs (later rounds reuse them, as a warm compilation cache does)."""
     rounds = []
     for round_index in range(repeats):
-        layouts = VARIANT_LAYOUTS if round_index % 2 == 0 else VARIANT_LAYOUTS[::-1]
+        layouts = variant_layouts(budget)
         seconds, results = {}, {}
-        for label, size in layouts:
+        for label, size in layouts if round_index % 2 == 0 else layouts[::-1]:
             options = TrainConfig(max_epochs=max_epochs, patience=patience, steps_per_epoch=steps,
                                   candidate_budget=budget, group_size=size, progress=False)
-            plan = plan_method_search(data, architecture, method, recipes=method_grid(method, None),
-                                      variant_id=get_method(method).variant_id, inherited={"lr": 1e-3},
-                                      options=options, budget=budget)
-            with tempfile.TemporaryDirectory() as store:
-                started = time.perf_counter()
-                results[label] = run_search(data, plan, store=CandidateStore(store), options=options)
-                seconds[label] = time.perf_counter() - started
-        ours, theirs = results["vectorised"], results["sequential"]
-        rounds.append({
-            "vectorised_seconds": seconds["vectorised"], "sequential_seconds": seconds["sequential"],
-            "ratio": seconds["sequential"] / seconds["vectorised"],
-            "selected": [select_winner(r).variant for r in (ours, theirs)],
-            "max_relative_difference": max(abs(a.best_val_loss - b.best_val_loss) / abs(b.best_val_loss)
-                                           for a, b in zip(ours, theirs, strict=True)),
-            "same_epochs": all((a.epochs_run, a.best_epoch) == (b.epochs_run, b.best_epoch)
-                               for a, b in zip(ours, theirs, strict=True)),
-            "epochs_run": sorted(r.epochs_run for r in ours)})
+            results[label], seconds[label] = _search_once(data, architecture, method, options, budget)
+        rounds.append({"vectorised_seconds": seconds["vectorised"], "sequential_seconds": seconds["sequential"],
+                       "ratio": seconds["sequential"] / seconds["vectorised"], "load_average": os.getloadavg()[0],
+                       **_agreement(results["vectorised"], results["sequential"]),
+                       "epochs_run": sorted(r.epochs_run for r in results["vectorised"])})
+    warm = rounds[1:] or rounds
     return {"dataset": data.spec.key, "architecture": architecture, "method": method, "variants": budget,
             "steps_per_epoch": steps, "max_epochs": max_epochs, "patience": patience, "rounds": rounds,
-            "median_ratio": statistics.median(r["ratio"] for r in rounds)}
+            "median_ratio": statistics.median(r["ratio"] for r in rounds),
+            "median_ratio_warm": statistics.median(r["ratio"] for r in warm),
+            "agree": all(r["agree"] for r in rounds)}
 
 
 def variants_main(args: argparse.Namespace) -> dict:
@@ -323,22 +344,23 @@ def variants_main(args: argparse.Namespace) -> dict:
     data = prepare(load((args.datasets or ["etth1"])[0], data_root=DATA_ROOT))
     architecture = (args.architectures or ["dlinear"])[0]
     result = {"device": f"{device.platform}:{device.device_kind}", "devices": len(jax.devices()),
-              "jax": jax.__version__, **variant_search(
+              "cores": len(os.sched_getaffinity(0)), "jax": jax.__version__, **variant_search(
                   data, architecture, args.variant_method, steps=args.steps, max_epochs=args.max_epochs,
                   patience=args.patience, budget=args.budget, repeats=args.repeats)}
     if args.json:
         print(json.dumps(result))
         return result
-    print(f"device: {result['device']} x {result['devices']} (jax {result['jax']}); {result['method']} search of "
-          f"{architecture} on {data.spec.key}: {args.budget} variants, {args.steps or 'all'} steps per epoch, at most "
-          f"{args.max_epochs} epochs, patience {args.patience}")
+    print(f"device: {result['device']} x {result['devices']} on {result['cores']} cores (jax {result['jax']}); "
+          f"{result['method']} search of {architecture} on {data.spec.key}: {args.budget} variants, "
+          f"{args.steps or 'all'} steps per epoch, at most {args.max_epochs} epochs, patience {args.patience}")
     for number, row in enumerate(result["rounds"], start=1):
-        print(f"round {number}: vectorised {row['vectorised_seconds']:.1f} s, one after another "
-              f"{row['sequential_seconds']:.1f} s -> {row['ratio']:.2f}x; selected {row['selected'][0]} / "
-              f"{row['selected'][1]}, same epochs {row['same_epochs']}, best val max rel. difference "
-              f"{row['max_relative_difference']:.1e}; epochs run {row['epochs_run']}")
-    print(f"median ratio (one after another / vectorised): {result['median_ratio']:.2f}x (round 1 includes "
-          "compilation)")
+        print(f"round {number} (load {row['load_average']:.1f}): vectorised {row['vectorised_seconds']:.1f} s, one "
+              f"after another {row['sequential_seconds']:.1f} s -> {row['ratio']:.2f}x; selected "
+              f"{row['selected'][0]} / {row['selected'][1]}, same epochs {row['same_epochs']}, best val max rel. "
+              f"difference {row['max_relative_difference']:.1e}; epochs run {row['epochs_run']}", flush=True)
+    print(f"median ratio (one after another / vectorised): {result['median_ratio']:.2f}x over {len(result['rounds'])} "
+          f"rounds (round 1 includes compilation), {result['median_ratio_warm']:.2f}x without round 1; same selected "
+          f"variant, epochs and best losses (rel. {VARIANT_RTOL:g}) in every round: {result['agree']}")
     return result
 
 

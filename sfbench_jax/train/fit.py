@@ -127,8 +127,9 @@ def group_devices(group_size: int, requested: int | None) -> int:
     return requested
 
 
-def epoch_geometry(data: PreparedData, options: TrainConfig) -> EpochGeometry:
-    """Static epoch sizes for a dataset: drop-last batches, validation blocks."""
+def epoch_geometry(data: PreparedData, options: TrainConfig, members_per_device: int = 1) -> EpochGeometry:
+    """Static epoch sizes for a dataset: drop-last batches, validation blocks (of `VALIDATION_BLOCK_ELEMENTS`
+    input elements over the `members_per_device` candidates a device evaluates together, at least one batch)."""
     spec = data.spec
     batch = spec.batch_size
     full_steps = len(data.train_starts) // batch
@@ -137,7 +138,8 @@ def epoch_geometry(data: PreparedData, options: TrainConfig) -> EpochGeometry:
         raise ValueError(f"train.steps_per_epoch={steps} exceeds the {full_steps} drop-last batches of "
                          f"{spec.key} (batch size {batch}); use null for full epochs.")
     val_batches = len(data.val_starts_drop_last(batch)) // batch
-    per_block = max(1, min(val_batches, VALIDATION_BLOCK_ELEMENTS // (batch * spec.input_len * spec.num_channels)))
+    block_elements = members_per_device * batch * spec.input_len * spec.num_channels
+    per_block = max(1, min(val_batches, VALIDATION_BLOCK_ELEMENTS // block_elements))
     return EpochGeometry(window=window_shape(spec), batch_size=batch, steps_per_epoch=steps,
                          num_train_windows=len(data.train_starts), val_batches=val_batches,
                          val_batches_per_block=per_block)
@@ -229,7 +231,6 @@ class EpochProgram:
     def __init__(self, data: PreparedData, architecture: str, hparams: Mapping[str, Any],
                  members: Sequence[GroupMember], options: TrainConfig, vectorize: bool,
                  recipe: TrainingRecipe = PLAIN_RECIPE) -> None:
-        geometry = epoch_geometry(data, options)
         self.vectorize = vectorize
         self.size = len(members)
         self.members = list(members)
@@ -238,6 +239,9 @@ class EpochProgram:
         # A group split over D devices is padded to a multiple of D with inactive copies of its last member.
         padded = list(members) + [members[-1]] * (-self.size % num_devices) if vectorize else list(members)
         self.width = len(padded)
+        # On CPU a device's validation block holds VALIDATION_BLOCK_ELEMENTS over all its candidates (cache-sized).
+        together = self.width // num_devices if vectorize and jax.default_backend() == "cpu" else 1
+        geometry = epoch_geometry(data, options, together)
         splits = [split_model(build_for(data, architecture, hparams, member.seed, recipe.revin))
                   for member in padded]
         train_graphdef, eval_graphdef = splits[0][0], splits[0][1]
@@ -339,10 +343,25 @@ class EpochProgram:
                 for params, stats in per_candidate]
 
 
+#: A vectorised group goes on in a narrower program once its running members fill at most this fraction of its
+#: width: its stopped members then cost at most a quarter of an epoch, for one compilation per width (about ten
+#: widths from 40 down to 1; a warm compilation cache or `_COMPILED` makes them cheap).
+NARROW_FRACTION = 0.75
+
+
+def _narrows(program: EpochProgram, running: int, options: TrainConfig) -> bool:
+    """Whether a vectorised group with `running` members still training goes on in a narrower program (one that is
+    narrower after padding to its devices, with at most `NARROW_FRACTION` of the width still running)."""
+    if not program.vectorize or running == 0:
+        return False
+    devices = group_devices(running, options.num_devices)
+    return running + (-running % devices) < program.width and running <= NARROW_FRACTION * program.width
+
+
 def _without_stopped(program: EpochProgram, slots: list[int], active: Sequence[bool],
                      finished: dict[int, dict]) -> tuple[EpochProgram, list[int]]:
-    """Once half a vectorised group has stopped, its stopped members' best checkpoints go to the host and the
-    others go on in a narrower program, so a group does not compute for members that stopped long ago."""
+    """The stopped members' best checkpoints go to the host and the others go on in a narrower program, so a group
+    does not compute for members that stopped long ago."""
     checkpoints = program.best_checkpoints()
     keep = [position for position, member in enumerate(slots) if active[member]]
     finished.update((member, checkpoints[p]) for p, member in enumerate(slots) if not active[member])
@@ -381,7 +400,7 @@ def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any
         if not any(active):
             break
         epoch_started = time.perf_counter()
-        if program.vectorize and 2 * sum(active) <= len(slots):
+        if _narrows(program, sum(active[member] for member in slots), options):
             program, slots = _without_stopped(program, slots, active, finished)
         train, val, improved = program.run_epoch(epoch, [active[member] for member in slots])
         for position, index in enumerate(slots):

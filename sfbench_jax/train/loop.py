@@ -154,8 +154,9 @@ def method_key(dropout_key: jax.Array, epoch: jax.Array, step: jax.Array) -> jax
     return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(dropout_key, METHOD_NAMESPACE), epoch), step)
 
 
-#: Jitted epoch programs kept for reuse (candidates differing only in learning rate or seed share one).
-EPOCH_PROGRAM_CACHE_SIZE = 8
+#: Jitted epoch programs kept for reuse (candidates differing only in learning rate or seed share one; a vectorised
+#: group narrowed as its members stop uses one per width, about ten).
+EPOCH_PROGRAM_CACHE_SIZE = 32
 
 
 @functools.lru_cache(maxsize=EPOCH_PROGRAM_CACHE_SIZE)

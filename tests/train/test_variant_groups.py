@@ -4,7 +4,11 @@ the values as constants, grouping by recipe structure, and a resumable store wit
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -137,3 +141,51 @@ def test_an_adaptive_loss_search_selects_the_same_variant_vectorised_and_resumes
     _, again, log = _search(etth1, tmp_path / "vectorised", group_size=40)
     assert "6 already in the store, 0 to train" in log[0]
     assert [r.best_val_loss for r in again] == [r.best_val_loss for r in vectorised]
+
+
+_SHARDED_SCRIPT = """
+import json, sys, tempfile
+from pathlib import Path
+from sfbench_jax.config import TrainConfig
+from sfbench_jax.data import load, prepare
+from sfbench_jax.methods.registry import get_method, method_grid
+from sfbench_jax.train import CandidateStore, run_search, select_winner
+from sfbench_jax.train.sweep import plan_method_search
+data = prepare(load("etth1"))
+out = {}
+for label, group_size, devices in (("two_devices", 7, 2), ("one_device", 7, 1), ("sequential", 1, 1)):
+    options = TrainConfig(max_epochs=5, patience=1, steps_per_epoch=10, group_size=group_size, num_devices=devices,
+                          candidate_budget=7, progress=False)
+    plan = plan_method_search(data, "dlinear", "adaptive_robust_loss",
+                              recipes=method_grid("adaptive_robust_loss", None),
+                              variant_id=get_method("adaptive_robust_loss").variant_id,
+                              inherited={"moving_avg": 25, "individual": False, "init_weights": False, "lr": 0.05},
+                              options=options, budget=7)
+    with tempfile.TemporaryDirectory() as root:
+        results = run_search(data, plan, store=CandidateStore(Path(root)), options=options)
+    out[label] = {"winner": select_winner(results).variant,
+                  "records": [[r.variant, r.epochs_run, r.best_epoch, r.best_val_loss, r.val_curve, r.group_size]
+                              for r in results]}
+Path(sys.argv[1]).write_text(json.dumps(out))
+"""
+
+
+@pytest.mark.slow  # three searches in a fresh two-device process: ~35 s of CPU
+def test_a_variant_group_split_over_two_devices_selects_the_same_variant(tmp_path: Path) -> None:
+    """Seven adaptive-loss variants (padded to eight) split over two CPU devices, on one device, and one after
+    another: the same selected variant, epochs and validation curves to 1e-5 relative, through early stopping and
+    the narrower programs a group continues in as its members stop."""
+    environment = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    out = tmp_path / "searches.json"
+    completed = subprocess.run([sys.executable, "-c", _SHARDED_SCRIPT, str(out)], env=environment,
+                               capture_output=True, text=True, timeout=600, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    searches = json.loads(out.read_text())
+    reference = searches["sequential"]
+    assert len({record[1] for record in reference["records"]}) > 1  # members stop at different epochs
+    for label in ("two_devices", "one_device"):
+        assert searches[label]["winner"] == reference["winner"]
+        for ours, theirs in zip(searches[label]["records"], reference["records"], strict=True):
+            assert ours[:3] == theirs[:3] and ours[5] == 7 and theirs[5] == 1
+            np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-5)
+            np.testing.assert_allclose(ours[4], theirs[4], rtol=1e-5)
