@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
@@ -101,6 +102,29 @@ def depthwise_conv(x: jax.Array, weight: jax.Array) -> jax.Array:
     return sum(padded[..., j:j + length] * weight[None, :, 0, j, None] for j in taps)
 
 
+#: Windows per slice of the inference path: its activations (~43 kB a window at d = 64, 7 channels)
+#: stay in cache; larger batches are run slice by slice (same numbers for every batch size).
+INFERENCE_CHUNK = 128
+
+
+def batch_norm_affine(norm: TorchBatchNorm) -> tuple[jax.Array, jax.Array]:
+    """Eval-mode BatchNorm as `x · scale + shift` (per feature, the norm's feature shape)."""
+    scale = jax.lax.rsqrt(norm.var[...] + norm.epsilon) * norm.scale[...]
+    return scale, norm.bias[...] - norm.mean[...] * scale
+
+
+def shifted_sum_conv(z: jax.Array, weight: jax.Array, bias: jax.Array) -> jax.Array:
+    """'Same' zero-padded depthwise cross-correlation along axis 2 of channel-last `z (m, b, P, d)`
+    with `weight (m, d, k)` (odd k) plus `bias (m, d)`: shifted rows times per-channel taps, one fused
+    loop vectorised over `d`."""
+    k, length = weight.shape[-1], z.shape[2]
+    half = k // 2
+    padded = jnp.pad(z, ((0, 0), (0, 0), (half, half), (0, 0)))
+    taps = [j for j in range(k) if abs(j - half) < length]
+    out = sum(padded[:, :, j:j + length] * weight[:, None, None, :, j] for j in taps)
+    return out + bias[:, None, None, :]
+
+
 class _GroupedPointwise(nnx.Module):
     """A grouped 1×1 convolution: `groups` independent Dense maps `in_per_group -> out`.
 
@@ -159,6 +183,32 @@ class ModernTCNBlock(nnx.Module):
         y = jnp.einsum("bdgp,dgm->bmdp", y, self.variables_out.kernel[...])
         y = self.dropouts[3](y + self.variables_out.bias[...].T[None, :, :, None])
         return x + y
+
+    def merged_temporal(self) -> tuple[jax.Array, jax.Array]:
+        """Eval mode: both depthwise branches, their BatchNorms and the temporal BatchNorm as one
+        depthwise kernel `(m, d, large)` and bias `(m, d)` (structural re-parameterisation: the small
+        kernel zero-padded into the large one; equal up to float rounding)."""
+        (s1, t1), (s2, t2) = batch_norm_affine(self.large_norm), batch_norm_affine(self.small_norm)
+        s3, t3 = batch_norm_affine(self.temporal_norm)
+        m, d = s1.shape
+        large = self.large_kernel[...].reshape(m, d, -1) * s1[..., None]
+        small = self.small_kernel[...].reshape(m, d, -1) * s2[..., None]
+        offset = (large.shape[-1] - small.shape[-1]) // 2
+        merged = large.at[..., offset:offset + small.shape[-1]].add(small) * s3[None, :, None]
+        return merged, (t1 + t2) * s3 + t3
+
+    def infer(self, z: jax.Array) -> jax.Array:
+        """Eval-mode block on channel-last `(m, b, P, d)` activations (dropout is the identity):
+        one merged depthwise convolution, then both FFNs as batched products."""
+        y = shifted_sum_conv(z, *self.merged_temporal())
+        y = jnp.einsum("mbpd,mdf->mbpf", y, self.features_in.kernel[...])
+        y = gelu(y + self.features_in.bias[...][:, None, None, :])
+        y = jnp.einsum("mbpf,mfd->mbpd", y, self.features_out.kernel[...])
+        y = y + self.features_out.bias[...][:, None, None, :]
+        y = jnp.einsum("mbpd,dmg->gbpd", y, self.variables_in.kernel[...])
+        y = gelu(y + self.variables_in.bias[...].T[:, None, None, :])
+        y = jnp.einsum("gbpd,dgm->mbpd", y, self.variables_out.kernel[...])
+        return z + (y + self.variables_out.bias[...].T[:, None, None, :])
 
 
 class ModernTCN(nnx.Module):
@@ -231,8 +281,52 @@ class ModernTCN(nnx.Module):
         y = jnp.einsum("bmdp,dph->bmh", features, self.head_kernel[...]) + self.head_bias[...]
         return self.head_dropout(y)
 
+    def inference_mode(self) -> bool:
+        """Whether the forward is deterministic (BatchNorm on running statistics, no dropout)."""
+        dropouts = [self.head_dropout] + [d for block in self.blocks for d in block.dropouts]
+        return bool(self.stem_norm.use_running_average) and all(
+            d.deterministic or d.rate == 0 for d in dropouts)
+
+    def infer(self, x: jax.Array, channels: Sequence[int]) -> jax.Array:
+        """Eval-mode forecast of `channels`: `(batch, n, m) -> (batch, H, len(channels))`.
+
+        The trained modules' numbers to float rounding, computed on channel-last `(m, batch, P, d)`
+        activations: the stem's BatchNorm folded into its kernel, each block's branches merged
+        (`ModernTCNBlock.merged_temporal`), the pointwise convolutions as batched products over
+        `d` without transposes, and the head only on the channels asked for.
+        """
+        cfg = self.config
+        series = jnp.transpose(x, (2, 0, 1))  # (m, batch, n)
+        pad = cfg.patch_size - cfg.patch_stride
+        series = jnp.concatenate([series, jnp.repeat(series[..., -1:], pad, axis=-1)], axis=-1)
+        starts = np.arange(self.patch_count) * cfg.patch_stride
+        patches = series[..., starts[:, None] + np.arange(cfg.patch_size)]  # (m, b, P, k)
+        scale, shift = batch_norm_affine(self.stem_norm)
+        z = patches @ (self.stem_kernel[...] * scale) + (self.stem_bias[...] * scale + shift)
+        for block in self.blocks:
+            z = block.infer(z)
+        chosen = z[np.asarray(channels)]
+        k, b, p, d = chosen.shape
+        head = jnp.transpose(self.head_kernel[...], (1, 0, 2)).reshape(p * d, -1)
+        y = chosen.reshape(k, b, p * d) @ head + self.head_bias[...]
+        return jnp.transpose(y, (1, 2, 0))
+
+    def infer_in_slices(self, x: jax.Array, channels: Sequence[int]) -> jax.Array:
+        """`infer` over slices of `INFERENCE_CHUNK` windows (the last one zero-padded), so a large
+        evaluation block's activations stay in cache; every slice is the same program."""
+        b, chunk = x.shape[0], INFERENCE_CHUNK
+        if b <= chunk:
+            return self.infer(x, channels)
+        padded = -(-b // chunk) * chunk
+        x = jnp.pad(x, ((0, padded - b), (0, 0), (0, 0)))
+        out = jax.lax.map(lambda part: self.infer(part, channels),
+                          x.reshape(padded // chunk, chunk, *x.shape[1:]))
+        return out.reshape(padded, *out.shape[2:])[:b]
+
     def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
+        if self.inference_mode():
+            return self.infer_in_slices(x, range(self.num_channels))
         features = self.stem(x)
         for block in self.blocks:
             features = block(features)
@@ -242,6 +336,8 @@ class ModernTCN(nnx.Module):
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         check_input(x, input_len=self.input_len, num_channels=self.num_channels,
                     model="ModernTCN")
+        if self.inference_mode():
+            return self.infer_in_slices(x, self.target_indices)
         return select_targets(self.predict_all_channels(x), self.target_indices)
 
 
