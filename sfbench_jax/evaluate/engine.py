@@ -351,6 +351,8 @@ def cached_program(program: WindowProgram, rng_mode: str, plan: ChunkPlan, argum
     if key is None:
         return compile_now(), "compiled"
     loaded = program_cache.load(key, plan.mesh)
+    if loaded is program_cache.UNSTORABLE:
+        return compile_now(), "compiled"
     if loaded is not None:
         return loaded, "loaded"
     with program_cache.fresh_compilation():

@@ -9,7 +9,7 @@ from typing import Any
 import jax
 from flax import nnx
 
-from sfbench_jax.evaluate.program_cache import DESCRIPTION_ATTRIBUTE
+from sfbench_jax.evaluate.program_cache import describe
 from sfbench_jax.predictors import ChannelIndependentPredictor, PredictFn
 
 #: Predict functions kept per graph definition (one per model structure seen in a process).
@@ -26,8 +26,8 @@ def predict_fn(model: nnx.Module, *, channel_sparse: bool = False) -> tuple[Pred
     channel-independent model whose `predict_channels` forecasts a few channels for less than all) it is a
     `ChannelIndependentPredictor`, which the engine can run on the channels a fault touched only.
 
-    The functions carry their graph definition as their description (`program_cache.DESCRIPTION_ATTRIBUTE`): with
-    the code, it determines the traced program, so the compiled evaluation program can be cached.
+    The functions are described by their graph definition (`program_cache.describe`): with the code, it determines
+    the traced program, so the compiled evaluation program can be cached.
 
     Returns:
         `(predict, state)` with `predict(state, x) = merge(graphdef, state)(x)`.
@@ -48,7 +48,7 @@ def predict_with(graphdef: nnx.GraphDef) -> PredictFn:
     def predict(state: Any, x: jax.Array) -> jax.Array:
         return nnx.merge(graphdef, state)(x)
 
-    setattr(predict, DESCRIPTION_ATTRIBUTE, ("predict_with", graphdef))  # the program cache's key
+    describe(predict, ("predict_with", graphdef))  # the program cache's key
     return predict
 
 
@@ -60,5 +60,5 @@ def channels_with(graphdef: nnx.GraphDef) -> Callable[[Any, jax.Array, jax.Array
     def channels(state: Any, x: jax.Array, channel_ids: jax.Array) -> jax.Array:
         return nnx.merge(graphdef, state).predict_channels(x, channel_ids)
 
-    setattr(channels, DESCRIPTION_ATTRIBUTE, ("channels_with", graphdef))
+    describe(channels, ("channels_with", graphdef))
     return channels

@@ -21,9 +21,14 @@ The code is checked on every hit: an entry records every module that was loaded 
 (path, size, modification time and inode of its file) and is used only while each of those files is unchanged, so an
 edited or upgraded module (the package's own, a plug-in's or a library's) makes the entry stale; the program is then
 traced and compiled again and the entry replaced. An entry is written only from a fresh compilation (an executable
-that JAX itself loaded from its cache cannot be serialised again intact), atomically, and only after the written
-bytes were loaded back and ran the first chunk to the fresh program's outputs bit for bit. An entry that cannot be
-read or loaded is ignored. The `sfbench` command switches it on beside JAX's cache (`cli.compilation_cache`);
+that JAX itself loaded from its cache, or one that already ran, cannot be serialised again intact), atomically, and
+only after the written bytes were loaded back and ran the first chunk to the fresh program's outputs bit for bit. An
+entry that cannot be read or loaded is ignored.
+
+Costs: a miss compiles with JAX's cache off, so the first run after a code change pays XLA's whole compilation once
+(not a load from JAX's cache); entries are not evicted (like JAX's cache: delete the folder to reclaim it). Entries
+are pickles that hold machine code: the folder is trusted like JAX's own cache folder. The `sfbench` command switches
+it on beside JAX's cache (`cli.compilation_cache`: `cache_dir/programs`, off with `compilation_cache=false`);
 library calls do not use it unless `use_program_cache` is called.
 """
 
@@ -35,6 +40,7 @@ import os
 import pickle
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -55,8 +61,9 @@ _FOLDER: list[Path | None] = [None]
 #: Distributions whose versions enter the key.
 VERSIONED = ("jax", "jaxlib", "flax", "numpy", "ml_dtypes")
 
-#: Attribute a predict function carries when it can be described (`evaluate.predict`).
-DESCRIPTION_ATTRIBUTE = "sfbench_program_description"
+#: Descriptions of predict functions, by the function object itself (`describe`): a wrapper around a described
+#: function (even one made with `functools.wraps`, which copies attributes) is another object, so it has none.
+_DESCRIPTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def use_program_cache(folder: Path | None) -> None:
@@ -69,12 +76,20 @@ def program_cache_folder() -> Path | None:
     return _FOLDER[0]
 
 
+def describe(function: Any, description: Any) -> None:
+    """Record that `function`'s traced program is determined by `description` (picklable) and the code."""
+    _DESCRIPTIONS[function] = description
+
+
 def describe_predictor(predict: Any) -> Any:
     """A picklable description of a predictor that determines its traced program, or None."""
     if isinstance(predict, ChannelIndependentPredictor):
         full, channels = describe_predictor(predict.full), describe_predictor(predict.channels)
         return None if full is None or channels is None else ("channel_independent", full, channels)
-    return getattr(predict, DESCRIPTION_ATTRIBUTE, None)
+    try:
+        return _DESCRIPTIONS.get(predict)
+    except TypeError:  # not weak-referenceable or not hashable: not described
+        return None
 
 
 def _argument_layout(arguments: tuple) -> tuple:
@@ -150,8 +165,13 @@ def code_unchanged(code: tuple[tuple[str, str, tuple | None], ...]) -> bool:
     return all(state is not None and _file_state(path) == state for _, path, state in code)
 
 
+#: What `load` returns for a program recorded as not storable (compile it the usual way, with JAX's cache).
+UNSTORABLE = "unstorable"
+
+
 def load(key: str, mesh: jax.sharding.Mesh) -> Any | None:
-    """The compiled program stored under `key` if its code is unchanged, else None."""
+    """The compiled program stored under `key` if its code is unchanged, `UNSTORABLE` if it was recorded as a
+    program that cannot be stored (with the same code), else None."""
     folder = program_cache_folder()
     if folder is None:
         return None
@@ -160,6 +180,8 @@ def load(key: str, mesh: jax.sharding.Mesh) -> Any | None:
             entry = pickle.load(handle)
         if entry.get("format") != FORMAT or not code_unchanged(entry["code"]):
             return None
+        if entry["executable"] is None:
+            return UNSTORABLE
         serialized, in_tree, out_tree = entry["executable"]
         return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree,
                                                          execution_devices=list(mesh.devices.flat))
@@ -195,29 +217,37 @@ def _same_outputs(first: Any, second: Any) -> bool:
 
 def store(key: str, compiled: Any, code: tuple, mesh: jax.sharding.Mesh, arguments: tuple) -> bool:
     """Serialise a freshly compiled program under `key`, after checking that the bytes load back and give the same
-    outputs on `arguments` bit for bit. Returns whether it was stored (a failure only leaves it out: e.g. an
-    executable that already ran, whose CPU sort kernels no longer serialise)."""
+    outputs on `arguments` bit for bit. Returns whether it was stored. A program that cannot be (a host callback, an
+    executable that already ran, whose CPU sort kernels no longer serialise) is recorded as such, so later runs with
+    the same code compile it the usual way (with JAX's cache) instead of again without it."""
     folder = program_cache_folder()
     if folder is None:
         return False
     try:
         executable = serialize_executable.serialize(compiled)
-        entry = pickle.dumps({"format": FORMAT, "code": code, "executable": executable}, protocol=5)
         loaded = serialize_executable.deserialize_and_load(*executable, execution_devices=list(mesh.devices.flat))
         if not _same_outputs(compiled(*arguments), loaded(*arguments)):
-            return False
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(entry)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; use normal permissions
-            os.replace(temporary, folder / f"{key}.bin")
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        return True
-    except Exception:  # noqa: BLE001 - a program that cannot be serialised or written is simply not cached
+            executable = None
+    except Exception:  # noqa: BLE001 - a program that cannot be serialised is not cached
+        executable = None
+    try:
+        _write(folder, key, pickle.dumps({"format": FORMAT, "code": code, "executable": executable}, protocol=5))
+    except Exception:  # noqa: BLE001 - an unwritable folder only leaves the program out
         return False
+    return executable is not None
+
+
+def _write(folder: Path, key: str, entry: bytes) -> None:
+    """Write an entry atomically (temporary file, then rename)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(entry)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; use normal permissions
+        os.replace(temporary, folder / f"{key}.bin")
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

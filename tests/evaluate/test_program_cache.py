@@ -5,6 +5,7 @@ windows, SeasonalNaive (each test compiles the kernel one to three times: second
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from pathlib import Path
@@ -95,8 +96,9 @@ def test_a_predictor_without_a_description_is_not_cached(etth1, cache: Path) -> 
     data, model = etth1
     built, _ = predict_fn(model)
 
-    def wrapped(state, x):  # e.g. a method's wrapper: its closure is not a description of the program
-        return built(state, x)
+    @functools.wraps(built)  # e.g. a method's wrapper (wraps copies attributes, not the description)
+    def wrapped(state, x):
+        return 2.0 * built(state, x)
 
     assert _score(data, model, sparse=False, predict=wrapped)[1].program_cache == "compiled"
     assert not list(cache.glob("*.bin"))
@@ -122,3 +124,17 @@ def test_the_key_covers_rng_mode_block_size_and_arguments(etth1) -> None:
     other_model = ScoreProgram(predict=weekly, scenarios=tuple(SCENARIOS), ctx=fault_context(data),
                                shape=window_shape(data.spec))
     assert key != program_cache.program_key(other_model, "jax", 16, mesh, arguments)
+
+
+def test_a_program_that_cannot_be_stored_is_recorded_and_then_compiled_as_usual(etth1, cache: Path) -> None:
+    data, model = etth1
+    program_cache.use_program_cache(None)
+    expected, _ = _score(data, model)  # it ran: its CPU sort kernels no longer serialise
+    program_cache.use_program_cache(cache)
+    first, stats = _score(data, model)
+    assert stats.program_cache == "compiled" and len(list(cache.glob("*.bin"))) == 1
+    assert program_cache.load(next(iter(cache.glob("*.bin"))).stem, make_mesh(1)) is program_cache.UNSTORABLE
+    again, stats = _score(data, model)
+    assert stats.program_cache == "compiled"
+    _assert_same(first, expected)
+    _assert_same(again, expected)
