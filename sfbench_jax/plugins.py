@@ -84,11 +84,15 @@ _SPEC_BINDING = re.compile(r"^SPEC\s*(?::[^=\n]*)?=", re.MULTILINE)
 
 
 def _binds_spec(module_name: str) -> bool:
-    """Whether the module's source binds `SPEC` at top level (a module without readable source: assume so)."""
+    """Whether the module binds `SPEC` at top level: read from its source, else (an installation without sources)
+    from the names its compiled module code uses; a module with neither is imported to find out."""
     found = importlib.util.find_spec(module_name)
-    get_source = getattr(found.loader, "get_source", None) if found is not None else None
-    source = get_source(module_name) if get_source is not None else None
-    return source is None or _SPEC_BINDING.search(source) is not None
+    loader = found.loader if found is not None else None
+    source = loader.get_source(module_name) if hasattr(loader, "get_source") else None
+    if source is not None:
+        return _SPEC_BINDING.search(source) is not None
+    code = loader.get_code(module_name) if hasattr(loader, "get_code") else None
+    return code is None or "SPEC" in code.co_names
 
 
 def display_order(spec: Any) -> tuple[bool, int, str]:
@@ -109,7 +113,10 @@ def package_specs(package: str, spec_type: type) -> tuple[Any, ...]:
         name = f"{package}.{info.name}"
         if info.ispkg or not _binds_spec(name):
             continue
-        spec = getattr(importlib.import_module(name), "SPEC", None)
+        module = importlib.import_module(name)
+        if not hasattr(module, "SPEC"):
+            continue
+        spec = module.SPEC
         if not isinstance(spec, spec_type):
             raise PluginError(f"Module {name} binds SPEC to {type(spec).__name__}, not a {spec_type.__module__}."
                               f"{spec_type.__qualname__}; in {package} a module-level SPEC is a built-in plug-in. "
