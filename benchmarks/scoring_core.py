@@ -54,6 +54,7 @@ expose_cpu_cores()  # like the `sfbench` CLI, before JAX initialises
 import argparse
 import dataclasses
 import json
+import math
 import os
 import resource
 import statistics
@@ -355,11 +356,35 @@ def matmul_peak_gflops(repeats: int, size: int = 2048) -> float:
     return 2 * size**3 / _median_seconds(lambda: product(a).block_until_ready(), repeats) / 1e9
 
 
+def matmul_flops(jaxpr: Any) -> float:
+    """Matrix-product FLOPs of a jaxpr (2 x output elements x contracted size per `dot_general`), counted through
+    every iteration of its scans (`lax.map` is a scan); a `cond` counts its largest branch."""
+    from jax.extend import core as jax_core
+
+    total = 0.0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            (contract, _), _ = eqn.params["dimension_numbers"]
+            lhs = eqn.invars[0].aval.shape
+            total += 2.0 * math.prod(eqn.outvars[0].aval.shape) * math.prod(lhs[c] for c in contract)
+        kinds = (jax_core.Jaxpr, jax_core.ClosedJaxpr)
+        inner = [v for v in eqn.params.values() if isinstance(v, kinds)]
+        inner += [b for v in eqn.params.values() if isinstance(v, tuple) for b in v if isinstance(b, kinds)]
+        counts = [matmul_flops(getattr(j, "jaxpr", j)) for j in inner]
+        if counts:
+            total += (max(counts) if eqn.primitive.name == "cond" else sum(counts)) * eqn.params.get("length", 1)
+    return total
+
+
 def forward_flops_per_window(predict: Callable, state: Any, x: jax.Array) -> float:
-    """The forward's FLOPs per window, from XLA's cost analysis of the compiled batch."""
+    """The forward's FLOPs per window: XLA's cost analysis of the compiled batch, or the matrix-product FLOPs
+    counted through every loop iteration (`matmul_flops`) where that is larger. XLA's CPU cost analysis counts a
+    loop's body once: a recurrence (GRU's 96 steps) or a forward run over slices of the batch (`lax.map`) would be
+    undercounted by its trip count."""
     analysis = jax.jit(predict).lower(state, x).compile().cost_analysis()
     analysis = analysis[0] if isinstance(analysis, list) else analysis
-    return float(analysis["flops"]) / x.shape[0]
+    through_loops = matmul_flops(jax.make_jaxpr(predict)(state, x).jaxpr)
+    return max(float(analysis["flops"]), through_loops) / x.shape[0]
 
 
 def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architecture: str,
