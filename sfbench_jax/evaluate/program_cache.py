@@ -27,9 +27,10 @@ entry that cannot be read or loaded is ignored.
 
 Costs: a miss compiles with JAX's cache off, so the first run after a code change pays XLA's whole compilation once
 (not a load from JAX's cache); entries are not evicted (like JAX's cache: delete the folder to reclaim it). Entries
-are pickles that hold machine code: the folder is trusted like JAX's own cache folder. The `sfbench` command switches
-it on beside JAX's cache (`cli.compilation_cache`: `cache_dir/programs`, off with `compilation_cache=false`);
-library calls do not use it unless `use_program_cache` is called.
+are pickles that hold machine code: the folder is trusted like JAX's own cache folder, and an entry is loaded only
+when it and its folder belong to the user running the process and nobody else can write them (`trusted_entry`).
+The `sfbench` command switches it on beside JAX's cache (`cli.compilation_cache`: `cache_dir/programs`, off with
+`compilation_cache=false`); library calls do not use it unless `use_program_cache` is called.
 """
 
 from __future__ import annotations
@@ -175,8 +176,11 @@ def load(key: str, mesh: jax.sharding.Mesh) -> Any | None:
     folder = program_cache_folder()
     if folder is None:
         return None
+    path = folder / f"{key}.bin"
+    if not trusted_entry(path):
+        return None
     try:
-        with open(folder / f"{key}.bin", "rb") as handle:
+        with open(path, "rb") as handle:
             entry = pickle.load(handle)
         if entry.get("format") != FORMAT or not code_unchanged(entry["code"]):
             return None
@@ -187,6 +191,16 @@ def load(key: str, mesh: jax.sharding.Mesh) -> Any | None:
                                                          execution_devices=list(mesh.devices.flat))
     except Exception:  # noqa: BLE001 - an unreadable or unloadable entry is a miss (and is replaced)
         return None
+
+
+def trusted_entry(path: Path) -> bool:
+    """Whether an entry may be unpickled: it and its folder belong to this user and nobody else can write them
+    (an entry is code, so a file another account could have planted is never loaded; it is a miss and replaced)."""
+    try:
+        states = (os.stat(path), os.stat(path.parent))
+    except OSError:
+        return False
+    return all(state.st_uid == os.getuid() and not state.st_mode & 0o002 for state in states)
 
 
 @contextlib.contextmanager

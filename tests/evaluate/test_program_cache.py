@@ -138,3 +138,21 @@ def test_a_program_that_cannot_be_stored_is_recorded_and_then_compiled_as_usual(
     assert stats.program_cache == "compiled"
     _assert_same(first, expected)
     _assert_same(again, expected)
+
+
+def test_an_entry_others_can_write_is_never_unpickled(etth1, cache: Path) -> None:
+    data, model = etth1
+    assert _score(data, model, sparse=False)[1].program_cache == "stored"
+    (entry,) = cache.glob("*.bin")
+    assert program_cache.trusted_entry(entry)
+    entry.chmod(entry.stat().st_mode | 0o002)  # world-writable: anyone could have planted it
+    assert not program_cache.trusted_entry(entry)
+    jax.clear_caches()
+    assert _score(data, model, sparse=False)[1].program_cache == "stored"  # a miss: compiled again and replaced
+    (entry,) = cache.glob("*.bin")
+    assert program_cache.trusted_entry(entry)
+    cache.chmod(cache.stat().st_mode | 0o002)  # the folder too
+    try:
+        assert not program_cache.trusted_entry(entry)
+    finally:
+        cache.chmod(cache.stat().st_mode & ~0o002)
