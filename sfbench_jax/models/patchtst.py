@@ -30,8 +30,11 @@ from sfbench_jax.data.windows import (
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
+    Dropout,
     TorchBatchNorm,
     check_input,
+    in_inference_mode,
+    map_in_slices,
     torch_linear,
     torch_uniform_init,
     uniform_init,
@@ -40,6 +43,9 @@ from sfbench_jax.models.layers import (
 from sfbench_jax.models.spec import ModelSpec
 
 INSTANCE_NORM_EPS = 1e-5
+#: Bytes of the largest intermediate of one inference slice (`PatchTST.slice_windows`): the forward of an
+#: evaluation block (thousands of windows) runs a slice at a time so its intermediates stay in cache.
+SLICE_BYTES = 2 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,8 +113,8 @@ class PatchTSTEncoderLayer(nnx.Module):
         self.key = torch_linear(d, d, rngs=rngs)
         self.value = torch_linear(d, d, rngs=rngs)
         self.out = torch_linear(d, d, rngs=rngs)
-        self.attention_dropout = nnx.Dropout(config.dropout, rngs=rngs)
-        self.dropout = nnx.Dropout(config.dropout, rngs=rngs)
+        self.attention_dropout = Dropout(config.dropout, rngs=rngs)
+        self.dropout = Dropout(config.dropout, rngs=rngs)
         self.norm_attention = TorchBatchNorm((d,), feature_axes=(-1,))
         self.ff_in = torch_linear(d, ff, rngs=rngs)
         self.ff_out = torch_linear(ff, d, rngs=rngs)
@@ -175,7 +181,7 @@ class PatchTST(nnx.Module):
         self.embedding = torch_linear(cfg.patch_len, cfg.d_model, rngs=rngs)
         self.position = nnx.Param(uniform_init(-0.02, 0.02)(
             rngs.params(), (self.patch_count, cfg.d_model)))
-        self.embedding_dropout = nnx.Dropout(cfg.dropout, rngs=rngs)
+        self.embedding_dropout = Dropout(cfg.dropout, rngs=rngs)
         self.layers = nnx.List([PatchTSTEncoderLayer(cfg, rngs=rngs)
                                 for _ in range(cfg.n_layers_enc)])
         # Head Linear(d·Np -> H) with the d_model-major flatten kept as kernel (d, Np, H).
@@ -183,7 +189,7 @@ class PatchTST(nnx.Module):
         self.head_kernel = nnx.Param(head_init(rngs.params(),
                                                (cfg.d_model, self.patch_count, horizon)))
         self.head_bias = nnx.Param(head_init(rngs.params(), (horizon,)))
-        self.head_dropout = nnx.Dropout(cfg.dropout, rngs=rngs)
+        self.head_dropout = Dropout(cfg.dropout, rngs=rngs)
 
     def normalize(self, x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Instance-normalise `x (batch, n, m)` per window and channel.
@@ -221,8 +227,22 @@ class PatchTST(nnx.Module):
         y = jnp.einsum("bmpd,dph->bmh", tokens, self.head_kernel[...]) + self.head_bias[...]
         return self.head_dropout(y)
 
+    def slice_windows(self, channels: int) -> int:
+        """Windows of `channels` channels whose largest intermediate (a feed-forward, projection or score
+        tensor) fills about `SLICE_BYTES`: an inference forward over more runs a slice at a time."""
+        cfg = self.config
+        widest = max(cfg.d_ff, 3 * cfg.d_model, cfg.n_heads * self.patch_count, cfg.patch_len)
+        return max(1, SLICE_BYTES // (channels * self.patch_count * widest * 4))
+
     def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
-        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
+        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`. In inference mode a large batch
+        runs in cache-sized slices of windows (the same numbers, the intermediates stay in cache)."""
+        if in_inference_mode(self):
+            return map_in_slices(self.forecast, x, self.slice_windows(x.shape[2]))
+        return self.forecast(x)
+
+    def forecast(self, x: Inputs) -> AllChannelForecast:
+        """The forward of `predict_all_channels` on one batch."""
         x_norm, mean, std = self.normalize(x)
         tokens = self.encode(self.embed_patches(x_norm))
         return jnp.swapaxes(self.head(tokens), 1, 2) * std + mean

@@ -20,16 +20,22 @@ from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, selec
 from sfbench_jax.models.hparams import require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
+    Dropout,
     SlabLayerNorm,
     TorchBatchNorm,
     check_input,
     glorot_uniform_init,
+    in_inference_mode,
+    map_in_slices,
     validate_dataset_shape,
 )
 from sfbench_jax.models.spec import ModelSpec
 
 NORM_EPS = 1e-3
 BATCH_NORM_MOMENTUM = 0.01
+#: Bytes of the largest intermediate of one inference slice (`TSMixer.slice_windows`): the forward of an
+#: evaluation block (thousands of windows) runs a slice at a time so its intermediates stay in cache.
+SLICE_BYTES = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,12 +93,12 @@ class MixerBlock(nnx.Module):
         self.activation = config.activation
         self.temporal_norm = _norm(config, input_len, num_channels)
         self.temporal = _keras_dense(input_len, input_len, rngs=rngs)
-        self.temporal_dropout = nnx.Dropout(config.dropout, rngs=rngs)
+        self.temporal_dropout = Dropout(config.dropout, rngs=rngs)
         self.feature_norm = _norm(config, input_len, num_channels)
         self.feature_in = _keras_dense(num_channels, config.ff_dim, rngs=rngs)
-        self.feature_dropout_in = nnx.Dropout(config.dropout, rngs=rngs)
+        self.feature_dropout_in = Dropout(config.dropout, rngs=rngs)
         self.feature_out = _keras_dense(config.ff_dim, num_channels, rngs=rngs)
-        self.feature_dropout_out = nnx.Dropout(config.dropout, rngs=rngs)
+        self.feature_dropout_out = Dropout(config.dropout, rngs=rngs)
 
     def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
         """`(batch, n, m) -> (batch, n, m)`."""
@@ -130,8 +136,21 @@ class TSMixer(nnx.Module):
                                            rngs=rngs) for _ in range(cfg.n_block)])
         self.projection = _keras_dense(input_len, horizon, rngs=rngs)
 
+    def slice_windows(self) -> int:
+        """Windows whose largest intermediate (the feature MLP's hidden layer, or a time-mixing slab) fills
+        about `SLICE_BYTES`: an inference forward over more runs a slice at a time."""
+        widest = max(self.config.ff_dim, self.num_channels) * max(self.input_len, self.horizon)
+        return max(1, SLICE_BYTES // (widest * 4))
+
     def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
-        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
+        """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`. In inference mode a large batch
+        runs in cache-sized slices of windows (the same numbers, the intermediates stay in cache)."""
+        if in_inference_mode(self):
+            return map_in_slices(self.forecast, x, self.slice_windows())
+        return self.forecast(x)
+
+    def forecast(self, x: Inputs) -> AllChannelForecast:
+        """The forward of `predict_all_channels` on one batch."""
         for block in self.blocks:
             x = block(x)
         return jnp.swapaxes(self.projection(jnp.swapaxes(x, 1, 2)), 1, 2)
