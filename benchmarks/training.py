@@ -42,10 +42,12 @@ steps + 1 forward/backward passes per step, so it should cost about steps + 1 ba
     python benchmarks/training.py --methods --architectures patchtst --steps 20  # full epoch from 20/40 steps
 
 `--variants` times a training-kind method's whole variant search (by default the adaptive robust loss's 40
-variants of DLinear on ETTh1, full protocol: every drop-last batch, at most 200 epochs, patience 10) as the
-engine runs it, one vectorised group per recipe structure, against the same search one variant after another
-(`train.group_size=1`), interleaved round by round in one process; it prints both times, their ratio, and
-whether both selected the same variant with the same numbers. `--steps`, `--max-epochs` and `--budget` bound it:
+variants of DLinear on ETTh1, full protocol: every drop-last batch, at most 200 epochs, patience 10) as `sfbench`
+runs it (`run_search`: early stopping, every variant saved, the winner selected): all variants as one vectorised
+group split over every local device (`train.group_size` = `--budget`) against one variant after another
+(`train.group_size=1`), back to back in each round, the order alternating; it prints each round's seconds, ratio
+and load average, whether both selected the same variant with the same epochs and best losses (1e-5 relative),
+and the median ratio. `--steps`, `--max-epochs`, `--patience` and `--budget` bound it:
 
     python benchmarks/training.py --variants --steps 200 --max-epochs 20 --repeats 2
 """

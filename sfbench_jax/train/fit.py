@@ -54,10 +54,12 @@ AUTO_GROUP_SIZE_ACCELERATOR = 8
 
 
 #: Method variants (same inherited hyperparameters, recipes differing only in values) trained together when
-#: `train.group_size` is null, per JAX backend. On the 2-core CPU (loaded), the adaptive loss's 40 variants of
-#: DLinear on ETTh1 took 1.37x as long as one group as one after another, which reuses one compiled program
-#: (`benchmarks/training.py --variants --steps 100 --max-epochs 12`: 0.73x), so on CPU they train one after
-#: another like baseline candidates; on an accelerator a value group shares the device (not measured here).
+#: `train.group_size` is null, per JAX backend. On CPU a group does the same per-variant arithmetic as one after
+#: another (~10% less CPU time for the adaptive loss's 40 variants of DLinear on ETTh1: shared gathers and
+#: decomposition), so it can only win by using both cores; on the loaded 2-core CPU it did not (the whole search
+#: slower vectorised over 2 devices than one after another, `benchmarks/training.py --variants`, docs/speed.md
+#: "Vectorised method variants"), so on CPU variants train one after another like baseline candidates (one compiled
+#: program reused); on an accelerator a value group shares the device (not measured here).
 AUTO_VARIANT_GROUP_SIZE = {"cpu": 1}
 AUTO_VARIANT_GROUP_SIZE_ACCELERATOR = 40
 
