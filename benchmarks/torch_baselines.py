@@ -39,7 +39,9 @@ from sfbench_jax.cli.cpu_devices import expose_cpu_cores
 expose_cpu_cores()  # like the `sfbench` CLI, before JAX initialises
 
 import argparse
+import copy
 import json
+import os
 import statistics
 import sys
 import time
@@ -173,34 +175,69 @@ def fastest_batch(module: torch.nn.Module, inputs: torch.Tensor, targets: torch.
     return min(seconds, key=seconds.get)
 
 
-def jax_losses(predict: Any, batch: int) -> Callable:
-    """Ours on the same work as PyTorch's: the jitted forward + per-window MSE over the precomputed windows."""
+def jax_losses(predict: Any, batch: int, inputs: np.ndarray, targets: np.ndarray) -> Callable:
+    """Ours on the same work as PyTorch's: the jitted forward + per-window MSE over the precomputed windows, each
+    batch split into one part per JAX device (as the engine spreads its blocks over the devices; the parts run
+    concurrently). Returns `run(state) -> (N,) losses`."""
     full = predict.full if isinstance(predict, ChannelIndependentPredictor) else predict
     step = jax.jit(lambda state, x, y: window_mse(full(state, x), y))
+    devices = jax.devices()
+    parts = []
+    for first in range(0, inputs.shape[0], batch):
+        size = min(batch, inputs.shape[0] - first)
+        bounds = np.linspace(first, first + size, len(devices) + 1).astype(int)
+        parts += [(device, jax.device_put(inputs[lo:hi], device), jax.device_put(targets[lo:hi], device))
+                  for device, lo, hi in zip(devices, bounds[:-1], bounds[1:], strict=True) if hi > lo]
+    states = {}
 
-    def run(state: Any, inputs: jax.Array, targets: jax.Array) -> np.ndarray:
-        parts = [step(state, inputs[i:i + batch], targets[i:i + batch]) for i in range(0, inputs.shape[0], batch)]
-        return np.concatenate(jax.device_get(parts))
+    def run(state: Any) -> np.ndarray:
+        if not states:
+            states.update({device: jax.device_put(state, device) for device in devices})
+        losses = [step(states[device], x, y) for device, x, y in parts]
+        return np.concatenate(jax.device_get(losses))
 
     return run
 
 
+def _torch_leg(threads: int, run: Callable[[], Any]) -> Callable[[], Any]:
+    """`run` on `threads` PyTorch intra-op threads."""
+    def leg() -> Any:
+        torch.set_num_threads(threads)
+        return run()
+    return leg
+
+
+def _summary(rounds: list[dict[str, float]], ours: str, threads: list[int], prefix: str) -> dict:
+    """Median seconds of every leg, and PyTorch / ours per round (median) at each thread count and against the
+    fastest PyTorch of each round; the plain keys are the first thread count's (2 by default)."""
+    result = {f"{prefix}_seconds_{name}": statistics.median(r[name] for r in rounds) for name in rounds[0]}
+    for n in threads:
+        result[f"{prefix}_ratio_t{n}"] = statistics.median(r[f"torch_t{n}"] / r[ours] for r in rounds)
+    result[f"{prefix}_ratio_vs_fastest_torch"] = statistics.median(
+        min(r[f"torch_t{n}"] for n in threads) / r[ours] for r in rounds)
+    return result
+
+
 def evaluation_rounds(pair: Pair, data: PreparedData, options: EvalConfig, windows: tuple[np.ndarray, np.ndarray],
-                      repeats: int) -> dict:
-    """Paired rounds (after a warm-up round; the order alternates) of PyTorch's evaluation, the engine's whole
-    evaluation and the engine's forward + MSE on the same windows; seconds, ratios and the loss agreement."""
+                      repeats: int, threads: list[int]) -> dict:
+    """Paired rounds (after a warm-up round; the order alternates) of PyTorch's evaluation at each thread count,
+    the engine's whole evaluation and the engine's forward + MSE on the same windows; seconds, ratios and the
+    loss agreement."""
     inputs, targets = windows
     count = inputs.shape[0] * inputs.shape[1]
     flat_inputs = inputs.reshape(count, *inputs.shape[2:])
     flat_targets = np.tile(targets, (inputs.shape[0], 1, 1))
     t_inputs, t_targets = torch.from_numpy(flat_inputs), torch.from_numpy(flat_targets)
-    batch = fastest_batch(pair.module, t_inputs, t_targets)
-    j_inputs, j_targets = jax.device_put(flat_inputs), jax.device_put(flat_targets)
+    batches = {}
+    for n in threads:
+        torch.set_num_threads(n)
+        batches[n] = fastest_batch(pair.module, t_inputs, t_targets)
     ours_batch = 9 * evaluate_predictor(pair.predict, pair.state, data, options).engine.block_size
-    forward_mse = jax_losses(pair.predict, ours_batch)
-    legs = {"torch": lambda: torch_losses(pair.module, t_inputs, t_targets, batch).numpy(),
-            "ours": lambda: evaluate_predictor(pair.predict, pair.state, data, options),
-            "ours_forward_mse": lambda: forward_mse(pair.state, j_inputs, j_targets)}
+    forward_mse = jax_losses(pair.predict, ours_batch, flat_inputs, flat_targets)
+    legs = {f"torch_t{n}": _torch_leg(n, lambda n=n: torch_losses(pair.module, t_inputs, t_targets,
+                                                                   batches[n]).numpy()) for n in threads}
+    legs |= {"ours": lambda: evaluate_predictor(pair.predict, pair.state, data, options),
+             "ours_forward_mse": lambda: forward_mse(pair.state)}
     rounds, results = [], {}
     for index in range(repeats + 1):
         seconds = {}
@@ -213,16 +250,16 @@ def evaluation_rounds(pair: Pair, data: PreparedData, options: EvalConfig, windo
         if index:
             rounds.append(seconds)
     engine = np.concatenate([evaluation.losses.clean[None], evaluation.losses.faulted]).reshape(-1)
-    gap = float(np.max(np.abs(results["torch"] - engine) / np.maximum(np.abs(engine), 1e-12)))
+    gap = max(float(np.max(np.abs(results[name] - engine) / np.maximum(np.abs(engine), 1e-12)))
+              for name in legs if name != "ours")
     if not gap <= LOSS_RTOL:
-        raise RuntimeError(f"PyTorch's per-window losses differ from the engine's by {gap:.2e} (relative, > "
-                           f"{LOSS_RTOL:g}): the two did not score the same windows; nothing is comparable.")
-    median = {name: statistics.median(r[name] for r in rounds) for name in legs}
-    return {"eval_windows": count, "torch_eval_batch": batch, "ours_eval_batch": ours_batch,
-            "torch_eval_seconds": median["torch"], "ours_eval_seconds": median["ours"],
-            "ours_forward_mse_seconds": median["ours_forward_mse"],
-            "eval_ratio": statistics.median(r["torch"] / r["ours"] for r in rounds),
-            "eval_ratio_same_work": statistics.median(r["torch"] / r["ours_forward_mse"] for r in rounds),
+        raise RuntimeError(f"PyTorch's (or the bare forward's) per-window losses differ from the engine's by "
+                           f"{gap:.2e} (relative, > {LOSS_RTOL:g}): they did not score the same windows; nothing is "
+                           "comparable.")
+    same_work = {f"eval_same_work_ratio_t{n}": statistics.median(r[f"torch_t{n}"] / r["ours_forward_mse"]
+                                                                  for r in rounds) for n in threads}
+    return {"eval_windows": count, "torch_eval_batch": batches, "ours_eval_batch": ours_batch,
+            **_summary(rounds, "ours", threads, "eval"), **same_work,
             "eval_max_relative_loss_difference": float(f"{gap:.2e}")}
 
 
@@ -235,9 +272,10 @@ class TorchEpoch:
 
     size = 1
 
-    def __init__(self, module: torch.nn.Module, data: PreparedData, steps: int | None, eval_batch: int) -> None:
+    def __init__(self, module: torch.nn.Module, data: PreparedData, steps: int | None, eval_batch: int,
+                 threads: int) -> None:
         spec = data.spec
-        self.module, self.eval_batch, self.batch = module, eval_batch, spec.batch_size
+        self.module, self.eval_batch, self.batch, self.threads = module, eval_batch, spec.batch_size, threads
         self.steps = len(data.train_starts) // self.batch if steps is None else steps
         self.optimizer = torch.optim.Adam(module.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
 
@@ -254,6 +292,7 @@ class TorchEpoch:
     def run_epoch(self, epoch: int, active: list[bool]) -> float:
         """One epoch; returns the validation loss (a host value: the epoch has finished)."""
         del active
+        torch.set_num_threads(self.threads)
         inputs, targets = self.train
         order = torch.randperm(inputs.shape[0], generator=torch.Generator().manual_seed(epoch))
         self.module.train()
@@ -267,16 +306,18 @@ class TorchEpoch:
         return float(torch_losses(self.module, val_inputs, val_targets, self.eval_batch).mean())
 
 
-def training_rounds(pair: Pair, data: PreparedData, steps: int | None, eval_batch: int, repeats: int) -> dict:
-    """Paired rounds (after a warm-up round) of the PyTorch epoch and the engine's compiled epoch program."""
+def training_rounds(pair: Pair, data: PreparedData, steps: int | None, eval_batches: dict[int, int], repeats: int,
+                    threads: list[int]) -> dict:
+    """Paired rounds (after a warm-up round) of the PyTorch epoch at each thread count (each on its own copy of
+    the module and its own `Adam`) and the engine's compiled epoch program."""
     program = EpochProgram(data, pair_architecture(pair), {}, _members(1), TrainConfig(steps_per_epoch=steps),
                            vectorize=False)
-    epochs = {"ours": program, "torch": TorchEpoch(pair.module, data, steps, eval_batch)}
+    epochs = {"ours": program} | {f"torch_t{n}": TorchEpoch(copy.deepcopy(pair.module), data, steps, eval_batches[n],
+                                                            n) for n in threads}
     times = interleaved_epoch_seconds(epochs, repeats)
-    return {"train_steps": epochs["torch"].steps, "ours_train_compile_seconds": program.compile_seconds,
-            "torch_epoch_seconds": statistics.median(times["torch"]),
-            "ours_epoch_seconds": statistics.median(times["ours"]),
-            "train_ratio": statistics.median(t / o for t, o in zip(times["torch"], times["ours"], strict=True))}
+    rounds = [{name: times[name][i] for name in epochs} for i in range(repeats)]
+    return {"train_steps": epochs[f"torch_t{threads[0]}"].steps, "ours_train_compile_seconds": program.compile_seconds,
+            **_summary(rounds, "ours", threads, "epoch")}
 
 
 def pair_architecture(pair: Pair) -> str:
@@ -286,27 +327,31 @@ def pair_architecture(pair: Pair) -> str:
 
 # --- the table ------------------------------------------------------------------------------------------------
 
-HEADER = (f"{'arch':<10} {'torch eval s':>12} {'ours eval s':>11} {'x eval':>7} {'ours fwd+mse s':>14} "
-          f"{'x same work':>11} {'torch epoch s':>13} {'ours epoch s':>12} {'x epoch':>7}")
+def table(rows: list[dict], threads: list[int]) -> list[str]:
+    """The printed table: per architecture, evaluation then training epoch; PyTorch at each thread count."""
+    columns = [("arch", "architecture", "<10", "")]
+    for part, ours in (("eval", "ours"), ("epoch", "ours")):
+        columns += [(f"torch@{n} {part} s", f"{part}_seconds_torch_t{n}", ">14", ".3f") for n in threads]
+        columns.append((f"ours {part} s", f"{part}_seconds_{ours}", ">12", ".3f"))
+        if part == "eval":
+            columns.append(("ours fwd+mse s", "eval_seconds_ours_forward_mse", ">14", ".3f"))
+        columns += [(f"x@{n}", f"{part}_ratio_t{n}", ">7", ".2f") for n in threads]
+    lines = [" ".join(f"{title:{align}}" for title, _, align, _ in columns)]
+    lines.append("-" * len(lines[0]))
+    lines += [" ".join(f"{row[key]:{align}{style}}" for _, key, align, style in columns) for row in rows]
+    return lines
 
 
-def table_line(row: dict) -> str:
-    """One row of the printed table."""
-    return (f"{row['architecture']:<10} {row['torch_eval_seconds']:>12.3f} {row['ours_eval_seconds']:>11.3f} "
-            f"{row['eval_ratio']:>6.2f}x {row['ours_forward_mse_seconds']:>14.3f} "
-            f"{row['eval_ratio_same_work']:>10.2f}x "
-            f"{row['torch_epoch_seconds']:>13.3f} {row['ours_epoch_seconds']:>12.3f} {row['train_ratio']:>6.2f}x")
-
-
-def measure(data: PreparedData, architecture: str, k: int, steps: int | None, repeats: int) -> dict:
+def measure(data: PreparedData, architecture: str, k: int, steps: int | None, repeats: int,
+            threads: list[int]) -> dict:
     """Every figure of one architecture (module docstring)."""
     seed = data.spec.seeds.canonical_eval_seed
     windows = evaluation_windows(data, seed, k)
     pair = same_weights(data, architecture, windows[0][0, :256])
     options = EvalConfig(seed=seed, k=k, progress=False)
     row = {"architecture": architecture, "k": k, "forward_parity": float(f"{pair.forward_parity:.2e}"),
-           **evaluation_rounds(pair, data, options, windows, repeats)}
-    return row | training_rounds(pair, data, steps, row["torch_eval_batch"], repeats)
+           **evaluation_rounds(pair, data, options, windows, repeats, threads)}
+    return row | training_rounds(pair, data, steps, row["torch_eval_batch"], repeats, threads)
 
 
 def check() -> int:
@@ -333,8 +378,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--k", type=int, default=10_000, help="test windows (x 9 with the scenarios; default 10000)")
     parser.add_argument("--steps", type=int, default=None, help="steps per timed epoch (default: full epochs)")
     parser.add_argument("--repeats", type=int, default=3, help="paired rounds after a warm-up round (default 3)")
-    parser.add_argument("--torch-threads", type=int, default=TORCH_THREADS,
-                        help=f"PyTorch intra-op threads (default {TORCH_THREADS}, the acceptance setting)")
+    parser.add_argument("--torch-threads", type=int, nargs="+", default=[TORCH_THREADS],
+                        help=f"PyTorch intra-op thread counts, each timed (default {TORCH_THREADS}, the acceptance "
+                             "setting; e.g. 2 1 adds one thread, which wins for small steps on a loaded machine)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--check", action="store_true", help="only check parity (fixtures, torch vs engine)")
     args = parser.parse_args(argv)
@@ -347,29 +393,29 @@ def main(argv: list[str] | None = None) -> dict:
     """Measure every requested architecture; the table prints each row as soon as it is measured. `--check`
     exits with `check()`'s status instead."""
     args = _parse(argv)
-    torch.set_num_threads(args.torch_threads)
+    torch.set_num_threads(args.torch_threads[0])
     if args.check:
         sys.exit(check())
     data = prepare(load("etth1", data_root=DATA_ROOT))
     device = jax.devices()[0]
     result: dict = {"dataset": "etth1", "device": f"{device.platform}:{device.device_kind}", "jax": jax.__version__,
-                    "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "k": args.k,
-                    "steps": args.steps, "repeats": args.repeats, "rows": []}
+                    "torch": torch.__version__, "torch_threads": args.torch_threads, "k": args.k,
+                    "steps": args.steps, "repeats": args.repeats, "load_average": list(os.getloadavg()), "rows": []}
     if not args.json:
-        print(f"ETTh1, K = {args.k} x 9, {'full epochs' if args.steps is None else f'{args.steps}-step epochs'}; "
-              f"torch {result['torch']} on {result['torch_threads']} threads; jax {result['jax']} on "
-              f"{len(jax.devices())} {device.platform} device(s)\n{HEADER}\n{'-' * len(HEADER)}", flush=True)
+        print(f"ETTh1, K = {args.k} x 9, {'full epochs' if args.steps is None else f'{args.steps}-step epochs'} "
+              f"+ validation; torch {result['torch']} on {args.torch_threads} thread(s); jax {result['jax']} on "
+              f"{len(jax.devices())} {device.platform} device(s)", flush=True)
     for architecture in args.architectures:
-        row = measure(data, architecture, args.k, args.steps, args.repeats)
-        result["rows"].append(row)
+        result["rows"].append(measure(data, architecture, args.k, args.steps, args.repeats, args.torch_threads))
         if not args.json:
-            print(table_line(row), flush=True)
+            print("\n".join(table(result["rows"][-1:], args.torch_threads)[2 if len(result["rows"]) > 1 else 0:]),
+                  flush=True)
     if args.json:
         print(json.dumps(result))
     else:
-        print("x eval = torch forward + per-window MSE over the K x 9 windows / the engine's whole evaluation (fault "
-              "pass, forward, losses, bootstrap); x same work = torch / ours forward + MSE over the same windows; "
-              "x epoch = torch epoch / the engine's compiled epoch (steps + validation). > 1: ours is faster.")
+        print("eval: torch forward + per-window MSE over the K x 9 windows; ours: the engine's whole evaluation (fault "
+              "pass, forward, losses, bootstrap), and its forward + MSE over the same windows; epoch: steps + "
+              "validation. x@n = torch on n threads / ours (whole evaluation; epoch): > 1 means ours is faster.")
     return result
 
 
