@@ -275,11 +275,11 @@ def methods_main(args: argparse.Namespace) -> dict:
 VARIANT_RTOL = 1e-5
 
 
-def variant_layouts(budget: int) -> tuple[tuple[str, int], ...]:
-    """The two ways of training a method's variants: all of them as one vectorised group split over every local
-    device (`train.group_size` = the number of variants, `train.num_devices` null) and one variant after another
-    (`train.group_size=1`, the single-candidate program reused for every variant)."""
-    return (("vectorised", budget), ("sequential", 1))
+def variant_layouts(group_size: int) -> tuple[tuple[str, int], ...]:
+    """The two ways of training a method's variants: vectorised groups of `group_size` variants split over every
+    local device (`train.group_size`, `train.num_devices` null; the number of variants: all of them in one group)
+    and one variant after another (`train.group_size=1`, the single-candidate program reused for every variant)."""
+    return (("vectorised", group_size), ("sequential", 1))
 
 
 def _search_once(data, architecture: str, method: str, options: TrainConfig, budget: int) -> tuple[list, float]:
@@ -313,7 +313,7 @@ def _agreement(ours: list, theirs: list) -> dict:
 
 
 def variant_search(data, architecture: str, method: str, *, steps: int | None, max_epochs: int, patience: int,
-                   budget: int, repeats: int) -> dict:
+                   budget: int, repeats: int, group_size: int | None = None) -> dict:
     """The method's whole variant search as `sfbench` runs it (`run_search` on a fresh candidate store: every variant
     trained with early stopping, saved with its checkpoint, then the winner selected), vectorised and one variant
     after another, the two back to back in each round with their order alternating: seconds of each, the ratio per
@@ -322,7 +322,7 @@ def variant_search(data, architecture: str, method: str, *, steps: int | None, m
     includes the compilation of both layouts' programs (later rounds reuse them, as a warm compilation cache does)."""
     rounds = []
     for round_index in range(repeats):
-        layouts = variant_layouts(budget)
+        layouts = variant_layouts(group_size or budget)
         seconds, results = {}, {}
         for label, size in layouts if round_index % 2 == 0 else layouts[::-1]:
             options = TrainConfig(max_epochs=max_epochs, patience=patience, steps_per_epoch=steps,
@@ -334,6 +334,7 @@ def variant_search(data, architecture: str, method: str, *, steps: int | None, m
                        "epochs_run": sorted(r.epochs_run for r in results["vectorised"])})
     warm = rounds[1:] or rounds
     return {"dataset": data.spec.key, "architecture": architecture, "method": method, "variants": budget,
+            "group_size": group_size or budget,
             "steps_per_epoch": steps, "max_epochs": max_epochs, "patience": patience, "rounds": rounds,
             "median_ratio": statistics.median(r["ratio"] for r in rounds),
             "median_ratio_warm": statistics.median(r["ratio"] for r in warm),
@@ -348,12 +349,13 @@ def variants_main(args: argparse.Namespace) -> dict:
     result = {"device": f"{device.platform}:{device.device_kind}", "devices": len(jax.devices()),
               "cores": len(os.sched_getaffinity(0)), "jax": jax.__version__, **variant_search(
                   data, architecture, args.variant_method, steps=args.steps, max_epochs=args.max_epochs,
-                  patience=args.patience, budget=args.budget, repeats=args.repeats)}
+                  patience=args.patience, budget=args.budget, repeats=args.repeats, group_size=args.group_size)}
     if args.json:
         print(json.dumps(result))
         return result
     print(f"device: {result['device']} x {result['devices']} on {result['cores']} cores (jax {result['jax']}); "
-          f"{result['method']} search of {architecture} on {data.spec.key}: {args.budget} variants, "
+          f"{result['method']} search of {architecture} on {data.spec.key}: {args.budget} variants in groups of "
+          f"{result['group_size']}, "
           f"{args.steps or 'all'} steps per epoch, at most {args.max_epochs} epochs, patience {args.patience}")
     for number, row in enumerate(result["rounds"], start=1):
         print(f"round {number} (load {row['load_average']:.1f}): vectorised {row['vectorised_seconds']:.1f} s, one "
@@ -389,6 +391,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--variant-method", default="adaptive_robust_loss",
                         help="with --variants: the training-kind method (default adaptive_robust_loss)")
     parser.add_argument("--budget", type=int, default=40, help="with --variants: variants sampled (default 40)")
+    parser.add_argument("--group-size", type=int, default=None,
+                        help="with --variants: variants per vectorised group (default: all of them in one group)")
     parser.add_argument("--max-epochs", type=int, default=200, help="with --variants: epoch limit (default 200)")
     parser.add_argument("--patience", type=int, default=10, help="with --variants: patience (default 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
