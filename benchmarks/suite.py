@@ -288,7 +288,7 @@ def _training_lines(part: dict) -> list[str]:
 
 
 def _ratio(value: float | None) -> str | None:
-    return None if value is None else f"{value:.2f}x"
+    return None if value is None else f"{value:.3g}x"
 
 
 def _torch_lines(rows: list[dict]) -> list[str]:
