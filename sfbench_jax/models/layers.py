@@ -221,15 +221,16 @@ def in_inference_mode(module: nnx.Module) -> bool:
 
 
 def map_in_slices(fn: Callable[[jax.Array], jax.Array], x: jax.Array, slice_rows: int) -> jax.Array:
-    """`fn(x)` computed `slice_rows` rows of `x` (axis 0) at a time with `lax.map`, for an `fn` whose rows are
-    independent of each other (a model in inference mode).
+    """`fn(x)` computed `slice_rows` rows of `x` (axis 0) at a time with `lax.map` on CPU, for an `fn` whose rows
+    are independent of each other (a model in inference mode).
 
-    A large batch of small matrix products runs faster a cache-sized slice at a time than as whole-batch
+    On CPU a large batch of small matrix products runs faster a cache-sized slice at a time than as whole-batch
     operations whose intermediates go to main memory. Rows are split into the fewest slices of at most
-    `slice_rows`, the last padded with copies of the final row (dropped from the result).
+    `slice_rows`, the last padded with copies of the final row (dropped from the result). Other backends (GPU,
+    TPU) want the whole batch in each kernel: there `fn(x)` runs as one call.
     """
     rows = x.shape[0]
-    if rows <= slice_rows:
+    if rows <= slice_rows or jax.default_backend() != "cpu":
         return fn(x)
     count = -(-rows // slice_rows)
     size = -(-rows // count)
