@@ -22,6 +22,7 @@ from flax import nnx
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
 from sfbench_jax.models.hparams import require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
+    Dropout,
     TorchBatchNorm,
     check_input,
     gelu,
@@ -160,7 +161,7 @@ class ModernTCNBlock(nnx.Module):
         self.features_out = _GroupedPointwise(m, d * r, d, rngs=rngs)
         self.variables_in = _GroupedPointwise(d, m, m * r, rngs=rngs)
         self.variables_out = _GroupedPointwise(d, m * r, m, rngs=rngs)
-        self.dropouts = nnx.List([nnx.Dropout(config.dropout, rngs=rngs) for _ in range(4)])
+        self.dropouts = nnx.List([Dropout(config.dropout, rngs=rngs) for _ in range(4)])
 
     def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
         """`(batch, m, d, P) -> (batch, m, d, P)`."""
@@ -261,7 +262,7 @@ class ModernTCN(nnx.Module):
         head_init = torch_uniform_init(d * self.patch_count)
         self.head_kernel = nnx.Param(head_init(rngs.params(), (d, self.patch_count, horizon)))
         self.head_bias = nnx.Param(head_init(rngs.params(), (horizon,)))
-        self.head_dropout = nnx.Dropout(cfg.head_dropout, rngs=rngs)
+        self.head_dropout = Dropout(cfg.head_dropout, rngs=rngs)
 
     def stem(self, x: jax.Array) -> jax.Array:
         """Patch embedding per channel: `(batch, n, m) -> (batch, m, d, P)`."""
