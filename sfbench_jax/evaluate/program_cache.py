@@ -162,8 +162,10 @@ def loaded_code(*, with_state: bool = True) -> tuple[tuple[str, str, tuple | Non
 
 
 def code_unchanged(code: tuple[tuple[str, str, tuple | None], ...]) -> bool:
-    """Whether every module file recorded with an entry is as it was."""
-    return all(state is not None and _file_state(path) == state for _, path, state in code)
+    """Whether every module file recorded with an entry is as it was: the same size, modification time and inode,
+    or still absent when it was already gone while the program was traced (a module imported from a temporary
+    folder since deleted: no process can import a changed copy from there without the file reappearing)."""
+    return all(_file_state(path) == state for _, path, state in code)
 
 
 #: What `load` returns for a program recorded as not storable (compile it the usual way, with JAX's cache).

@@ -156,3 +156,22 @@ def test_an_entry_others_can_write_is_never_unpickled(etth1, cache: Path) -> Non
         assert not program_cache.trusted_entry(entry)
     finally:
         cache.chmod(cache.stat().st_mode & ~0o002)
+
+
+def test_a_module_whose_file_was_deleted_before_the_trace_does_not_make_every_entry_stale(
+        etth1, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "gone" / "program_cache_gone_probe.py"
+    source.parent.mkdir()
+    source.write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(source.parent))
+    importlib.import_module("program_cache_gone_probe")
+    source.unlink()  # e.g. an earlier test's temporary module, still in sys.modules
+    try:
+        data, model = etth1
+        assert _score(data, model, sparse=False)[1].program_cache == "stored"
+        assert _score(data, model, sparse=False)[1].program_cache == "loaded"
+        source.write_text("VALUE = 2\n")  # the file is back (changed): the entry is stale
+        jax.clear_caches()
+        assert _score(data, model, sparse=False)[1].program_cache == "stored"
+    finally:
+        sys.modules.pop("program_cache_gone_probe", None)
