@@ -46,6 +46,16 @@ def _score(data, model, rng_mode: str = "jax", sparse: bool = True, predict=None
     return score_windows(predict or built, state, data, options)
 
 
+def _import_probe(folder: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Import a one-line module `name` from `folder` (loaded while later programs are traced); its file."""
+    source = folder / f"{name}.py"
+    folder.mkdir()
+    source.write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(folder))
+    importlib.import_module(name)
+    return source
+
+
 def _assert_same(first, second) -> None:
     for name in ("clean", "faulted", "severity_units", "sample_starts"):
         assert getattr(first, name).tobytes() == getattr(second, name).tobytes(), name
@@ -68,11 +78,7 @@ def test_a_loaded_program_gives_the_fresh_numbers_bit_for_bit(etth1, cache: Path
 
 def test_an_entry_is_stale_once_a_module_it_was_traced_with_changes_and_a_damaged_one_is_a_miss(
         etth1, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = tmp_path / "src" / "program_cache_probe.py"
-    source.parent.mkdir()
-    source.write_text("VALUE = 1\n")
-    monkeypatch.syspath_prepend(str(source.parent))
-    importlib.import_module("program_cache_probe")  # loaded while the program is traced: recorded with the entry
+    source = _import_probe(tmp_path / "src", "program_cache_probe", monkeypatch)  # recorded with the entry
     try:
         data, model = etth1
         assert _score(data, model, sparse=False)[1].program_cache == "stored"
@@ -160,11 +166,7 @@ def test_an_entry_others_can_write_is_never_unpickled(etth1, cache: Path) -> Non
 
 def test_a_module_whose_file_was_deleted_before_the_trace_does_not_make_every_entry_stale(
         etth1, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = tmp_path / "gone" / "program_cache_gone_probe.py"
-    source.parent.mkdir()
-    source.write_text("VALUE = 1\n")
-    monkeypatch.syspath_prepend(str(source.parent))
-    importlib.import_module("program_cache_gone_probe")
+    source = _import_probe(tmp_path / "gone", "program_cache_gone_probe", monkeypatch)
     source.unlink()  # e.g. an earlier test's temporary module, still in sys.modules
     try:
         data, model = etth1
