@@ -19,7 +19,9 @@ as a JAX device before JAX starts):
 hour, for checking the table on a new machine; its numbers are not the published ones. On a GPU machine the same
 command gives the table for that device. `--docs docs/speed.md` also replaces the block between the page's
 `<!-- suite:begin -->` and `<!-- suite:end -->` lines with the tables (`--from-json` renders a previous run's
-`speed.json` instead of measuring). Example:
+`speed.json` instead of measuring). Every part records its own date, commit, load average and duration;
+`--merge <run>/speed.json --parts <part> ...` measures only those parts into an earlier run of the same set-up
+(device, versions, sizes), e.g. after a change that concerns one part. Example:
 
     python benchmarks/suite.py --quick --out /tmp/speed
     python benchmarks/suite.py --out docs/speed-suite --docs docs/speed.md   # the full table (about 1.5 h, 2 cores)
@@ -49,7 +51,8 @@ PACKAGES = ("sfbench-jax", "jax", "jaxlib", "flax", "optax", "numpy", "torch")
 #: Sizes per mode: (full, quick).
 SIZES = {
     "k": (10_000, 500), "repeats": (3, 1), "train_steps": (None, 60), "train_repeats": (3, 5),
-    "variant_budget": (40, 6), "variant_max_epochs": (200, 2), "variant_steps": (None, 20), "process_runs": (5, 2),
+    "variant_budget": (40, 6), "variant_max_epochs": (200, 2), "variant_steps": (None, 20), "variant_repeats": (2, 2),
+    "process_runs": (5, 2),
     "torch_k": (10_000, 500), "torch_steps": (None, 20), "torch_repeats": (3, 1), "torch_threads": ("2 1", "2"),
 }
 #: Quick training epochs per architecture: S- and 2S-step epochs whose S steps take a few tenths of a second on
@@ -161,7 +164,7 @@ def training(quick: bool, timeout: float) -> dict:
     variant_steps = size("variant_steps", quick)
     variants = _attempt("variants", lambda: run_json(
         "training.py", "--variants", "--budget", str(size("variant_budget", quick)), "--max-epochs",
-        str(size("variant_max_epochs", quick)), "--repeats", str(size("repeats", quick) + 1),
+        str(size("variant_max_epochs", quick)), "--repeats", str(size("variant_repeats", quick)),
         *([] if variant_steps is None else ["--steps", str(variant_steps)]), timeout=timeout))
     return {"epochs": epochs, "variants": variants}
 
@@ -189,6 +192,23 @@ def processes(quick: bool, timeout: float) -> list[dict]:
     return [whole_process(overrides, runs, timeout) for overrides in commands]
 
 
+def _commit() -> str | None:
+    """The checkout's short commit, `-dirty` when tracked files differ from it (None outside a git checkout)."""
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", *arguments], cwd=HERE, capture_output=True, text=True, check=False).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD")
+    return (commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")) or None
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _load_average() -> list[float] | None:
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+
+
 def environment(quick: bool) -> dict:
     """Date, machine, device, versions and commit of this suite run."""
     import jax
@@ -199,13 +219,10 @@ def environment(quick: bool) -> dict:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "not installed"
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True,
-                            check=False).stdout.strip() or None
     device = jax.devices()[0]
-    return {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "quick": quick,
-            "device": f"{device.platform}: {device.device_kind}", "host_cpus": os.cpu_count(),
-            "platform": platform.platform(), "versions": versions, "commit": commit,
-            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+    return {"date": _now(), "quick": quick, "device": f"{device.platform}: {device.device_kind}",
+            "host_cpus": os.cpu_count(), "platform": platform.platform(), "versions": versions, "commit": _commit(),
+            "load_average": _load_average()}
 
 
 #: Part name -> how it is measured.
@@ -213,18 +230,36 @@ PARTS = {"fault_pass": fault_pass, "evaluation": evaluations, "training": traini
          "processes": processes}
 
 
-def measure(parts: list[str], quick: bool, timeout: float) -> dict:
-    """Every requested part; a part that fails is recorded with its error and the others still run."""
-    result = {"environment": environment(quick)}
+def measure(parts: list[str], quick: bool, timeout: float, previous: dict | None = None) -> dict:
+    """Every requested part, each with its own date, commit, load average at its start and seconds
+    (`part_environments`); a part that fails is recorded with its error and the others still run. With `previous`
+    (an earlier run's result, `--merge`), its other parts are kept."""
+    result = {"environment": environment(quick), "part_environments": {}} if previous is None else previous
+    result.setdefault("part_environments", {})
     for name in parts:
         print(f"[suite] {name} ...", file=sys.stderr, flush=True)
-        started = time.perf_counter()
+        started, when = time.perf_counter(), {"date": _now(), "commit": _commit(), "load_average": _load_average()}
         try:
             result[name] = PARTS[name](quick, timeout)
         except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError, OSError) as error:
             result[name] = {"error": str(error)}
+        result["part_environments"][name] = when | {"seconds": time.perf_counter() - started}
         print(f"[suite] {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     return result
+
+
+def check_mergeable(previous: dict, current: dict, where: Path) -> None:
+    """Refuse to merge new parts into a run measured at other sizes, on another device or with other versions
+    (its tables would mix two set-ups under one heading).
+
+    Raises:
+        ValueError: naming what differs.
+    """
+    differences = [f"{key}: {previous.get(key)!r} there, {current[key]!r} now"
+                   for key in ("quick", "device", "host_cpus", "versions") if previous.get(key) != current[key]]
+    if differences:
+        raise ValueError(f"{where} was measured with another set-up ({'; '.join(differences)}); measure every part "
+                         "afresh instead of --merge.")
 
 
 def _table(header: list[str], rows: list[list[object]]) -> list[str]:
@@ -348,6 +383,11 @@ def markdown(result: dict, level: int = 1) -> str:
         if name not in result:
             continue
         lines += [f"{'#' * (level + 1)} {title}", ""]
+        when = result.get("part_environments", {}).get(name)
+        if when is not None:
+            load = f"{when['load_average'][0]:.1f}" if when.get("load_average") else "unknown"
+            lines += [f"Measured {when['date']} at commit {when['commit']} in {when['seconds'] / 60:.0f} min (load "
+                      f"average {load} at its start).", ""]
         part = result[name]
         lines += ([f"Failed: {part['error']}"] if isinstance(part, dict) and "error" in part else render(part))
         lines.append("")
@@ -395,17 +435,29 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--from-json", type=Path, default=None,
                         help="render a previous run's speed.json instead of measuring (with --docs: regenerate "
                              "the page from it)")
+    parser.add_argument("--merge", type=Path, default=None,
+                        help="keep the other parts of this earlier speed.json (same device, versions and sizes) "
+                             "and measure only --parts into it, e.g. after a change to one of them")
     args = parser.parse_args(argv)
+    if args.merge is not None and args.from_json is not None:
+        parser.error("--merge measures parts into an earlier run; --from-json only renders one: use one of them.")
     if args.docs is not None:  # a page without its markers fails before an hour of measuring
         try:
             docs_page(args.docs.read_text(), "", args.docs)
         except (OSError, ValueError) as error:
             parser.error(f"--docs: {error}")
+    previous = None
+    if args.merge is not None:  # checked before measuring too
+        try:
+            previous = json.loads(args.merge.read_text())
+            check_mergeable(previous["environment"], environment(args.quick), args.merge)
+        except (OSError, ValueError, KeyError) as error:
+            parser.error(f"--merge: {error}")
     if args.from_json is not None:
         result = json.loads(args.from_json.read_text())
     else:
         args.out.mkdir(parents=True, exist_ok=True)
-        result = measure(args.parts, args.quick, args.timeout)
+        result = measure(args.parts, args.quick, args.timeout, previous)
         write_atomically(args.out / "speed.json", json.dumps(result, indent=1) + "\n")
         write_atomically(args.out / "speed.md", markdown(result) + "\n")
     if args.docs is not None:

@@ -62,6 +62,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Hashable
 
@@ -328,6 +329,8 @@ def variant_search(data, architecture: str, method: str, *, steps: int | None, m
             options = TrainConfig(max_epochs=max_epochs, patience=patience, steps_per_epoch=steps,
                                   candidate_budget=budget, group_size=size, progress=False)
             results[label], seconds[label] = _search_once(data, architecture, method, options, budget)
+            print(f"[variants] round {round_index + 1}: {label} {seconds[label]:.1f} s "
+                  f"(epochs run: {sum(r.epochs_run for r in results[label])})", file=sys.stderr, flush=True)
         rounds.append({"vectorised_seconds": seconds["vectorised"], "sequential_seconds": seconds["sequential"],
                        "ratio": seconds["sequential"] / seconds["vectorised"], "load_average": os.getloadavg()[0],
                        **_agreement(results["vectorised"], results["sequential"]),
