@@ -181,8 +181,9 @@ class TrainConfig:
         candidate_budget: random-subgrid candidates per (dataset, architecture, method) (40).
         steps_per_epoch: optimiser steps per epoch; null = every drop-last batch (625 or 156). Smaller
             values are for smoke tests; they change the candidate identity.
-        group_size: most candidates (same architecture hyperparameters, different learning rates) trained
-            together under vmap; null = automatic (1 on CPU, where vectorising pays little, 8 on GPU/TPU).
+        group_size: most candidates (same architecture hyperparameters, different learning rates; or a method's
+            variants differing only in recipe values) trained together under vmap; null = automatic (baseline
+            candidates: 1 on CPU, where vectorising pays little, 8 on GPU/TPU; method variants: 40, all of them).
         num_devices: devices a vectorised group's candidates are split over; null = every local device, at most
             one per candidate (the `sfbench` CLI exposes every CPU core as a device).
         master_seed: master seed of the model and tuning seeds (spec 1.6: 42); other values train independent

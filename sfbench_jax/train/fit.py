@@ -54,14 +54,13 @@ AUTO_GROUP_SIZE_ACCELERATOR = 8
 
 
 #: Method variants (same inherited hyperparameters, recipes differing only in values) trained together when
-#: `train.group_size` is null, per JAX backend. On CPU a group does the same per-variant arithmetic as one after
-#: another (~10% less CPU time for the adaptive loss's 40 variants of DLinear on ETTh1: shared gathers and
-#: decomposition), so it can only win by using both cores; on the loaded 2-core CPU it did not (the whole search
-#: slower vectorised over 2 devices than one after another, `benchmarks/training.py --variants`, docs/speed.md
-#: "Vectorised method variants"), so on CPU variants train one after another like baseline candidates (one compiled
-#: program reused); on an accelerator a value group shares the device (not measured here).
-AUTO_VARIANT_GROUP_SIZE = {"cpu": 1}
-AUTO_VARIANT_GROUP_SIZE_ACCELERATOR = 40
+#: `train.group_size` is null, on every backend: all of a method's variants of one structure (the adaptive loss's
+#: 40; fault augmentation's groups of 4, PGD's of 3). On the 2-core CPU the adaptive loss's 40-variant search of
+#: DLinear on ETTh1 (full protocol) ran 2.3-2.4x faster as one group split over both cores than one after another,
+#: and 2.1x with the cores contended by three other busy processes (100-step epochs); fault augmentation's and
+#: randomized training's searches 1.8-1.9x warm (about even on a cold compilation cache, where a group compiles one
+#: program per width). `benchmarks/training.py --variants`, docs/speed.md "Vectorised method variants".
+AUTO_VARIANT_GROUP_SIZE = 40
 
 
 def group_size(options: TrainConfig) -> int:
@@ -72,10 +71,8 @@ def group_size(options: TrainConfig) -> int:
 
 
 def variant_group_size(options: TrainConfig) -> int:
-    """Method variants trained together: `train.group_size`, or (null) the backend's automatic size."""
-    if options.group_size is not None:
-        return options.group_size
-    return AUTO_VARIANT_GROUP_SIZE.get(jax.default_backend(), AUTO_VARIANT_GROUP_SIZE_ACCELERATOR)
+    """Method variants trained together: `train.group_size`, or (null) `AUTO_VARIANT_GROUP_SIZE`."""
+    return AUTO_VARIANT_GROUP_SIZE if options.group_size is None else options.group_size
 
 
 @dataclass(frozen=True)
