@@ -1,5 +1,6 @@
-"""Ground truth: the committed files are exactly what ``scripts/build_agent_scenarios.py`` computes
-(run as a subprocess with ``--check``, which writes nothing), and formula-based ground truth does
+"""Ground truth: the committed files are what ``scripts/build_agent_scenarios.py`` computes (run as a
+subprocess with ``--check``, which writes nothing; floats to one unit in their sixth significant digit,
+which float32 kernels can move between CPUs, everything else exactly), and formula-based ground truth does
 not depend on the kernels the tools wrap: a deliberately perturbed kernel constant leaves it
 unchanged and makes the reference solution's check against it fail."""
 
@@ -30,6 +31,18 @@ def test_ground_truth_is_reproduced_by_the_script(data_root: Path) -> None:
                           text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 differ" in done.stdout
+
+
+def test_check_accepts_only_one_unit_in_the_sixth_digit(load_script: Callable[[str], ModuleType]) -> None:
+    agree = load_script("build_agent_scenarios").agree_to_sixth_digit
+    assert agree({"p": 0.0703646, "r": [37.0466, 342945.0]}, {"p": 0.0703647, "r": [37.0467, 342946.0]})
+    assert agree(99999.9, 100000.0) and agree(0.0, 0.0) and agree(-1.5, -1.50001)
+    assert not agree(0.0703646, 0.0703648)       # two units
+    assert not agree(37.0466, 37.0468)
+    assert not agree(1.0, 1)                     # a float never stands in for an integer
+    assert not agree(True, 1) and not agree(None, 0.0) and not agree("a", "b")
+    assert not agree({"a": 1.0}, {"a": 1.0, "b": 2.0}) and not agree([1.0], [1.0, 2.0])
+    assert not agree({"unit": 3}, {"unit": 4})   # ids and ranks stay exact
 
 
 def test_formula_builders_cover_the_standards_scenarios(
