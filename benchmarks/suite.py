@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -230,10 +231,12 @@ PARTS = {"fault_pass": fault_pass, "evaluation": evaluations, "training": traini
          "processes": processes}
 
 
-def measure(parts: list[str], quick: bool, timeout: float, previous: dict | None = None) -> dict:
+def measure(parts: list[str], quick: bool, timeout: float, previous: dict | None = None,
+            on_part: Callable[[dict], None] = lambda result: None) -> dict:
     """Every requested part, each with its own date, commit, load average at its start and seconds
     (`part_environments`); a part that fails is recorded with its error and the others still run. With `previous`
-    (an earlier run's result, `--merge`), its other parts are kept."""
+    (an earlier run's result, `--merge`), its other parts are kept. `on_part(result)` is called after each part
+    (the CLI writes `speed.json` there, so an interrupted suite keeps its finished parts for `--merge`)."""
     result = {"environment": environment(quick), "part_environments": {}} if previous is None else previous
     result.setdefault("part_environments", {})
     for name in parts:
@@ -245,6 +248,7 @@ def measure(parts: list[str], quick: bool, timeout: float, previous: dict | None
             result[name] = {"error": str(error)}
         result["part_environments"][name] = when | {"seconds": time.perf_counter() - started}
         print(f"[suite] {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        on_part(result)
     return result
 
 
@@ -457,9 +461,11 @@ def main(argv: list[str] | None = None) -> dict:
         result = json.loads(args.from_json.read_text())
     else:
         args.out.mkdir(parents=True, exist_ok=True)
-        result = measure(args.parts, args.quick, args.timeout, previous)
-        write_atomically(args.out / "speed.json", json.dumps(result, indent=1) + "\n")
-        write_atomically(args.out / "speed.md", markdown(result) + "\n")
+        def save(result: dict) -> None:
+            write_atomically(args.out / "speed.json", json.dumps(result, indent=1) + "\n")
+            write_atomically(args.out / "speed.md", markdown(result) + "\n")
+
+        result = measure(args.parts, args.quick, args.timeout, previous, on_part=save)
     if args.docs is not None:
         write_atomically(args.docs, docs_page(args.docs.read_text(), markdown(result, level=2), args.docs))
     print(markdown(result))
