@@ -126,7 +126,7 @@ def test_targets_are_selected_from_all_channel_forecasts(case: str) -> None:
     assert everything.shape == (4, 6, 7)
     # The two paths are different programs (e.g. ModernTCN's head runs only on the channels asked for,
     # RevIN denormalises only them), so XLA may order sums differently: float32 rounding, not
-    # bit-identity (a wrong channel would differ by O(1)). Seen on a CPU without AVX2: 2.5e-7.
+    # bit-identity (a wrong channel would differ by O(1)). Seen on a CPU without AVX-512: 2.5e-7.
     np.testing.assert_allclose(chosen, everything[..., [5, 0, 3]], rtol=1e-5, atol=1e-6)
 
 
