@@ -1,6 +1,7 @@
 """The speed suite's bookkeeping (`benchmarks/suite.py`), without measuring anything: a merged run keeps its other
-parts and records each part's own commit and date, a run of another set-up is refused before any measuring, and
-`--docs` replaces exactly the page's generated block (a page without its markers is refused)."""
+parts and records each part's own commit and date, a run of another set-up (sizes, device, host CPU, versions) is
+refused before any measuring, and `--docs` replaces exactly the page's generated block (a page without its markers
+is refused)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,17 @@ def test_docs_block_is_replaced_between_its_markers_only(tmp_path: Path) -> None
     assert replaced == f"# Speed\n\nintro\n\n{suite.DOCS_BEGIN}\n\nnew table\n\n{suite.DOCS_END}\n\n## Accounts\n"
     with pytest.raises(ValueError, match="needs exactly one line"):
         suite.docs_page("# Speed\n\nno markers\n", "new table", tmp_path / "speed.md")
+
+
+def test_the_table_names_the_host_cpu_and_merge_refuses_another(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    earlier = _earlier_run()
+    assert earlier["environment"]["host_cpu"] == suite.host_cpu()
+    assert f"host CPUs, {suite.host_cpu()}, load average" in suite.markdown(earlier)
+    earlier["environment"]["host_cpu"] = "Other CPU (sse4_2; no avx512f, avx2)"
+    (tmp_path / "speed.json").write_text(json.dumps(earlier))
+    monkeypatch.setitem(suite.PARTS, "fault_pass", lambda quick, timeout: pytest.fail("measured"))
+    with pytest.raises(SystemExit):
+        suite.main(["--quick", "--merge", str(tmp_path / "speed.json"), "--parts", "fault_pass", "--out",
+                    str(tmp_path / "new")])
+    assert "host_cpu: 'Other CPU (sse4_2; no avx512f, avx2)' there" in capsys.readouterr().err
