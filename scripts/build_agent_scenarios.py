@@ -23,7 +23,7 @@ Two kinds of builder:
 
 Floats are rounded to 6 significant digits; validators use tolerances well above that (and above the
 kernels' float32 and grid resolution). The kernels run in float32, whose last bit depends on the CPU's
-vector instructions (AVX-512 or not), so a data builder's rounded value can move by one unit in its sixth
+vector instructions (their width), so a data builder's rounded value can move by one unit in its sixth
 digit from one machine to another: ``--check`` accepts exactly that and nothing more (structure, keys,
 strings, integers and booleans must be equal), and a rewrite keeps a committed file that agrees to that
 unit, so the files do not churn between machines. The committed files must match ``MANIFEST.json``.
