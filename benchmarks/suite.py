@@ -24,7 +24,7 @@ command gives the table for that device. `--docs docs/speed.md` also replaces th
 (device, versions, sizes), e.g. after a change that concerns one part. Example:
 
     python benchmarks/suite.py --quick --out /tmp/speed
-    python benchmarks/suite.py --out docs/speed-suite --docs docs/speed.md   # the full table (over 2.5 h, 2 cores)
+    python benchmarks/suite.py --out docs/speed-suite --docs docs/speed.md   # the full table (about 2 h, 2 cores)
     python benchmarks/suite.py --from-json docs/speed-suite/speed.json --docs docs/speed.md
 """
 
