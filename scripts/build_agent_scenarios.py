@@ -37,7 +37,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -49,6 +48,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
+from sfbench_jax.agent_eval.lint import file_sha256
 from sfbench_jax.agent_eval.scenario import default_scenario_dir, load_scenarios
 
 Builder = Callable[[Mapping[str, Any], Any], dict[str, Any]]
@@ -955,7 +955,7 @@ def main(argv: list[str] | None = None) -> int:
         manifest = _manifest(out_dir)
         bad = [name for name, content in sorted(files.items()) if not _agrees(out_dir / name, content)]
         bad += [f"{name} (manifest)" for name in sorted(files) if (out_dir / name).is_file()
-                and manifest.get(name) != hashlib.sha256((out_dir / name).read_bytes()).hexdigest()]
+                and manifest.get(name) != file_sha256(out_dir / name)]
         last_digit = sum((out_dir / name).is_file() and (out_dir / name).read_bytes() != content
                          and name not in bad for name, content in files.items())
         for name in bad:
@@ -971,7 +971,7 @@ def main(argv: list[str] | None = None) -> int:
             (out_dir / name).write_bytes(content)
             written += 1
     manifest = _manifest(out_dir)
-    manifest.update({name: hashlib.sha256((out_dir / name).read_bytes()).hexdigest() for name in files})
+    manifest.update({name: file_sha256(out_dir / name) for name in files})
     keep = {Path(s.ground_truth_ref).name for s in load_scenarios(args.scenarios)}
     manifest = {k: v for k, v in sorted(manifest.items()) if k in keep}
     manifest_path = out_dir / MANIFEST
