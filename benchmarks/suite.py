@@ -9,7 +9,8 @@ as a JAX device before JAX starts):
 * each trained architecture's evaluation with its forward FLOP utilisation against the matrix-multiply rate
   measured in the same process (`scoring_core.py --model <arch>`);
 * each architecture's training epoch: steps/s, validation pass, seconds per full epoch (`training.py`);
-* a method's variant search vectorised against one variant after another (`training.py --variants`);
+* a method's variant search vectorised against one variant after another, three paired rounds (`training.py
+  --variants`; its own part, `variants`, since it alone takes about an hour);
 * each architecture's evaluation and training epoch against a competent PyTorch implementation on the same weights,
   PyTorch on 2 threads (and 1, for reference) (`torch_baselines.py`; needs the torch extra);
 * whole `sfbench` processes (warm compilation cache: one untimed run first): wall and CPU seconds of the process
@@ -52,7 +53,7 @@ PACKAGES = ("sfbench-jax", "jax", "jaxlib", "flax", "optax", "numpy", "torch")
 #: Sizes per mode: (full, quick).
 SIZES = {
     "k": (10_000, 500), "repeats": (3, 1), "train_steps": (None, 60), "train_repeats": (3, 5),
-    "variant_budget": (40, 6), "variant_max_epochs": (200, 2), "variant_steps": (None, 20), "variant_repeats": (2, 2),
+    "variant_budget": (40, 6), "variant_max_epochs": (200, 2), "variant_steps": (None, 20), "variant_repeats": (3, 2),
     "process_runs": (5, 2),
     "torch_k": (10_000, 500), "torch_steps": (None, 20), "torch_repeats": (3, 1), "torch_threads": ("2 1", "2"),
 }
@@ -159,15 +160,18 @@ def _epoch_row(name: str, quick: bool, timeout: float) -> dict:
 
 
 def training(quick: bool, timeout: float) -> dict:
-    """Each architecture's training epoch on ETTh1 (training.py, one process per architecture), and the variant
-    search (training.py --variants)."""
-    epochs = [_attempt(name, lambda name=name: _epoch_row(name, quick, timeout)) for name in ARCHITECTURES]
-    variant_steps = size("variant_steps", quick)
-    variants = _attempt("variants", lambda: run_json(
+    """Each architecture's training epoch on ETTh1 (training.py, one process per architecture)."""
+    return {"epochs": [_attempt(name, lambda name=name: _epoch_row(name, quick, timeout)) for name in ARCHITECTURES]}
+
+
+def variant_search(quick: bool, timeout: float) -> dict:
+    """The adaptive-loss variant search of DLinear on ETTh1, vectorised against one variant after another
+    (training.py --variants, paired rounds in one process)."""
+    steps = size("variant_steps", quick)
+    return _attempt("variants", lambda: run_json(
         "training.py", "--variants", "--budget", str(size("variant_budget", quick)), "--max-epochs",
         str(size("variant_max_epochs", quick)), "--repeats", str(size("variant_repeats", quick)),
-        *([] if variant_steps is None else ["--steps", str(variant_steps)]), timeout=timeout))
-    return {"epochs": epochs, "variants": variants}
+        *([] if steps is None else ["--steps", str(steps)]), timeout=timeout))
 
 
 def against_torch(quick: bool, timeout: float) -> list[dict]:
@@ -248,8 +252,8 @@ def environment(quick: bool) -> dict:
 
 
 #: Part name -> how it is measured.
-PARTS = {"fault_pass": fault_pass, "evaluation": evaluations, "training": training, "torch": against_torch,
-         "processes": processes}
+PARTS = {"fault_pass": fault_pass, "evaluation": evaluations, "training": training, "variants": variant_search,
+         "torch": against_torch, "processes": processes}
 
 
 def measure(parts: list[str], quick: bool, timeout: float, previous: dict | None = None,
@@ -333,15 +337,17 @@ def _training_lines(part: dict) -> list[str]:
     header = ["architecture", "steps / s", "validation s", "s / full epoch", "compile s", "x vmap (8 candidates)"]
     body = [[r["architecture"], r["steps_per_second"], r["validation_seconds"], r["epoch_seconds"],
              r["compile_seconds"], r.get("parallel", {}).get("total_epoch")] for r in rows]
-    lines = _table(header, body) + ["", *_failures(part["epochs"])]
-    variants = part["variants"]
+    return _table(header, body) + ["", *_failures(part["epochs"])]
+
+
+def _variant_lines(variants: dict) -> list[str]:
     if "error" in variants:
-        return [*lines, "", *_failures([variants])]
+        return _failures([variants])
     rounds = variants["rounds"]
-    lines = lines + ["", f"Variant search: {variants['method']} of {variants['architecture']} on "
-                                    f"{variants['dataset']}, {variants['variants']} variants, at most "
-                                    f"{variants['max_epochs']} epochs of {variants['steps_per_epoch'] or 'all'} "
-                                    "steps.", ""]
+    lines = [f"{variants['method']} of {variants['architecture']} on {variants['dataset']}, {variants['variants']} "
+             f"variants, at most {variants['max_epochs']} epochs of {variants['steps_per_epoch'] or 'all'} steps, "
+             f"patience {variants['patience']}; round 1 includes compilation. Median ratio "
+             f"{variants['median_ratio']:.2f}x, without round 1 {variants['median_ratio_warm']:.2f}x.", ""]
     return lines + _table(["round", "vectorised s", "one after another s", "ratio", "same selected variant",
                            "best val max rel. diff."],
                           [[i, r["vectorised_seconds"], r["sequential_seconds"], f"{r['ratio']:.2f}x",
@@ -391,8 +397,8 @@ def _process_lines(rows: list[dict]) -> list[str]:
 RENDERERS = {"fault_pass": ("Fault pass, SeasonalNaive evaluation, smoothing", _fault_lines),
              "evaluation": ("Evaluation of each architecture (ETTh1, default hyperparameters, random weights)",
                             _evaluation_lines),
-             "training": ("Training epoch of each architecture (ETTh1), and a method's variant search",
-                          _training_lines),
+             "training": ("Training epoch of each architecture (ETTh1)", _training_lines),
+             "variants": ("Variant search: vectorised against one variant after another", _variant_lines),
              "torch": ("Against PyTorch (2 threads)", _torch_lines),
              "processes": ("Whole `sfbench` processes (warm compilation cache; medians)", _process_lines)}
 
