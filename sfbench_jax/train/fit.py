@@ -55,9 +55,9 @@ AUTO_GROUP_SIZE_ACCELERATOR = 8
 
 #: Method variants (same inherited hyperparameters, recipes differing only in values) trained together when
 #: `train.group_size` is null, on every backend: all of a method's variants of one structure (the adaptive loss's
-#: 40; fault augmentation's groups of 4, PGD's of 3). On the 2-core CPU the adaptive loss's 40-variant search of
-#: DLinear on ETTh1 (full protocol) ran 2.3-2.4x faster as one group split over both cores than one after another,
-#: and 2.1x with the cores contended by three other busy processes (100-step epochs); fault augmentation's and
+#: 40; fault augmentation's groups of 4, PGD's of 3). On CI's 2-core CPU the adaptive loss's 40-variant search of
+#: DLinear on ETTh1 (full protocol) ran 2.03x faster (median of 3 paired rounds; 1.76x with compilation) as one group
+#: split over both cores than one after another, 2.3-2.4x on an earlier 2-core machine; fault augmentation's and
 #: randomized training's searches 1.8-1.9x warm (about even on a cold compilation cache, where a group compiles one
 #: program per width). `benchmarks/training.py --variants`, docs/speed.md "Vectorised method variants".
 AUTO_VARIANT_GROUP_SIZE = 40
