@@ -15,6 +15,7 @@ from sfbench_jax.agent_eval.scenario import Scenario
 from sfbench_jax.agent_eval.toolbox import connect
 
 
+@pytest.mark.slow  # ~1.3 min on 2 cores: .ci/run runs it after the default suite
 @pytest.mark.anyio
 async def test_every_reference_solution_passes_over_stdio(scenarios: list[Scenario],
                                                           data_root: Path) -> None:

@@ -108,6 +108,7 @@ def _job_logs(sweep: Path) -> dict[str, str]:
             for folder in (sweep / ".submitit").iterdir() if folder.name.isdigit()}
 
 
+@pytest.mark.slow  # ~2 min on 2 cores: .ci/run runs it after the default suite
 def test_submitit_local_sweep_equals_joblib(shared_root: Path, compilation_cache: Path, data_root: Path) -> None:
     pytest.importorskip("submitit", reason="the slurm extra is not installed: pip install -e '.[slurm]'")
     completed = _sfbench(["-m", "hydra/launcher=submitit_local", *SWEEP,
@@ -203,6 +204,7 @@ def _process_tree(pid: int) -> list[int]:
     return [pid, *(descendant for child in children for descendant in _process_tree(child))]
 
 
+@pytest.mark.slow  # ~1.5 min on 2 cores: .ci/run runs it after the default suite
 def test_killed_submitit_job_retrains_only_its_unfinished_candidates(tmp_path: Path, compilation_cache: Path,
                                                                      data_root: Path) -> None:
     pytest.importorskip("submitit", reason="the slurm extra is not installed: pip install -e '.[slurm]'")

@@ -63,6 +63,7 @@ def test_trained_architecture_end_to_end_and_resume(tmp_path: Path) -> None:
     assert (repeat.mse_c, repeat.d_w, repeat.mse_val) == (row.mse_c, row.d_w, row.mse_val)
 
 
+@pytest.mark.slow  # ~1.2 min on 2 cores: .ci/run runs it after the default suite
 def test_multirun_two_datasets_two_architectures(tmp_path: Path, data_root: Path) -> None:
     sweep = tmp_path / "sweep"
     completed = _sfbench("-m", "dataset=etth1,beijing_air_tiantan", "model=dlinear,seasonal_naive", "profile=tiny",

@@ -45,8 +45,14 @@ CASES = [("patchtst", {"d_model": 16, "n_heads": 4, "d_ff": 128, "n_layers_enc":
          ("seasonal_naive", {"season_length": 1})]
 
 
-@pytest.mark.parametrize(("architecture", "hparams"), CASES)
-@pytest.mark.parametrize("dataset", ["etth1", "beijing_air_tiantan"])
+#: The case of the default suite; the other seven (40-90 s each on 2 cores) run with `-m slow`, as in CI.
+DEFAULT_CASE = ("etth1", "dlinear", {"individual": False})
+PARAMS = [pytest.param(dataset, architecture, hparams, id=f"{dataset}-{architecture}-hparams{index}",
+                       marks=() if (dataset, architecture, hparams) == DEFAULT_CASE else pytest.mark.slow)
+          for dataset in ("etth1", "beijing_air_tiantan") for index, (architecture, hparams) in enumerate(CASES)]
+
+
+@pytest.mark.parametrize(("dataset", "architecture", "hparams"), PARAMS)
 def test_sparse_and_full_losses_agree(datasets, dataset: str, architecture: str, hparams: dict) -> None:
     data = datasets[dataset]
     spec = data.spec

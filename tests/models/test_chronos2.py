@@ -96,6 +96,7 @@ def test_missing_weights_stop_with_one_line_saying_how_to_get_them(tmp_path: Pat
         Chronos2Config()
 
 
+@pytest.mark.slow  # ~1.1 min on 2 cores: .ci/run runs it after the default suite
 def test_sfbench_scores_a_small_random_chronos2_end_to_end(checkpoint: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     environment = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")  # one PyTorch thread per host call
