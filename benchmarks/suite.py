@@ -25,7 +25,7 @@ command gives the table for that device. `--docs docs/speed.md` also replaces th
 (device, versions, sizes), e.g. after a change that concerns one part. Example:
 
     python benchmarks/suite.py --quick --out /tmp/speed
-    python benchmarks/suite.py --out docs/speed-suite --docs docs/speed.md   # the full table (about 2 h, 2 cores)
+    python benchmarks/suite.py --out docs/speed-suite --docs docs/speed.md   # the full table (about 2.5 h, 2 cores)
     python benchmarks/suite.py --from-json docs/speed-suite/speed.json --docs docs/speed.md
 """
 
@@ -462,7 +462,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="small sizes (minutes, not the published figures)")
     parser.add_argument("--out", type=Path, default=Path("speed-suite"), help="output folder (default speed-suite)")
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS), help="default: all")
-    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark process")
+    parser.add_argument("--timeout", type=float, default=7200.0,
+                        help="seconds per benchmark process (default 7200: the variant search's three rounds took "
+                             "57 min on 2 cores)")
     parser.add_argument("--docs", type=Path, default=None,
                         help=f"also replace the lines between {DOCS_BEGIN} and {DOCS_END} of this Markdown page "
                              "(e.g. docs/speed.md) with the tables")
