@@ -542,7 +542,7 @@ def cmapss_rul_fleet(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     metrics = _rul_errors(truth, pred)
     overlap = len(set(true_top.tolist()) & set(pred_top.tolist())) / top_n
     mae, rmse = metrics["mae"], metrics["rmse"]
-    return {"units": {"ids": units.tolist(), "rul": truth.tolist()},
+    return {"units": {"ids": units.tolist(), "rul": truth.tolist()}, "n_units": int(units.size),
             "top_risk_by_true_rul": true_top.tolist(),
             "reference": {"mae": r6(mae), "rmse": r6(rmse), "phm08": r6(metrics["phm08"]),
                           "top_risk_overlap": r6(overlap),
@@ -703,7 +703,8 @@ def bearing_single(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     if "band_hz" in params:
         label = _diagnose(store, record, params["band_hz"])
         out.update(envelope_label=label, envelope_correct=label == out["condition"],
-                   envelope_accuracy=1.0 if label == out["condition"] else 0.0)
+                   envelope_accuracy=1.0 if label == out["condition"] else 0.0,
+                   defect_missed=label == "normal" and out["condition"] != "normal")
     return out
 
 

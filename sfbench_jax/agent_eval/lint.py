@@ -20,17 +20,30 @@ Static rules:
 * ``reference_solution``: it uses only required tools, uses each of them, and its answer
   projection covers the template's required fields.
 * ``handles``: every ``handle_args`` name is an argument of some reference step.
+* ``derived_answer``: every answer field a substantive validator reads is derived from a tool
+  output in ``reference_answer`` (a ``$ref``, possibly inside an ``answer_ops`` operator), unless
+  the scenario declares it in ``query_inputs`` (a value the query itself states). A typed-in
+  answer would make the scripted reference's pass say nothing about the tools.
+* ``gt_target``: substantive validators compare with the ground truth (``gt_path`` /
+  ``range_gt_path``), never with a ``target`` or ``allowed`` literal typed into the scenario.
+* ``query_leak``: the query, its variants and the inline context do not state a validated
+  value: a category or label the answer must give (unless the query lists every alternative of
+  the template's enum, as a choice question does), or a validated number (to the validator's
+  tolerance). Fields in ``query_inputs`` are exempt.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sfbench_jax.agent_eval.agents.scripted import ScriptedAgent
+from sfbench_jax.agent_eval.answer_ops import is_derived
 from sfbench_jax.agent_eval.runner import execute_run
 from sfbench_jax.agent_eval.scenario import (
     TRANSFER_ASSET_CLASSES,
@@ -39,7 +52,7 @@ from sfbench_jax.agent_eval.scenario import (
     resolve_pointer,
 )
 from sfbench_jax.agent_eval.toolbox import Session
-from sfbench_jax.agent_eval.validators import PRESENCE_ONLY
+from sfbench_jax.agent_eval.validators import PRESENCE_ONLY, TRACE_KINDS, normalise_label
 
 __all__ = ["DISTRACTOR_RANGE", "MANIFEST_NAME", "check_reference_solutions", "file_sha256", "lint_static",
            "read_manifest"]
@@ -111,7 +124,8 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
     for first, second in scenario.precedence:
         if first not in required or second not in required:
             problems.append(f"precedence: edge ({first}, {second}) must join required tools")
-    return problems + _lint_reference(scenario, required)
+    return problems + _lint_reference(scenario, required) + _lint_derived(scenario) \
+        + _lint_leaks(scenario)
 
 
 def _lint_ground_truth(scenario: Scenario, manifest: Mapping[str, str]) -> list[str]:
@@ -162,6 +176,124 @@ def _lint_reference(scenario: Scenario, required: set[str]) -> list[str]:
     for handle in scenario.handle_args:
         if handle not in arg_names:
             problems.append(f"handles: handle argument {handle!r} is used by no reference step")
+    return problems
+
+
+_STRUCTURAL = PRESENCE_ONLY | TRACE_KINDS | {"all_of", "any_of", "k_of_n", "field_relation"}
+
+
+def _field(pointer: str) -> str:
+    """The top-level answer field an answer pointer reads (``/a/b`` -> ``a``)."""
+    return pointer.split("/")[1].replace("~1", "/").replace("~0", "~") if pointer.startswith("/") else pointer
+
+
+def _value_checks(scenario: Scenario) -> list[Mapping[str, Any]]:
+    """Validators that compare an answer value with an expected one."""
+    return [spec for spec in _walk_validators(scenario.validators) if spec["kind"] not in _STRUCTURAL]
+
+
+def _lint_derived(scenario: Scenario) -> list[str]:
+    """Validated answer fields come from tool outputs, and validators compare with ground truth."""
+    problems: list[str] = []
+    inputs = set(scenario.raw.get("query_inputs", ()))
+    for name in sorted(inputs - set(scenario.reference_answer)):
+        problems.append(f"derived_answer: query_inputs names {name!r}, which reference_answer lacks")
+    fields: set[str] = set()
+    for spec in _value_checks(scenario):
+        fields |= {_field(spec[key]) for key in ("path", "predictions_path") if key in spec}
+        typed = sorted(key for key in ("target", "allowed") if key in spec)
+        if typed:
+            problems.append(f"gt_target: {spec['kind']} {spec.get('path', '')} compares with the literal "
+                            f"{typed[0]} {spec[typed[0]]!r}; put the value in the ground truth and use gt_path")
+    for name in sorted(fields - inputs):
+        if name in scenario.reference_answer and not is_derived(scenario.reference_answer[name]):
+            problems.append(f"derived_answer: reference_answer gives validated field {name!r} as the literal "
+                            f"{scenario.reference_answer[name]!r}; derive it from a tool output ($ref, "
+                            "answer_ops) or declare it in query_inputs")
+    return problems
+
+
+def _query_texts(scenario: Scenario) -> str:
+    texts = [scenario.query, *dict(scenario.raw.get("query_variants", {})).values(),
+             str(scenario.dataset.get("inline_context", ""))]
+    return " ".join(str(t) for t in texts)
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _numbers_in(text: str) -> list[float]:
+    return [float(m.group().replace(",", "")) for m in _NUMBER.finditer(text)]
+
+
+def _label_in(label: str, text: str) -> bool:
+    return f"_{label}_" in f"_{normalise_label(re.sub(r'[^A-Za-z0-9]+', ' ', text).strip())}_"
+
+
+def _enum_of(scenario: Scenario, pointer: str) -> list[Any]:
+    """The ``enum`` the output template declares at an answer pointer (empty if none)."""
+    schema: Any = scenario.output_template
+    for part in pointer.split("/")[1:]:
+        if not isinstance(schema, Mapping):
+            return []
+        properties = schema.get("properties", {})
+        if isinstance(properties, Mapping) and part in properties:
+            schema = properties[part]
+        elif isinstance(schema.get("additionalProperties"), Mapping):
+            schema = schema["additionalProperties"]
+        elif isinstance(schema.get("items"), Mapping) and part.isdigit():
+            schema = schema["items"]
+        else:
+            return []
+    return list(schema.get("enum", ())) if isinstance(schema, Mapping) else []
+
+
+def _offers_a_choice(expected: Any, options: Sequence[Any], present: Callable[[Any], bool]) -> bool:
+    """Whether the query names some alternative besides the expected value (a choice question)."""
+    return any(present(o) for o in options if o != expected)
+
+
+def _lint_leaks(scenario: Scenario) -> list[str]:
+    """The query and context do not single out a validated category or number.
+
+    A value counts as stated when it appears in the text and no alternative of the template's
+    ``enum`` does (a question that offers the options is a choice, not a leak). Single-letter
+    labels (zones A-D, PL a-e) and integers below 10 (counts, SIL levels) are not checked: they
+    occur in almost every text as names and parameters. A number counts as stated when the text
+    holds one within the validator's tolerance, so a tolerance wider than the gap between the
+    answer and a number of the query (an observed peak next to the theoretical frequency) is
+    reported too.
+    """
+    if not scenario.ground_truth_path.is_file():
+        return []
+    ground_truth = json.loads(scenario.ground_truth_path.read_text(encoding="utf-8"))
+    text = _query_texts(scenario)
+    numbers = _numbers_in(text)
+    inputs = set(scenario.raw.get("query_inputs", ()))
+    problems: list[str] = []
+    for spec in _value_checks(scenario):
+        if "gt_path" not in spec or "path" not in spec or _field(spec["path"]) in inputs:
+            continue
+        try:
+            expected = resolve_pointer(ground_truth, spec["gt_path"])
+        except KeyError:
+            continue  # reported by the ground_truth rule
+        options = _enum_of(scenario, spec["path"])
+        if spec["kind"] == "categorical" and isinstance(expected, str) and len(expected.strip()) > 1:
+            synonyms = spec.get("synonyms")
+            label = normalise_label(expected, synonyms)
+            if _label_in(label, text) and not _offers_a_choice(
+                    label, [normalise_label(o, synonyms) for o in options], lambda o: _label_in(o, text)):
+                problems.append(f"query_leak: the query or context names {expected!r}, the value "
+                                f"{spec['path']} must give")
+        elif spec["kind"] == "numeric_close" and isinstance(expected, int | float) \
+                and not isinstance(expected, bool) and not (float(expected).is_integer() and abs(expected) < 10):
+            tolerance = float(spec.get("atol", 0.0)) + float(spec.get("rtol", 0.0)) * abs(expected)
+            tolerance = max(tolerance, 1e-9 * max(1.0, abs(expected)))
+            near = [n for n in numbers if math.isclose(n, expected, rel_tol=0.0, abs_tol=tolerance)]
+            if near and not _offers_a_choice(expected, options, lambda o: o in numbers):
+                problems.append(f"query_leak: the query or context states {near[0]!r}, within "
+                                f"{tolerance:.3g} of the value {spec['path']} must give ({expected!r})")
     return problems
 
 

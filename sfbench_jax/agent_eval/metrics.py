@@ -3,8 +3,10 @@
 What lives here: tool precision / recall / distractor rate, sequencing accuracy (precedence
 edges) and normalised LCS against the reference order, state-dependency violations, trajectory
 length (mcp_agent_eval.md section 3.5), and the aggregate pass metrics: pass@1, pass-all-n and
-tau-bench's unbiased pass^k = mean over scenarios of C(c, k) / C(n, k). What does not: answer
-validation and failure labels.
+tau-bench's unbiased pass^k = mean over scenarios of C(c, k) / C(n, k). A metric that is
+undefined for a run (tool precision with no calls, sequencing accuracy with no precedence edges)
+is None, "not applicable", never a vacuous 1.0; `mean_applicable` averages the applicable values
+and counts the others. What does not: answer validation and failure labels.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any
 from sfbench_jax.agent_eval.trace import ToolCallEvent
 from sfbench_jax.agent_eval.validators import edge_satisfied
 
-__all__ = ["lcs_ratio", "pass_all", "pass_at_1", "pass_hat_k", "process_metrics",
-           "state_dependency_violations"]
+__all__ = ["is_not_applicable", "lcs_ratio", "mean_applicable", "pass_all", "pass_at_1", "pass_hat_k",
+           "process_metrics", "state_dependency_violations"]
 
 
 def lcs_ratio(observed: Sequence[str], reference: Sequence[str]) -> float:
@@ -105,10 +107,12 @@ def process_metrics(*, calls: Sequence[ToolCallEvent], required: Sequence[str],
     satisfied = [edge_satisfied(calls, edge) for edge in precedence]
     ok_sequence = [c.tool for c in calls if c.ok]
     return {
-        "tool_precision": len(called & required_set) / len(called) if called else 1.0,
+        # Undefined metrics are None ("n/a"), never a free 1.0: precision with no calls,
+        # sequencing with no ordering edges.
+        "tool_precision": len(called & required_set) / len(called) if called else None,
         "tool_recall": len(ok_required) / len(required_set) if required_set else 1.0,
         "distractor_rate": len(called & distractor_set) / max(1, len(called)),
-        "sequencing_accuracy": sum(satisfied) / len(satisfied) if satisfied else 1.0,
+        "sequencing_accuracy": sum(satisfied) / len(satisfied) if satisfied else None,
         "order_lcs": lcs_ratio(ok_sequence, list(reference_order)),
         "n_tool_calls": len(calls),
         "n_ok_calls": sum(c.ok for c in calls),
@@ -119,6 +123,33 @@ def process_metrics(*, calls: Sequence[ToolCallEvent], required: Sequence[str],
         "tokens_in": int(usage.get("tokens_in", 0)),
         "tokens_out": int(usage.get("tokens_out", 0)),
     }
+
+
+def is_not_applicable(value: Any) -> bool:
+    """Whether a metric value means "not applicable" (None or NaN).
+
+    Args:
+        value: A metric value.
+
+    Returns:
+        True for None and NaN.
+    """
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def mean_applicable(values: Iterable[Any]) -> tuple[float | None, int]:
+    """Mean of the applicable values and how many were not applicable.
+
+    Args:
+        values: Metric values of several runs (None / NaN where the metric is undefined).
+
+    Returns:
+        ``(mean or None when no value applies, number of not-applicable values)``.
+    """
+    values = list(values)
+    applicable = [float(v) for v in values if not is_not_applicable(v)]
+    mean = sum(applicable) / len(applicable) if applicable else None
+    return mean, len(values) - len(applicable)
 
 
 def pass_at_1(successes_by_scenario: Mapping[str, Sequence[bool]]) -> float:

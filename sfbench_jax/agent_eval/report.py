@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sfbench_jax.agent_eval.metrics import pass_all, pass_at_1, pass_hat_k
+from sfbench_jax.agent_eval.metrics import mean_applicable, pass_all, pass_at_1, pass_hat_k
 from sfbench_jax.agent_eval.stats import wilson_interval
 from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS, FAILURE_MODES
 
@@ -32,7 +32,7 @@ COLUMNS = ("agent", "model", "mode", "split", "task_type", "scenarios", "runs",
            "pass_all_n", "pass_all_n_ci_low", "pass_all_n_ci_high", "pass_hat_2",
            "tool_precision", "tool_recall", "distractor_rate", "sequencing_accuracy",
            "mean_tool_calls", "mean_llm_turns", "reasoning", "tool_invocation", "orchestration",
-           "excluded_runs")
+           "excluded_runs", "metrics_not_applicable")
 # Markdown shows each rate with its interval in one cell.
 _INTERVALS = {"pass_at_1": ("pass_at_1_ci_low", "pass_at_1_ci_high"),
               "pass_all_n": ("pass_all_n_ci_low", "pass_all_n_ci_high")}
@@ -73,8 +73,11 @@ def _row(key: tuple[str, str, str, str, str],
         "mean_llm_turns": _mean([r["metrics"]["n_llm_turns"] for r in scored]),
         "excluded_runs": len(records) - len(scored),
     }
-    for name in _PROCESS:
-        row[name] = _mean([r["metrics"][name] for r in scored])
+    not_applicable = []
+    for name in _PROCESS:  # undefined per-run values (None: no calls, no edges) are skipped and counted
+        row[name], n_na = mean_applicable(r["metrics"].get(name) for r in scored)
+        not_applicable += [f"{name} {n_na}"] if n_na else []
+    row["metrics_not_applicable"] = ", ".join(not_applicable)
     for label in FAILURE_LABELS:
         row[label] = labels.get(label, 0)
     return {column: row[column] for column in COLUMNS}
@@ -276,6 +279,8 @@ def _fmt(value: Any) -> str:
 
 
 def _cell(row: Mapping[str, Any], column: str) -> str:
+    if column in _PROCESS and row[column] is None and row.get("runs"):
+        return "n/a"
     if column in _INTERVALS and row[column] is not None:
         low, high = (row[c] for c in _INTERVALS[column])
         return f"{_fmt(row[column])} [{_fmt(low)}, {_fmt(high)}]"

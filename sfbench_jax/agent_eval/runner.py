@@ -177,7 +177,7 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
                               reference_order=scenario.reference_order or tuple(
                                   s["tool"] for s in scenario.reference_solution),
                               handle_args=scenario.handle_args, usage=usage)
-    failure = _failure(scenario, header, events, calls, bool(success)) if status == "scored" \
+    failure = _failure(scenario, header, events, calls, bool(success), results) if status == "scored" \
         else {"primary": None, "flags": []}
     record = round_floats(_record(scenario, header, gt) | {
         "status": status,
@@ -202,7 +202,7 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
 
 
 def _failure(scenario: Scenario, header: Mapping[str, Any], events: Sequence[Mapping[str, Any]],
-             calls: Sequence[Any], success: bool) -> dict[str, Any]:
+             calls: Sequence[Any], success: bool, results: Sequence[Any] = ()) -> dict[str, Any]:
     """The failure flags and primary label of a scored run (`taxonomy.classify_failure`)."""
     final = [e for e in events if e.get("kind") == "final"][-1]
     return classify_failure(success=success, calls=calls, answer=final.get("final_answer"),
@@ -211,7 +211,7 @@ def _failure(scenario: Scenario, header: Mapping[str, Any], events: Sequence[Map
                             precedence=scenario.precedence, handle_args=scenario.handle_args,
                             output_template=scenario.output_template,
                             mode=str(header.get("mode") or "tools_provided"),
-                            trace_flags=llm_trace_flags(events))
+                            trace_flags=llm_trace_flags(events), validator_results=results)
 
 
 def _validated(scenario: Scenario, header: Mapping[str, Any], final: Mapping[str, Any], gt: Mapping[str, Any],

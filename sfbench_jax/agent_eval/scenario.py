@@ -53,7 +53,7 @@ SPLITS = ("in_distribution", "transfer")
 TRANSFER_ASSET_CLASSES = ("induction_motor", "gearbox")
 
 VALIDATOR_KINDS = ("required_fields", "numeric_range", "numeric_close", "categorical", "mcq",
-                   "set_overlap", "recompute_metric", "classification_metrics", "boolean",
+                   "set_overlap", "field_relation", "recompute_metric", "classification_metrics", "boolean",
                    "trace_called", "trace_order", "all_of", "any_of", "k_of_n")
 
 _VALIDATOR = {
@@ -79,6 +79,11 @@ _VALIDATOR = {
         "edges": {"type": "array", "items": {"type": "array", "minItems": 2, "maxItems": 2,
                                              "items": {"type": "string"}}},
         "min_overlap": {"type": "number", "minimum": 0, "maximum": 1},
+        "min_precision": {"type": "number", "minimum": 0, "maximum": 1},
+        "max_items": {"type": "integer", "minimum": 1},
+        "relation": {"enum": ["count_of", "member_of", "subset_of", "equals", "less_equal",
+                              "greater_equal"]},
+        "of": {"type": "string", "description": "answer pointer the relation compares with"},
         "children": {"type": "array", "items": {"$ref": "#/$defs/validator"}},
         "k": {"type": "integer", "minimum": 1},
         "weight": {"type": "number"},
@@ -138,6 +143,9 @@ SCENARIO_SCHEMA: dict[str, Any] = {
                                                "params": {"type": "object"}}},
         "reference_solution": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
         "reference_answer": {"type": "object"},
+        "query_inputs": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
+                         "description": "answer fields whose value the query itself states (the "
+                                        "lint lets them be literals in reference_answer)"},
         "limits": {"type": "object", "additionalProperties": False,
                    "properties": {"max_tool_calls": {"type": "integer", "minimum": 1},
                                   "max_llm_turns": {"type": "integer", "minimum": 1},

@@ -37,9 +37,9 @@ import jsonschema
 
 from sfbench_jax.agent_eval.metrics import state_dependency_violations
 from sfbench_jax.agent_eval.trace import ToolCallEvent
-from sfbench_jax.agent_eval.validators import edge_satisfied
+from sfbench_jax.agent_eval.validators import edge_violated
 
-__all__ = ["FAILURE_LABELS", "FAILURE_MODES", "classify_failure", "llm_trace_flags",
+__all__ = ["FAILURE_LABELS", "FAILURE_MODES", "answer_level_flags", "classify_failure", "llm_trace_flags",
            "unrecovered_invocation_failures"]
 
 FAILURE_LABELS = ("reasoning", "tool_invocation", "orchestration")
@@ -50,10 +50,13 @@ _STATUS_FLAGS = {"invalid_arguments": "schema_invalid_call", "unknown_tool": "un
 FAILURE_MODES = ("schema_invalid_call", "unknown_tool_called", "blocked_tool_called",
                  "unparsed_tool_call", "tool_call_in_content", "no_tool_call", "repeated_call",
                  "no_answer",
-                 "answer_not_json", "wrong_answer_type", "distractor_called", "premature_stop",
+                 "answer_not_json", "wrong_answer_type", "missing_required_fields",
+                 "inconsistent_answer", "distractor_called", "premature_stop",
                  "precedence_violated", "state_dependency", "forced_final", "stopped_max_steps",
                  "stopped_timeout", "stopped_context_exceeded", "wrong_value")
 _STOP_FLAGS = frozenset({"max_steps", "timeout", "context_exceeded"})
+#: Answer-level failures (`answer_level_flags`): a run with one of them is a reasoning failure.
+_ANSWER_LEVEL = frozenset({"wrong_answer_type", "missing_required_fields", "inconsistent_answer"})
 
 
 def llm_trace_flags(events: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -103,18 +106,51 @@ def unrecovered_invocation_failures(calls: Sequence[ToolCallEvent]) -> list[str]
     return sorted(t for t in ever_failed if last_status[t] in _INVOCATION_STATUSES)
 
 
-def _wrong_type(answer: Any, template: Mapping[str, Any]) -> bool:
+def answer_level_flags(answer: Any, template: Mapping[str, Any],
+                       validator_results: Iterable[Mapping[str, Any]] = ()) -> set[str]:
+    """Failures of the answer as an answer, whatever its values: absent, not JSON, of the wrong
+    type, lacking required fields, or contradicting itself.
+
+    Args:
+        answer: The final answer.
+        template: The scenario's output template (a JSON Schema).
+        validator_results: The run's validator results (``ValidatorResult.to_json`` dicts); a
+            failed ``field_relation`` (nested ones included) means the answer contradicts itself.
+
+    Returns:
+        Flags among ``no_answer``, ``answer_not_json``, ``wrong_answer_type``,
+        ``missing_required_fields``, ``inconsistent_answer``.
+    """
+    if answer is None:
+        return {"no_answer"}
+    flags = {"answer_not_json"} if isinstance(answer, str) else set()
     if not isinstance(answer, Mapping):
-        return True
-    validator = jsonschema.Draft202012Validator(dict(template))
-    return any(error.validator in {"type", "enum"} for error in validator.iter_errors(answer))
+        return flags | {"wrong_answer_type"}
+    errors = list(jsonschema.Draft202012Validator(dict(template)).iter_errors(answer))
+    if any(error.validator in {"type", "enum"} for error in errors):
+        flags.add("wrong_answer_type")
+    required = [k for k in template.get("required", ()) if answer.get(k) is None]
+    if required or any(error.validator == "required" for error in errors):
+        flags.add("missing_required_fields")
+    if any(r.get("kind") == "field_relation" and not r.get("passed")
+           for r in _flatten_results(validator_results)):
+        flags.add("inconsistent_answer")
+    return flags
+
+
+def _flatten_results(results: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    for result in results:
+        yield result
+        if result.get("kind") in {"all_of", "any_of", "k_of_n"} and isinstance(result.get("observed"), list):
+            yield from _flatten_results(result["observed"])
 
 
 def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: Any,
                      stop_reason: str, required: Sequence[str], distractors: Sequence[str],
                      precedence: Sequence[tuple[str, str]], handle_args: Sequence[str],
                      output_template: Mapping[str, Any], mode: str = "tools_provided",
-                     trace_flags: Collection[str] = ()) -> dict[str, Any]:
+                     trace_flags: Collection[str] = (),
+                     validator_results: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """Failure flags and primary label of a run.
 
     Args:
@@ -129,13 +165,13 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
         output_template: The answer schema.
         mode: The evaluation mode (``no_tool_call`` is not a failure mode in ``rag``).
         trace_flags: Turn-level flags from `llm_trace_flags`.
+        validator_results: The run's validator results (for ``inconsistent_answer``).
 
     Returns:
         ``{"primary": label or None, "flags": sorted flag names}``.
     """
     flags = set(trace_flags) | _call_flags(calls, mode, distractors)
-    if isinstance(answer, str):
-        flags.add("answer_not_json")
+    flags |= answer_level_flags(answer, output_template, validator_results)
     unrecovered = unrecovered_invocation_failures(calls)
     if unrecovered:
         flags.add("invocation_unrecovered")
@@ -143,11 +179,7 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
     recall_complete = ok_required == set(required)
     if not recall_complete:
         flags.add("incomplete_recall")
-    if answer is None:
-        flags.add("no_answer")
-    elif _wrong_type(answer, output_template):
-        flags.add("wrong_answer_type")
-    if any(not edge_satisfied(calls, edge) for edge in precedence):
+    if any(edge_violated(calls, edge) for edge in precedence):
         flags.add("precedence_violated")
     if state_dependency_violations(calls, handle_args):
         flags.add("state_dependency")
@@ -180,7 +212,7 @@ def _primary(flags: set[str], unrecovered: bool, recall_complete: bool, stop_rea
     """The primary failure label of an unsuccessful run."""
     if unrecovered or ("unparsed_tool_call" in flags and not recall_complete):
         return "tool_invocation"
-    if ("distractor_called" in flags or "wrong_answer_type" in flags
+    if ("distractor_called" in flags or flags & _ANSWER_LEVEL
             or (stop_reason == "final" and not recall_complete)):
         return "reasoning"
     return "orchestration"

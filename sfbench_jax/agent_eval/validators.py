@@ -23,10 +23,16 @@ from sfbench_jax.agent_eval.modes import has_domain_tools
 from sfbench_jax.agent_eval.scenario import resolve_pointer
 from sfbench_jax.agent_eval.trace import ToolCallEvent
 
-__all__ = ["PRESENCE_ONLY", "TRACE_KINDS", "VALIDATORS", "ValidationContext", "ValidatorResult",
-           "evaluate_validators", "normalise_label"]
+__all__ = ["ANSWER_LEVEL_KINDS", "PRESENCE_ONLY", "RELATIONS", "TRACE_KINDS", "VALIDATORS",
+           "ValidationContext", "ValidatorResult", "edge_satisfied", "edge_violated", "evaluate_validators",
+           "normalise_label"]
 
 PRESENCE_ONLY = frozenset({"required_fields", "trace_called"})
+#: Relations ``field_relation`` checks between two answer fields.
+RELATIONS = ("count_of", "member_of", "subset_of", "equals", "less_equal", "greater_equal")
+#: Validators that read the answer only (no ground truth): they refuse an answer that contradicts
+#: itself or the template; their failures are answer-level (``taxonomy`` flags them).
+ANSWER_LEVEL_KINDS = frozenset({"required_fields", "field_relation"})
 #: Validators that inspect the domain-tool trace; not applicable in the ablation modes, which
 #: withhold the domain tools by design (``agent_eval.modes``).
 TRACE_KINDS = frozenset({"trace_called", "trace_order"})
@@ -227,16 +233,74 @@ def _mcq(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
 
 
 def _set_overlap(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
+    """Recall |observed & reference| / |reference| and precision |observed & reference| / |observed|.
+
+    Both must reach their threshold (``min_overlap`` for recall, ``min_precision`` for precision,
+    which defaults to ``min_overlap``), and an answer longer than ``max_items`` (when given)
+    fails: listing every candidate cannot pass a "top 10" question.
+    """
     raw = _answer_value(ctx, spec["path"])
     if not isinstance(raw, list):
         raise _Missing(f"{spec['path']} must be a list")
     reference = {_norm_item(x) for x in _target(spec, ctx)}
     observed = {_norm_item(x) for x in raw}
-    overlap = len(observed & reference) / len(reference) if reference else 1.0
-    threshold = float(spec.get("min_overlap", 1.0))
-    return _result("set_overlap", spec, overlap >= threshold, round(overlap, 6),
-                   {"min_overlap": threshold, "reference_size": len(reference)},
-                   f"overlap {overlap:.3f} < {threshold}")
+    common = len(observed & reference)
+    recall = common / len(reference) if reference else 1.0
+    precision = common / len(observed) if observed else (1.0 if not reference else 0.0)
+    min_recall = float(spec.get("min_overlap", 1.0))
+    min_precision = float(spec.get("min_precision", min_recall))
+    max_items = spec.get("max_items")
+    too_long = max_items is not None and len(raw) > int(max_items)
+    passed = recall >= min_recall and precision >= min_precision and not too_long
+    problems = [f"recall {recall:.3f} < {min_recall}"] if recall < min_recall else []
+    problems += [f"precision {precision:.3f} < {min_precision}"] if precision < min_precision else []
+    problems += [f"{len(raw)} items > max_items {max_items}"] if too_long else []
+    return _result("set_overlap", spec, passed,
+                   {"recall": round(recall, 6), "precision": round(precision, 6), "n_items": len(raw)},
+                   {"min_overlap": min_recall, "min_precision": min_precision,
+                    "max_items": max_items, "reference_size": len(reference)},
+                   "; ".join(problems))
+
+
+def _relation_holds(relation: str, value: Any, other: Any, where: str) -> bool:
+    """Whether ``value`` (at ``path``) stands in ``relation`` to ``other`` (at ``of``)."""
+    if relation == "count_of":
+        if not isinstance(other, list):
+            raise _Missing(f"{where}: the counted field must be a list")
+        return _as_number(value, where) == len({_norm_item(x) for x in other})
+    if relation == "member_of":
+        if not isinstance(other, list):
+            raise _Missing(f"{where}: the field it must belong to is not a list")
+        return _norm_item(value) in {_norm_item(x) for x in other}
+    if relation == "subset_of":
+        if not isinstance(value, list) or not isinstance(other, list):
+            raise _Missing(f"{where}: both fields must be lists")
+        return {_norm_item(x) for x in value} <= {_norm_item(x) for x in other}
+    if relation == "equals":
+        return _norm_item(value) == _norm_item(other)
+    first, second = _as_number(value, where), _as_number(other, where)
+    return first <= second if relation == "less_equal" else first >= second
+
+
+def _field_relation(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
+    """A relation the scenario states between two answer fields (no ground truth involved).
+
+    ``relation`` is one of `RELATIONS`: ``count_of`` (the number at ``path`` is the number of
+    distinct items of the list at ``of``), ``member_of``, ``subset_of``, ``equals``,
+    ``less_equal``, ``greater_equal``. A self-contradictory answer (7 sensors listed,
+    ``n_anomalous_sensors: 3``) fails here even if one of its fields matches the ground truth.
+    """
+    relation = spec["relation"]
+    if relation not in RELATIONS:
+        raise KeyError(f"unknown relation {relation!r}; choose from {list(RELATIONS)}")
+    value = _answer_value(ctx, spec["path"])
+    other = _answer_value(ctx, spec["of"])
+    where = f"{spec['path']} {relation} {spec['of']}"
+    holds = _relation_holds(relation, value, other, where)
+    return _result("field_relation", spec, holds, {"value": value, "of": other},
+                   {"relation": relation, "of": spec["of"]},
+                   f"the answer contradicts itself: {spec['path']}={value!r} is not {relation} "
+                   f"{spec['of']}={other!r}")
 
 
 def _predictions(ctx: ValidationContext, spec: Mapping[str, Any],
@@ -379,6 +443,27 @@ def edge_satisfied(calls: Sequence[ToolCallEvent], edge: tuple[str, str]) -> boo
     return first_ok is not None and first_b is not None and first_ok < first_b
 
 
+def edge_violated(calls: Sequence[ToolCallEvent], edge: tuple[str, str]) -> bool:
+    """Whether ``b`` was called with no earlier ok call of ``a`` (the order was broken).
+
+    Unlike ``not edge_satisfied``, an edge whose later end ``b`` was never called is not
+    violated: nothing was done out of order (a missing call is a recall failure, not an order
+    failure).
+
+    Args:
+        calls: Tool calls in order.
+        edge: ``(a, b)``.
+
+    Returns:
+        True when ``b`` appears and no ok call of ``a`` precedes its first call.
+    """
+    first, second = edge
+    first_b = next((c.seq for c in calls if c.tool == second), None)
+    if first_b is None:
+        return False
+    return not any(c.tool == first and c.ok and c.seq < first_b for c in calls)
+
+
 def _trace_order(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
     edges = [tuple(e) for e in spec.get("edges", ctx.precedence)]
     violated = [list(e) for e in edges if not edge_satisfied(ctx.calls, e)]  # type: ignore[arg-type]
@@ -410,6 +495,7 @@ VALIDATORS: dict[str, Callable[[Mapping[str, Any], ValidationContext], Validator
     "categorical": _categorical,
     "mcq": _mcq,
     "set_overlap": _set_overlap,
+    "field_relation": _field_relation,
     "recompute_metric": _recompute_metric,
     "classification_metrics": _classification_metrics,
     "boolean": _boolean,

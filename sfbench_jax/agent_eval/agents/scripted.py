@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sfbench_jax.agent_eval.agents.base import ZERO_USAGE, AgentResult, AgentTask
+from sfbench_jax.agent_eval.answer_ops import evaluate_leaf
 from sfbench_jax.agent_eval.scenario import Scenario, resolve_pointer
 
 __all__ = ["UNRESOLVED_PREFIX", "ScriptedAgent", "project_answer", "resolve_refs", "run_steps"]
@@ -73,8 +74,9 @@ async def run_steps(steps: Sequence[Mapping[str, Any]], tools: Any,
 def project_answer(scenario: Scenario, saved: Mapping[str, Any]) -> dict[str, Any]:
     """Build the final answer from ``reference_answer``; unresolvable leaves become null.
 
-    Leaves may be literals, ``{"$ref": "name/pointer"}``, or the arithmetic an analyst does on
-    tool outputs: ``{"$sum": [a, b, ...]}`` and ``{"$sub": [a, b]}`` (null if any operand is).
+    Leaves may be literals, ``{"$ref": "name/pointer"}``, or the arithmetic and comparisons an
+    analyst does on tool outputs (``answer_ops.OPERATORS``: ``$sum``, ``$sub``, ``$argmin``,
+    ``$nearest``, ``$count_in``, ...; null if an operand is).
 
     Args:
         scenario: The scenario.
@@ -83,26 +85,10 @@ def project_answer(scenario: Scenario, saved: Mapping[str, Any]) -> dict[str, An
     Returns:
         The answer object.
     """
-    def leaf(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            if set(value) == {"$ref"}:
-                try:
-                    return _resolve_one(str(value["$ref"]), saved)
-                except KeyError:
-                    return None
-            if set(value) in ({"$sum"}, {"$sub"}):
-                operands = [leaf(v) for v in next(iter(value.values()))]
-                if any(not isinstance(v, int | float) or isinstance(v, bool) for v in operands):
-                    return None
-                if "$sum" in value:
-                    return sum(operands)
-                return operands[0] - sum(operands[1:])
-            return {k: leaf(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [leaf(v) for v in value]
-        return value
+    def resolve(reference: str) -> Any:
+        return _resolve_one(reference, saved)
 
-    return {key: leaf(value) for key, value in scenario.reference_answer.items()}
+    return {key: evaluate_leaf(value, resolve) for key, value in scenario.reference_answer.items()}
 
 
 class ScriptedAgent:

@@ -52,14 +52,15 @@ class VerificationResult(ToolResult):
 
 
 class AccuracyResult(ToolResult):
-    """Classification metrics of predicted labels against ground-truth labels."""
+    """Scores of predicted labels against ground-truth labels, and nothing that names a true label.
+
+    No label set, per-class F1 or confusion matrix: with one item and a wrong guess those would
+    spell out the true class, turning the verification tool into an answer oracle.
+    """
 
     accuracy: float
     macro_f1: float
     n: int
-    labels: list[str]
-    per_class_f1: dict[str, float]
-    confusion: list[list[int]]
 
 
 def _is_handle(value: Any) -> bool:
@@ -152,7 +153,8 @@ def calculate_accuracy(
             description="true labels, or gt handles (one per item)")],
         predictions: Annotated[list[str] | str, Field(description="predicted labels")],
 ) -> AccuracyResult:
-    """Accuracy, macro-F1 and confusion matrix of predicted labels against ground truth."""
+    """Accuracy and macro-F1 of predicted labels against ground truth (scores only: no true label,
+    label set or confusion matrix is returned)."""
     truth = _label_values(ground_truth, "ground_truth")
     pred = _label_values(predictions, "predictions")
     labels = sorted(set(truth) | set(pred))
@@ -161,11 +163,8 @@ def calculate_accuracy(
         result = metrics.classification_metrics(
             np.asarray([index[x] for x in truth], np.int32),
             np.asarray([index[x] for x in pred], np.int32), n_classes=len(labels))
-    f1 = [float(v) for v in np.asarray(result.f1).tolist()]
     return AccuracyResult(
         accuracy=scalar(result.accuracy), macro_f1=scalar(result.macro_f1), n=len(truth),
-        labels=labels, per_class_f1=dict(zip(labels, f1, strict=True)),
-        confusion=np.asarray(result.confusion).astype(int).tolist(),
         kernel=kernel_label(metrics.classification_metrics), units={"accuracy": "fraction"})
 
 
