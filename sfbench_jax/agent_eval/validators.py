@@ -267,7 +267,7 @@ def _relation_holds(relation: str, value: Any, other: Any, where: str) -> bool:
     if relation == "count_of":
         if not isinstance(other, list):
             raise _Missing(f"{where}: the counted field must be a list")
-        return _as_number(value, where) == len({_norm_item(x) for x in other})
+        return _as_number(value, where) == len(other)
     if relation == "member_of":
         if not isinstance(other, list):
             raise _Missing(f"{where}: the field it must belong to is not a list")
@@ -286,7 +286,7 @@ def _field_relation(spec: Mapping[str, Any], ctx: ValidationContext) -> Validato
     """A relation the scenario states between two answer fields (no ground truth involved).
 
     ``relation`` is one of `RELATIONS`: ``count_of`` (the number at ``path`` is the number of
-    distinct items of the list at ``of``), ``member_of``, ``subset_of``, ``equals``,
+    items of the list at ``of``), ``member_of``, ``subset_of``, ``equals``,
     ``less_equal``, ``greater_equal``. A self-contradictory answer (7 sensors listed,
     ``n_anomalous_sensors: 3``) fails here even if one of its fields matches the ground truth.
     """
