@@ -9,16 +9,20 @@ mcp_agent_eval.md section 3.5:
    wrote a tool call that could not be parsed (``unparsed_tool_call``) and never completed the
    required tools.
 2. ``reasoning``: a distractor was called; or the agent chose to stop (``final``) with
-   required-tool recall below 1; or the answer has the wrong type for the output template.
-3. ``orchestration``: everything else (precedence violated, state-dependency violations, step
-   limit or timeout, wrong values despite full recall).
+   required-tool recall below 1; or the answer fails as an answer (`answer_level_flags`: wrong
+   type for the output template, a required field missing, or a stated relation between fields
+   contradicted).
+3. ``orchestration``: everything else (precedence violated, i.e. an edge's later end called
+   with no earlier ok call of its first end; state-dependency violations, step limit or
+   timeout, wrong values despite full recall).
 
 Flags name each failure mode seen in real models' traces, so a report can count them
 (`FAILURE_MODES`): ``schema_invalid_call`` (arguments that are not JSON or fail the tool's input
 schema), ``unknown_tool_called``, ``blocked_tool_called``, ``no_tool_call`` (answered without
 calling any tool in a mode that offers tools), ``repeated_call`` (the same tool called again
 with the same arguments: a loop), ``no_answer`` (no final answer at all),
-``answer_not_json`` (the final reply held no JSON object), ``tool_call_in_content`` (calls
+``answer_not_json`` (the final reply held no JSON object), ``missing_required_fields``,
+``inconsistent_answer`` (a failed ``field_relation`` validator), ``tool_call_in_content`` (calls
 recovered from the message text instead of structured ``tool_calls``), ``unparsed_tool_call``,
 ``forced_final`` (the budget ran out and the answer came from the forced last turn) and
 ``stopped_<reason>`` for ``max_steps``, ``timeout`` and ``context_exceeded``. `llm_trace_flags`
