@@ -6,11 +6,12 @@ scenario's validators and its pass rule. What does not: trace metrics and the fa
 
 Every validator reads the agent's final answer through JSON pointers (``path``) and the scenario's
 ground truth through ``gt_path``; literal ``target`` / ``min`` / ``max`` / ``allowed`` values come
-from the scenario file. ``set_overlap`` scores recall and precision (a padded list fails), ``field_relation`` checks a
-relation the scenario states between two answer fields (a self-contradictory answer fails).
-``recompute_metric`` and ``classification_metrics`` recompute metrics from
-the agent's own predictions with the `phm_kernels` metric kernels (the one place the evaluator
-touches kernels), so a claimed MAE that does not follow from the claimed predictions fails.
+from the scenario file. ``set_overlap`` scores recall and precision (a padded list fails);
+``field_relation`` checks a relation the scenario states between two answer fields (a
+self-contradictory answer fails). ``recompute_metric`` and ``classification_metrics`` recompute
+metrics from the agent's own predictions with the `phm_kernels` metric kernels (the one place
+the evaluator touches kernels), so a claimed MAE that does not follow from the claimed
+predictions fails.
 """
 
 from __future__ import annotations
