@@ -429,14 +429,20 @@ def _pl_check(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
 
 @_derivation("noise")
 def _noise(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
-    """OSHA 29 CFR 1910.95 Appendix A: T(L) = 8 / 2^((L - 90) / 5) h, levels from 80 dBA on
-    (Table G-16a), dose D = 100 sum C/T, TWA = 16.61 log10(D / 100) + 90."""
-    dose = 0.0
-    for level, hours in zip(params["levels_dba"], params["hours"], strict=True):
-        if level >= 80.0:
-            dose += 100.0 * hours * 2.0 ** ((level - 90.0) / 5.0) / 8.0
-    return {"dose_pct": dose, "twa_dba": 16.61 * math.log10(dose / 100.0) + 90.0,
-            "over_pel": dose > 100.0, "over_action_level": dose >= 50.0}
+    """OSHA 29 CFR 1910.95: permitted time T(L) = 8 / 2^((L - 90) / 5) h. The PEL (paragraph
+    (b)(2)) is exceeded when sum C/T over the levels of Table G-16 (90 dBA and up) exceeds unity;
+    the hearing-conservation dose of Appendix A integrates 80-130 dBA (paragraph (d)(2)(i)), and
+    its TWA = 16.61 log10(D / 100) + 90 is compared with the 85 dBA action level (D = 50 %)."""
+    def dose_percent(floor_dba: float) -> float:
+        fraction = 0.0
+        for level, hours in zip(params["levels_dba"], params["hours"], strict=True):
+            if level >= floor_dba:
+                fraction += hours / (8.0 * 2.0 ** ((90.0 - level) / 5.0))
+        return 100.0 * fraction
+
+    dose, pel_dose = dose_percent(80.0), dose_percent(90.0)
+    return {"dose_pct": dose, "twa_dba": 16.61 * math.log10(dose / 100.0) + 90.0, "pel_dose_pct": pel_dose,
+            "over_pel": pel_dose > 100.0, "over_action_level": dose >= 50.0}
 
 
 @_derivation("hand_arm")
