@@ -256,8 +256,11 @@ def _component_health(params: Mapping[str, Any], data: TruthData) -> dict[str, A
         signature = "COUPLED"
     out = {"health_band": band, "status": status, "signature": signature, "severity_magnitude": magnitude,
            "flow_to_efficiency_ratio": flow / efficiency if efficiency > 0 else None}
-    if "choices" in params:
-        letters = [letter for letter, text in params["choices"].items() if text == status]
+    if "choices" in params:  # the one option naming the status (or the band)
+        def same(text: str, label: str) -> bool:
+            return text.strip().casefold().replace(" ", "_") == label.casefold().replace(" ", "_")
+
+        letters = [letter for letter, text in params["choices"].items() if same(text, status) or same(text, band)]
         out["choice"] = letters[0] if len(letters) == 1 else None
     return out
 
