@@ -508,15 +508,17 @@ class TruthData:
             raise FileNotFoundError(f"{path} is missing: point the data root at the shared data folder")
         return path
 
-    def cmapss(self, name: str) -> dict[str, np.ndarray]:
-        """``train`` / ``test`` (rows x 26, NASA column order) and ``rul`` (one per test unit)."""
+    def cmapss_files(self, name: str) -> tuple[str, str, str]:
+        """The train, test and RUL files of a C-MAPSS sub-dataset (``cmapss_fd001``..``004``)."""
         subset = re.search(r"fd00([1-4])", name.lower())
         if subset is None:
             raise KeyError(f"{name!r} is not a C-MAPSS sub-dataset (cmapss_fd001..cmapss_fd004)")
         k = subset.group(1)
-        return _read_cmapss(str(self._path(f"phm/cmapss/train_fd00{k}.txt.gz")),
-                            str(self._path(f"phm/cmapss/test_fd00{k}.txt.gz")),
-                            str(self._path(f"phm/cmapss/rul_fd00{k}.txt.gz")))
+        return tuple(str(self._path(f"phm/cmapss/{kind}_fd00{k}.txt.gz")) for kind in ("train", "test", "rul"))
+
+    def cmapss(self, name: str) -> dict[str, np.ndarray]:
+        """``train`` / ``test`` (rows x 26, NASA column order) and ``rul`` (one per test unit)."""
+        return _read_cmapss(*self.cmapss_files(name))
 
     def battery(self, cell: str) -> dict[str, np.ndarray]:
         """Per discharge cycle: cycle, capacity (Ah), max / mean temperature (degC), min voltage,
@@ -527,7 +529,10 @@ class TruthData:
 
     def cwru(self, name: str) -> dict[str, Any]:
         """Drive-end signal, rpm, sampling rate and published condition of a CWRU record."""
-        number = int(re.sub(r"\D", "", name))
+        number = int(re.sub(r"\D", "", name) or -1)
+        if number not in _CWRU_CONDITION_OF_RECORD:
+            raise KeyError(f"{name!r}: no published CWRU condition for record {number} here; known records "
+                           f"{sorted(_CWRU_CONDITION_OF_RECORD)}")
         if self.root is None:
             raise FileNotFoundError("the CWRU scenarios read the real data: set SFBENCH_DATA_ROOT")
         folder = self.root / "phm" / "cwru_bearing"
@@ -540,13 +545,20 @@ class TruthData:
                 "condition": _CWRU_CONDITION_OF_RECORD[number]}
 
 
+def _frozen(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Cached arrays are shared by every derivation: make them read-only."""
+    for array in arrays.values():
+        array.setflags(write=False)
+    return arrays
+
+
 @functools.lru_cache(maxsize=8)
 def _read_cmapss(train: str, test: str, rul: str) -> dict[str, np.ndarray]:
     def table(path: str) -> np.ndarray:
         with gzip.open(path, "rt") as handle:
             return np.loadtxt(handle, dtype=np.float64)
 
-    return {"train": table(train), "test": table(test), "rul": np.atleast_1d(table(rul))}
+    return _frozen({"train": table(train), "test": table(test), "rul": np.atleast_1d(table(rul))})
 
 
 @functools.lru_cache(maxsize=8)
@@ -564,7 +576,7 @@ def _read_battery(discharge: str, impedance: str) -> dict[str, np.ndarray]:
     out["cycle"] = per_cycle.index.to_numpy(np.int64)
     out["re_ohm"] = eis["Re"].to_numpy(np.float64)
     out["rct_ohm"] = eis["Rct"].to_numpy(np.float64)
-    return out
+    return _frozen(out)
 
 
 @functools.lru_cache(maxsize=8)
@@ -572,8 +584,9 @@ def _read_cwru(path: str, number: int) -> tuple[np.ndarray, float]:
     from scipy.io import loadmat
 
     content = loadmat(path)
-    return (np.asarray(content[f"X{number:03d}_DE_time"], dtype=np.float64).ravel(),
-            float(np.asarray(content[f"X{number:03d}RPM"]).ravel()[0]))
+    drive_end = np.asarray(content[f"X{number:03d}_DE_time"], dtype=np.float64).ravel()
+    drive_end.setflags(write=False)
+    return drive_end, float(np.asarray(content[f"X{number:03d}RPM"]).ravel()[0])
 
 
 # =============================================================================================
@@ -651,12 +664,10 @@ def _health_index_rul(train_file: str, test_file: str, rul_file: str) -> np.ndar
 def _cmapss_truth_and_prediction(data: TruthData, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Test unit ids, true RUL (the RUL file) and the baseline's predictions."""
     tables = data.cmapss(name)
-    subset = re.search(r"fd00([1-4])", name.lower()).group(1)
-    files = tuple(str(data._path(f"phm/cmapss/{kind}_fd00{subset}.txt.gz")) for kind in ("train", "test", "rul"))
     ids = np.unique(tables["test"][:, 0]).astype(int)
     if ids.size != tables["rul"].size:
         raise ValueError(f"{name}: {ids.size} test units but {tables['rul'].size} RUL lines")
-    return ids, tables["rul"].astype(np.float64), _health_index_rul(*files)
+    return ids, tables["rul"].astype(np.float64), _health_index_rul(*data.cmapss_files(name))
 
 
 def _regression_errors(truth: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
