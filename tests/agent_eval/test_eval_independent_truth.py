@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sfbench_jax.agent_eval import independent_truth
@@ -218,3 +219,80 @@ def test_independent_derivation_imports_no_kernel() -> None:
     assert done.returncode == 0, done.stderr
     count, loaded = done.stdout.strip().split(" ", 1)
     assert int(count) >= 30 and loaded == "[]", done.stdout
+
+
+def test_independent_formulas_reproduce_the_published_worked_examples() -> None:
+    """The second path is itself right, not only equal to the first: the spec's and standards'
+    worked examples (shared/spec/phm_kernels.md sections 2-7 and 9) through the derivations."""
+    no_data = TruthData(None)
+    approx = pytest.approx
+    freqs = derive({"builder": "bearing_peak_match",
+                    "params": {"rpm": 1797, "bearing": "cwru_drive_end", "peak_hz": 107.4}}, no_data)
+    assert [round(freqs["frequencies_hz"][k], 3) for k in ("ftf", "bpfo", "bpfi", "bsf")] == \
+        [11.929, 107.364, 162.186, 70.584]
+    assert freqs["matched_component"] == "outer_race"
+    mk = independent_truth._mann_kendall([1.0, 1.2, 1.1, 1.5, 1.7, 1.6, 2.0, 2.2])
+    assert (mk["s"], round(mk["p_value"], 6), round(mk["sen_slope"], 6), mk["trend"]) == \
+        (24.0, 0.004434, 0.166667, "INCREASING")
+    ties = independent_truth._mann_kendall([1, 1, 2, 2, 3])
+    assert (round(ties["p_value"], 6), ties["trend"]) == (0.067577, "NO_TREND")
+    line = independent_truth._trend_to_threshold([2.0 - 0.01 * t for t in range(1, 11)], 1.4)
+    assert line["time_to_threshold"] == approx(50.0)
+    age = derive({"builder": "age_replacement",
+                  "params": {"beta": 2, "eta": 1000, "preventive_cost": 1, "failure_cost": 10}}, no_data)
+    assert age["optimal_age"] == approx(336.451, abs=1e-3) and age["cost_rate"] == approx(0.0060561, rel=1e-4)
+    assert age["savings_fraction"] == approx(1 - 0.0060561 / 0.0112838, abs=1e-4)
+    for std, t_star, p_fail in ((20.0, 58.0, 0.018), (10.0, 74.5, 0.0054)):
+        plan = derive({"builder": "rul_schedule", "params": {"rul_mean": 100.0, "rul_std": std,
+                                                             "preventive_cost": 1.0, "failure_cost": 10.0}}, no_data)
+        assert plan["maintain_in"] == approx(t_star, abs=0.5) and plan["p_fail_before"] == approx(p_fail, rel=0.1)
+    sil = derive({"builder": "sil_check", "params": {"architecture": "1oo1", "lambda_du": 2e-6,
+                                                     "proof_test_h": 8760, "targets": [2, 3]}}, no_data)
+    assert (sil["pfd_avg"], sil["achieved_sil"], sil["compliant"]) == (approx(8.76e-3), 2, {"2": True, "3": False})
+    redundant = derive({"builder": "sil_check", "params": {"architecture": "1oo2", "lambda_du": 2e-6,
+                                                           "proof_test_h": 8760, "beta": 0.1, "targets": [3]}}, no_data)
+    assert redundant["pfd_avg"] == approx(9.589e-4, rel=1e-4) and redundant["achieved_sil"] == 3
+    assert derive({"builder": "pl_check", "params": {"pfh_d": 2e-6, "required_pl": "d"}}, no_data) == \
+        {"achieved_pl": "c", "compliant": False}
+    noise = derive({"builder": "noise", "params": {"levels_dba": [95.0], "hours": [6.0]}}, no_data)
+    assert noise["dose_pct"] == approx(150.0) and noise["twa_dba"] == approx(92.92, abs=0.005) and noise["over_pel"]
+    nema = derive({"builder": "voltage_unbalance", "params": {"voltages": [462, 463, 455]}}, no_data)
+    assert nema["unbalance_pct"] == approx(1.087, abs=5e-4) and nema["derating_required"]
+    assert independent_truth._velocity_mm_s_rms(0.15, "in/s pk", None) == approx(2.694077, abs=1e-6)
+    assert independent_truth._velocity_mm_s_rms(1.0, "g rms", 100.0) == approx(15.608, abs=1e-3)
+    assert [independent_truth._zone(v, (1.12, 2.8, 7.1)) for v in (0.5, 1.12, 2.79, 2.8, 7.1, 10.0)] == \
+        list("ABBCDD")
+    assert derive({"builder": "hand_arm", "params": {"acceleration": [4.0], "hours": [2.0], "kind": "hand_arm"}},
+                  no_data)["a8"] == approx(2.0)
+    roi = derive({"builder": "pm_roi", "params": {"pm": [5000, 4, 8, 1000], "failure": [1.0, 50000, 48, 1000, 20000],
+                                                   "residual_fraction": 0.05, "program_cost": 40000}}, no_data)
+    assert roi["roi"] == approx(0.5025) and roi["payback_months"] == approx(7.99, abs=0.005)
+    cycles = np.arange(1.0, 61.0)
+    fade = independent_truth._fade_prediction({"cycle": cycles, "capacity_ah": 1.86 * np.exp(-0.0025 * cycles)},
+                                              "empirical", 60)
+    assert fade["k_eol"] == approx(113.6417, abs=1e-4) and fade["rul"] == approx(53.6417, abs=1e-4)
+    ten = np.arange(1.0, 11.0)
+    linear = independent_truth._fade_prediction({"cycle": ten, "capacity_ah": 2.0 - 0.01 * ten}, "linear", 10)
+    assert linear["k_eol"] == approx(60.0) and linear["rul"] == approx(50.0)
+    flags, events = independent_truth._zscore_detector(
+        np.array([10, 10.2, 9.8, 10.1, 9.9, 10.0, 13.0, 13.5, 14.0, 14.2, 10.0, 10.1]), window=5)
+    assert [i for i, f in enumerate(flags) if f] == [8, 9] and events == 1
+
+
+def test_independent_envelope_finds_the_spec_synthetic_outer_race_fault() -> None:
+    """Spec 4.3's test signal: impacts at BPFO (1797 r/min) ringing a 3 kHz resonance (decay
+    e^(-800 t)), noise sigma 0.5, 1 s at 12 kHz: the envelope peak in 5-500 Hz is 107 Hz and the
+    label is outer race."""
+    fs_hz, bpfo_hz = 12_000.0, 107.364
+    t = np.arange(int(fs_hz)) / fs_hz
+    signal = np.random.default_rng(0).normal(0.0, 0.5, t.size)
+    for start in np.arange(0.0, 1.0, 1.0 / bpfo_hz):
+        ringing = t >= start
+        signal[ringing] += np.exp(-800.0 * (t[ringing] - start)) * np.sin(2 * np.pi * 3000.0 * (t[ringing] - start))
+    freqs, amplitude = independent_truth._averaged_envelope_spectrum(signal, fs_hz, (2000.0, 4000.0))
+    window = (freqs >= 5.0) & (freqs <= 500.0)
+    assert freqs[window][np.argmax(amplitude[window])] == pytest.approx(107.0)
+    record = {"drive_end": signal, "rpm": 1797.0, "fs_hz": fs_hz}
+    assert independent_truth._envelope_label(record, (2000.0, 4000.0)) == "outer_race"
+    noise_only = np.random.default_rng(1).normal(0.0, 0.5, t.size)
+    assert independent_truth._envelope_label({**record, "drive_end": noise_only}, (2000.0, 4000.0)) == "normal"
