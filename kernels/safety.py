@@ -591,11 +591,16 @@ class NoiseDose(NamedTuple):
     """Result of :func:`osha_noise_dose` (OSHA 29 CFR 1910.95).
 
     Attributes:
-        dose_pct: ``100 sum C_i / T_i``.
-        twa_dba: ``16.61 log10(D / 100) + 90`` (-inf for zero dose).
-        over_pel: dose > 100 % (TWA above 90 dBA).
+        dose_pct: ``100 sum C_i / T_i`` over levels from ``threshold_dba`` (80 dBA) on: the
+            hearing-conservation dose of 1910.95(c)-(d) and Appendix A.
+        twa_dba: ``16.61 log10(D / 100) + 90`` of that dose (-inf for zero dose).
+        over_pel: ``pel_dose_pct`` > 100 % (the sum of C_i / T_i exceeds unity, 1910.95(b)(2)).
         over_action_level: dose >= 50 % (TWA >= 85 dBA, hearing conservation).
         allowed_hours: Permissible duration ``8 / 2^((L - 90) / 5)`` per exposure.
+        pel_dose_pct: The dose over levels from ``pel_threshold_dba`` (90 dBA) on: Table G-16
+            lists no permissible time below 90 dBA, so quieter periods do not count toward the
+            PEL (OSHA Technical Manual III:5, dosimeter threshold 90 dBA for the PEL, 80 dBA for
+            the action level).
     """
 
     dose_pct: Scalar
@@ -603,35 +608,44 @@ class NoiseDose(NamedTuple):
     over_pel: Flag
     over_action_level: Flag
     allowed_hours: Float[Array, "*batch exposures"]
+    pel_dose_pct: Scalar
 
 
 @jax.jit
-def osha_noise_dose_core(levels_dba, hours, threshold_dba=80.0) -> NoiseDose:
+def osha_noise_dose_core(levels_dba, hours, threshold_dba=80.0, pel_threshold_dba=90.0) -> NoiseDose:
     """Jitted core of :func:`osha_noise_dose` for one worker (exposures on the last axis)."""
     levels, hours = as_float(levels_dba), as_float(hours)
     allowed = 8.0 / 2.0 ** ((levels - 90.0) / 5.0)
-    counted = levels >= as_float(threshold_dba)
-    dose = 100.0 * jnp.sum(jnp.where(counted, hours / allowed, 0.0), axis=-1)
+
+    def dose_from(threshold):
+        return 100.0 * jnp.sum(jnp.where(levels >= as_float(threshold), hours / allowed, 0.0), axis=-1)
+
+    dose, pel_dose = dose_from(threshold_dba), dose_from(pel_threshold_dba)
     twa = 16.61 * jnp.log10(dose / 100.0) + 90.0
-    return NoiseDose(dose, twa, dose > 100.0, dose >= 50.0, allowed)
+    return NoiseDose(dose, twa, pel_dose > 100.0, dose >= 50.0, allowed, pel_dose)
 
 
 def osha_noise_dose(levels_dba: Real[ArrayLike, "exposures"], hours: Real[ArrayLike, "exposures"],
-                    *, threshold_dba: float = 80.0) -> NoiseDose:
+                    *, threshold_dba: float = 80.0, pel_threshold_dba: float = 90.0) -> NoiseDose:
     """Daily noise dose and 8-h TWA under OSHA 29 CFR 1910.95.
 
     Permissible duration at level L (dBA, slow): ``T(L) = 8 / 2^((L - 90) / 5)`` hours (PEL
     90 dBA for 8 h, 5-dB exchange rate). Dose ``D = 100 sum C_i / T_i`` %; TWA
-    ``16.61 log10(D/100) + 90``; action level 85 dBA TWA (dose 50 %). Levels below
-    ``threshold_dba`` (80 dBA, 1910.95(d)(2)(i)) are not integrated.
+    ``16.61 log10(D/100) + 90``; action level 85 dBA TWA (dose 50 %). The dose and TWA integrate
+    levels from ``threshold_dba`` on (80 dBA, 1910.95(d)(2)(i), the hearing-conservation
+    measurement); the PEL check integrates levels from ``pel_threshold_dba`` on (90 dBA: Table
+    G-16 gives no permissible time below it, and 1910.95(b)(2) sums C_i / T_i over its levels), so
+    4 h at 95 dBA plus 4 h at 85 dBA is a 125 % dose (TWA 91.6 dBA, over the action level) but
+    exactly 100 % of the PEL, which is not exceeded.
 
     Args:
         levels_dba: Sound level of each exposure period, dBA.
         hours: Duration of each period, hours (>= 0, total <= 24).
-        threshold_dba: Lowest level integrated into the dose.
+        threshold_dba: Lowest level integrated into the (hearing-conservation) dose.
+        pel_threshold_dba: Lowest level integrated into the PEL dose.
 
     Returns:
-        NoiseDose (dose_pct, twa_dba, over_pel, over_action_level, allowed_hours).
+        NoiseDose (dose_pct, twa_dba, over_pel, over_action_level, allowed_hours, pel_dose_pct).
 
     Example:
         >>> r = osha_noise_dose([95.0], [6.0])
@@ -647,7 +661,10 @@ def osha_noise_dose(levels_dba: Real[ArrayLike, "exposures"], hours: Real[ArrayL
     require_range("hours", durations, lo=0.0)
     if durations.sum() > 24.0:
         raise DomainError(f"hours sum to {durations.sum():g} > 24 for one working day.")
-    return osha_noise_dose_core(levels_dba, hours, threshold_dba)
+    if not 0.0 <= threshold_dba <= pel_threshold_dba:
+        raise DomainError(f"need 0 <= threshold_dba <= pel_threshold_dba; got {threshold_dba:g} and "
+                          f"{pel_threshold_dba:g} dBA (OSHA: 80 and 90).")
+    return osha_noise_dose_core(levels_dba, hours, threshold_dba, pel_threshold_dba)
 
 
 class VibrationExposure(NamedTuple):

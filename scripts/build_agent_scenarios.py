@@ -453,11 +453,14 @@ def pl_check(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
 def noise(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     """OSHA 29 CFR 1910.95 daily dose and TWA."""
     del store
-    dose = 100.0 * sum(hours / (8.0 / 2.0 ** ((level - 90.0) / 5.0))
-                       for level, hours in zip(params["levels_dba"], params["hours"], strict=True)
-                       if level >= 80.0)
+    def dose_from(threshold: float) -> float:  # Appendix A integrates from 80 dBA, Table G-16 from 90
+        return 100.0 * sum(hours / (8.0 / 2.0 ** ((level - 90.0) / 5.0))
+                           for level, hours in zip(params["levels_dba"], params["hours"], strict=True)
+                           if level >= threshold)
+
+    dose, pel_dose = dose_from(80.0), dose_from(90.0)
     return {"dose_pct": r6(dose), "twa_dba": r6(16.61 * math.log10(dose / 100.0) + 90.0),
-            "over_pel": dose > 100.0, "over_action_level": dose >= 50.0}
+            "pel_dose_pct": r6(pel_dose), "over_pel": pel_dose > 100.0, "over_action_level": dose >= 50.0}
 
 
 @builder("hand_arm", formula=True)

@@ -8,6 +8,7 @@ mode's BM25 corpus), ``agents`` (scripted, replay, fault-injecting, OpenAI-compa
 ``trace``, ``metrics`` (process and pass metrics), ``stats`` (Wilson intervals, McNemar's exact
 test), ``taxonomy`` (failure labels), ``runner`` (run and score), ``report`` (Markdown/CSV
 tables), ``compare`` (paired comparison of two runs), ``lint`` (scenario rules) and ``cli``
-(``sfbench-agent-eval``). Scenario files and their ground truth live in ``scenarios/``. What does
+(``sfbench-agent-eval``). Scenario files and their ground truth live in ``scenarios/``;
+``independent_truth`` re-derives every ground truth without the kernels. What does
 not: domain tool implementations (``sfbench_jax.mcp``).
 """

@@ -66,11 +66,12 @@ STANDARDS_NOTES: tuple[tuple[str, str], ...] = (
      "severity of 9 or 10 (safety or regulatory hazard) raises the level to at least high "
      "whatever the RPN. Failure modes are ranked by RPN (highest first), ties by severity."),
     ("OSHA 29 CFR 1910.95 occupational noise dose",
-     "Permissible duration at level L dBA: T = 8 / 2^((L - 90) / 5) hours (5 dB exchange rate); "
-     "levels below 80 dBA are not counted. Daily dose D = 100 x sum(C_i / T_i) percent for "
-     "exposure times C_i. Eight-hour TWA = 16.61 log10(D / 100) + 90 dBA. The permissible "
-     "exposure limit is exceeded when the dose is above 100 % (TWA above 90 dBA); the action "
-     "level (hearing conservation programme) is a dose of 50 % or more (TWA 85 dBA)."),
+     "Permissible duration at level L dBA: T = 8 / 2^((L - 90) / 5) hours (5 dB exchange rate). "
+     "Daily dose D = 100 x sum(C_i / T_i) percent for exposure times C_i, counting levels from "
+     "80 dBA (hearing conservation, Appendix A); eight-hour TWA = 16.61 log10(D / 100) + 90 dBA. "
+     "The action level (hearing conservation programme) is a dose of 50 % or more (TWA 85 dBA). "
+     "The permissible exposure limit counts only levels of 90 dBA and above (Table G-16 starts "
+     "there): it is exceeded when that sum of C_i / T_i is above 1 (a PEL dose above 100 %)."),
     ("EU Directive 2002/44/EC vibration exposure A(8)",
      "Daily vibration exposure A(8) = sqrt(sum(a_i^2 T_i) / 8 h) with a_i the frequency-weighted "
      "acceleration (m/s^2) of each task and T_i its duration in hours. Hand-arm: exposure action "

@@ -94,6 +94,19 @@ def test_osha_noise_dose_example():
     assert float(quiet.dose_pct) == pytest.approx(50.0)  # below 80 dBA is not integrated
 
 
+def test_osha_pel_counts_only_levels_from_90_dba():
+    # 1910.95(b)(2) sums C/T over Table G-16, which starts at 90 dBA: 4 h at 95 dBA is the whole
+    # permitted time, the 4 h at 85 dBA add nothing to the PEL but do count for the action level.
+    r = safety.osha_noise_dose([95.0, 85.0], [4.0, 4.0])
+    assert float(r.dose_pct) == pytest.approx(125.0) and float(r.twa_dba) == pytest.approx(91.61, abs=0.005)
+    assert float(r.pel_dose_pct) == pytest.approx(100.0)
+    assert not bool(r.over_pel) and bool(r.over_action_level)
+    above = safety.osha_noise_dose([95.0, 85.0], [4.5, 3.5])
+    assert float(above.pel_dose_pct) == pytest.approx(112.5) and bool(above.over_pel)
+    with pytest.raises(DomainError):
+        safety.osha_noise_dose([95.0], [1.0], threshold_dba=92.0)
+
+
 def test_eu_vibration_a8_example():
     r = safety.vibration_exposure_a8([4.0], [2.0])
     assert float(r.a8) == pytest.approx(2.0)

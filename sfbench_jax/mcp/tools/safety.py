@@ -92,6 +92,7 @@ class NoiseResult(ToolResult):
     twa_dba: float
     over_pel: bool
     over_action_level: bool
+    pel_dose_pct: float
 
 
 class VibrationExposureResult(ToolResult):
@@ -234,7 +235,11 @@ def calculate_pfd(
 
 
 def assess_noise_exposure(levels_dba: NumberList, hours: NumberList) -> NoiseResult:
-    """OSHA 29 CFR 1910.95 daily noise dose and 8-h TWA for exposure periods (aligned lists)."""
+    """OSHA 29 CFR 1910.95 daily noise dose and 8-h TWA for exposure periods (aligned lists).
+
+    The dose and TWA integrate levels from 80 dBA (hearing conservation, action level 50 % /
+    85 dBA); the PEL check uses the dose over levels from 90 dBA (``pel_dose_pct``, Table G-16).
+    """
     levels = as_float_array(levels_dba, argument="levels_dba")
     durations = as_float_array(hours, argument="hours")
     with kernel_errors():
@@ -242,8 +247,10 @@ def assess_noise_exposure(levels_dba: NumberList, hours: NumberList) -> NoiseRes
     return NoiseResult(dose_pct=scalar(result.dose_pct), twa_dba=scalar(result.twa_dba),
                        over_pel=flag(result.over_pel),
                        over_action_level=flag(result.over_action_level),
+                       pel_dose_pct=scalar(result.pel_dose_pct),
                        kernel=kernel_label(safety.osha_noise_dose),
-                       units={"dose_pct": "%", "twa_dba": "dBA"})
+                       units={"dose_pct": "% (levels from 80 dBA)", "twa_dba": "dBA",
+                              "pel_dose_pct": "% (levels from 90 dBA)"})
 
 
 def assess_vibration_exposure(
