@@ -248,3 +248,31 @@ def test_cli_score_of_stored_traces_runs_the_floors(tmp_path: Path, data_root: P
         cli.main(["score", "--traces", str(traces), "--out", str(tmp_path / "x"), "--floor-traces",
                   str(tmp_path / "missing")])
     capsys.readouterr()
+
+
+def test_doc_table_renders_floors_reference_model_and_the_published_run(load_script: Any) -> None:
+    script = load_script("agent_floors_table")
+    ids = [f"s{i}" for i in range(10)]
+    scripted = [_record(s, "scripted", True) for s in ids]
+    floors = [_record(s, "floor:template_constant", s in ("s0", "s1", "s2")) for s in ids]
+    floors += [_record(s, "floor:random_tool", False) for s in ids]
+    model = [_record(s, "llm", s == "s3") for s in ids[:4]]
+    model_floors = [r for r in floors if r["scenario_id"] in ids[:4]]
+    table = script.render(aggregate(scripted, floors), aggregate(model, model_floors), published=("full run", 0, 10))
+    lines = table.splitlines()
+    assert lines[2].startswith("| floor:template_constant | 10 | 3/10 = 0.300 [")
+    assert lines[3].startswith("| floor:random_tool | 10 | 0/10 = 0.000 [0.000, ")
+    # scripted vs template floor: only agent 7, only floor 0 -> 2 * 0.5^7; vs random: 2 * 0.5^10
+    assert lines[4] == (f"| scripted reference | 10 | 10/10 = 1.000 [{wilson_low(10, 10):.3f}, 1.000] | "
+                        f"7 / 0, p = {2 / 2**7:.3f} | 10 / 0, p = {2 / 2**10:.3f} |")
+    # the model on s0..s3: passes s3 only; template floor passes s0..s2 -> 1 / 3, p = 2 * P[Bin(4,1/2) <= 1]
+    assert lines[5].startswith("| llm / llm (stored traces) | 4 | 1/4 = 0.250 [")
+    assert f"1 / 3, p = {binomtest(1, 4, 0.5).pvalue:.3f}" in lines[5]
+    assert lines[6].endswith(f"| 0 / 3, p = {2 / 2**3:.3f} | 0 / 0, p = 1.000 |")
+    with pytest.raises(ValueError, match="failed every scenario"):
+        script.render(aggregate(scripted, floors), aggregate(model, floors), published=("x", 1, 10))
+
+
+def wilson_low(successes: int, n: int) -> float:
+    """The Wilson 95% lower end from SciPy."""
+    return binomtest(successes, n).proportion_ci(method="wilson").low
