@@ -276,3 +276,18 @@ def test_doc_table_renders_floors_reference_model_and_the_published_run(load_scr
 def wilson_low(successes: int, n: int) -> float:
     """The Wilson 95% lower end from SciPy."""
     return binomtest(successes, n).proportion_ci(method="wilson").low
+
+
+@pytest.mark.parametrize("mode", ["rag", "no-domain-tools"])
+def test_floors_run_in_the_ablation_modes(mode: str, tmp_path: Path, data_root: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / mode
+    assert cli.main(["run", "--agent", "scripted", "--mode", mode, "--ids", IDS[1], "--out", str(out),
+                     "--data-root", str(data_root)]) == 0
+    records = [json.loads(p.read_text()) for p in sorted((out / "floors" / "records").glob("*.json"))]
+    assert [r["agent"] for r in records] == sorted(FLOOR_KINDS) and all(r["status"] == "scored" for r in records)
+    assert {r["mode"] for r in records} == {mode.replace("-", "_")}
+    random_calls = next(r for r in records if r["agent"] == "floor:random_tool")["metrics"]["n_tool_calls"]
+    assert random_calls == 0 if mode == "rag" else 1 <= random_calls <= 3  # rag shows no tool
+    assert "floor:random_tool" in (out / "report.md").read_text().split("## Floors")[1]
+    capsys.readouterr()
