@@ -377,8 +377,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if args.floor_traces and not stored.is_dir():
         _usage_error(args, f"--floor-traces {stored} is not a folder")
     run_live = args.floors and not stored.is_dir()
-    if run_live and not args.server_url:
-        _data_root(args)  # the floors need the server: no data root fails before any work
+    if run_live and not args.server_url and not (args.data_root or os.environ.get("SFBENCH_DATA_ROOT")):
+        _usage_error(args, f"no data root for the floors: {stored} holds no stored floor traces, so score runs "
+                           "the floor agents on the traces' scenarios through the server; pass --data-root PATH "
+                           "(or set SFBENCH_DATA_ROOT), --floor-traces DIR, or --no-floors")
     scenarios = {s.id: s for s in load_scenarios(args.scenarios)}
     out = Path(args.out)
     records = _score_folder(args, traces, out / "records", scenarios)

@@ -231,9 +231,10 @@ def test_cli_score_of_stored_traces_runs_the_floors(tmp_path: Path, data_root: P
     for path in FIXTURE_TRACES.glob("*.jsonl"):
         (traces / path.name).write_bytes(path.read_bytes())
     monkeypatch.delenv("SFBENCH_DATA_ROOT", raising=False)
-    with pytest.raises(SystemExit, match="no data root"):  # the floors need the server: refused before work
+    with pytest.raises(SystemExit) as refused:  # the floors need the server: refused before any work
         cli.main(["score", "--traces", str(traces), "--out", str(tmp_path / "none")])
-    assert not (tmp_path / "none").exists()
+    assert refused.value.code == 2 and not (tmp_path / "none").exists()
+    assert "no data root for the floors" in capsys.readouterr().err
     out = tmp_path / "smollm2"
     assert cli.main(["score", "--traces", str(traces), "--out", str(out), "--data-root", str(data_root)]) == 0
     n = len(list(traces.glob("*.jsonl")))
