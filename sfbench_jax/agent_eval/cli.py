@@ -13,7 +13,7 @@ Subcommands::
     sfbench-agent-eval run     --agent llm --llm-config llm.toml --mode no-domain-tools --out r/n
     sfbench-agent-eval run     --agent fault:swap_steps --ids cmapss_fd001_rul_fleet --out runs/f
     sfbench-agent-eval run     --agent replay --traces runs/my-model/traces --out runs/replay
-    sfbench-agent-eval score   --traces runs/my-model/traces --out runs/rescored
+    sfbench-agent-eval score   --traces runs/my-model/traces --out runs/rescored [--no-floors]
     sfbench-agent-eval report  runs/my-model
     sfbench-agent-eval report  runs/ref runs/my-model --paired --out runs/table
     sfbench-agent-eval compare runs/rag runs/my-model [--pair-on scenario|run] [--out DIR]
@@ -22,6 +22,12 @@ Subcommands::
     sfbench-agent-eval doctor  --llm-config llm.toml
 
 Bad arguments are one line on stderr and exit status 2 (argparse's usage block is left out).
+
+Floors: ``run`` and ``local`` also run the floor agents (``floor:template_constant``, ``floor:random_tool``)
+on the same scenarios, mode, repeats and seed, into ``OUT/floors/``, and every report shows each model's
+pass@1 beside the floors' with McNemar's test (``--no-floors`` skips them). ``score`` re-scores stored floor
+traces (``--floor-traces``, default ``TRACES/../floors/traces`` when present) or else runs the floors on the
+traces' scenarios; ``report`` reads ``RUN/floors/records``.
 """
 
 from __future__ import annotations
@@ -271,25 +277,31 @@ def _progress(total: int) -> Any:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from sfbench_jax.agent_eval.report import to_markdown, write_report
+    from sfbench_jax.agent_eval.floors import run_floors
+    from sfbench_jax.agent_eval.report import printed_tables, write_report
     from sfbench_jax.agent_eval.runner import run_suite
 
     scenarios = _select(args)
     agent = _make_agent(args, scenarios)
     evidence = _evidence(args) if args.mode == "rag" else None
     out = Path(args.out)
+    with_floors = args.floors and not args.agent.startswith("floor:")
 
-    async def go() -> list[dict[str, Any]]:
+    async def go() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         async with _session(args, generic=args.mode == "no_domain_tools") as session:
-            return await run_suite(scenarios, agent, session, mode=args.mode,
-                                   repeats=args.repeats, seed=args.seed, out_dir=out,
-                                   evidence=evidence, run_timeout_s=args.run_timeout_s,
-                                   progress=_progress(len(scenarios) * args.repeats))
+            records = await run_suite(scenarios, agent, session, mode=args.mode,
+                                      repeats=args.repeats, seed=args.seed, out_dir=out,
+                                      evidence=evidence, run_timeout_s=args.run_timeout_s,
+                                      progress=_progress(len(scenarios) * args.repeats))
+            floors = await run_floors(scenarios, session, mode=args.mode, out_dir=out, repeats=args.repeats,
+                                      seed=args.seed, evidence=evidence) if with_floors else []
+            return records, floors
 
-    records = anyio.run(go)
-    paths = write_report(records, out)
-    print(to_markdown(json.loads(paths["json"].read_text())["rows"]), end="")
-    print(f"wrote {len(records)} run records, traces and report to {out}")
+    records, floors = anyio.run(go)
+    paths = write_report(records, out, floors)
+    print(printed_tables(json.loads(paths["json"].read_text())), end="")
+    print(f"wrote {len(records)} run records, traces and report to {out}"
+          + (f" ({len(floors)} floor runs in {out / 'floors'})" if floors else ""))
     return 0
 
 
@@ -319,32 +331,83 @@ def _cmd_local(args: argparse.Namespace) -> int:
         return _cmd_run(args)
 
 
-def _cmd_score(args: argparse.Namespace) -> int:
-    from sfbench_jax.agent_eval.report import to_markdown, write_report
+def _score_folder(args: argparse.Namespace, traces: Path, records_dir: Path,
+                  scenarios: dict[str, Scenario]) -> list[dict[str, Any]]:
+    """Re-score every trace of a folder into ``records_dir``."""
     from sfbench_jax.agent_eval.runner import run_file_stem, score_trace, write_record
     from sfbench_jax.agent_eval.trace import read_trace
 
-    scenarios = {s.id: s for s in load_scenarios(args.scenarios)}
-    out = Path(args.out)
     records = []
-    for path in sorted(Path(args.traces).glob("*.jsonl")):
+    for path in sorted(traces.glob("*.jsonl")):
         events = read_trace(path)
         scenario_id = str(events[0]["scenario_id"])
         if scenario_id not in scenarios:
             where = args.scenarios or "the packaged scenarios"
             raise SystemExit(f"{path}: scenario {scenario_id!r} is not in {where}")
         record = score_trace(scenarios[scenario_id], events)
-        write_record(out / "records" / f"{run_file_stem(record['run_id'])}.json", record)
+        write_record(records_dir / f"{run_file_stem(record['run_id'])}.json", record)
         records.append(record)
     if not records:
-        raise SystemExit(f"{args.traces} holds no *.jsonl traces")
-    paths = write_report(records, out)
-    print(to_markdown(json.loads(paths["json"].read_text())["rows"]), end="")
+        raise SystemExit(f"{traces} holds no *.jsonl traces")
+    return records
+
+
+def _floor_plan(records: list[dict[str, Any]]) -> dict[str, tuple[list[str], int, int]]:
+    """Per mode of scored traces: (scenario ids, repeats, base seed) to run the floors as the traces ran."""
+    from sfbench_jax.agent_eval.floors import is_floor
+
+    plan: dict[str, tuple[list[str], int, int]] = {}
+    for mode in sorted({str(r["mode"]) for r in records if not is_floor(r)}):
+        members = [r for r in records if str(r["mode"]) == mode and not is_floor(r)]
+        seeds = sorted({int(r.get("seed") or 0) for r in members})
+        if len(seeds) > 1:
+            raise SystemExit(f"the {mode} traces were run with seeds {seeds}; score each seed's traces "
+                             "separately (the floors follow one seed)")
+        plan[mode] = (sorted({str(r["scenario_id"]) for r in members}),
+                      max(int(r["run_index"]) for r in members) + 1, seeds[0])
+    return plan
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from sfbench_jax.agent_eval.floors import FLOOR_DIR, run_floors
+    from sfbench_jax.agent_eval.report import printed_tables, write_report
+
+    traces = Path(args.traces)
+    stored = Path(args.floor_traces) if args.floor_traces else traces.parent / FLOOR_DIR / "traces"
+    if args.floor_traces and not stored.is_dir():
+        _usage_error(args, f"--floor-traces {stored} is not a folder")
+    run_live = args.floors and not stored.is_dir()
+    if run_live and not args.server_url and not (args.data_root or os.environ.get("SFBENCH_DATA_ROOT")):
+        _usage_error(args, f"no data root for the floors: {stored} holds no stored floor traces, so score runs "
+                           "the floor agents on the traces' scenarios through the server; pass --data-root PATH "
+                           "(or set SFBENCH_DATA_ROOT), --floor-traces DIR, or --no-floors")
+    scenarios = {s.id: s for s in load_scenarios(args.scenarios)}
+    out = Path(args.out)
+    records = _score_folder(args, traces, out / "records", scenarios)
+    floors: list[dict[str, Any]] = []
+    if args.floors and not run_live:
+        floors = _score_folder(args, stored, out / FLOOR_DIR / "records", scenarios)
+    elif run_live:
+        plan = _floor_plan(records)
+
+        async def go() -> list[dict[str, Any]]:
+            ran: list[dict[str, Any]] = []
+            for mode, (ids, repeats, seed) in plan.items():
+                evidence = _evidence(args) if mode == "rag" else None
+                async with _session(args, generic=mode == "no_domain_tools") as session:
+                    ran += await run_floors([scenarios[i] for i in ids], session, mode=mode, out_dir=out,
+                                            repeats=repeats, seed=seed, evidence=evidence)
+            return ran
+
+        floors = anyio.run(go)
+    paths = write_report(records, out, floors)
+    print(printed_tables(json.loads(paths["json"].read_text())), end="")
     return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from sfbench_jax.agent_eval.report import common_scenarios, to_markdown, write_report
+    from sfbench_jax.agent_eval.floors import read_floor_records
+    from sfbench_jax.agent_eval.report import common_scenarios, printed_tables, write_report
     from sfbench_jax.agent_eval.runner import read_records
 
     if len(args.run_dir) > 1 and not args.out:
@@ -355,8 +418,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
         _usage_error(args, str(exc))
     if args.paired:
         records = common_scenarios(records)
-    paths = write_report(records, Path(args.out or args.run_dir[0]))
-    print(to_markdown(json.loads(paths["json"].read_text())["rows"]), end="")
+    floors = list({r["run_id"]: r for run_dir in args.run_dir for r in read_floor_records(Path(run_dir))}.values())
+    paths = write_report(records, Path(args.out or args.run_dir[0]), floors)
+    print(printed_tables(json.loads(paths["json"].read_text())), end="")
     return 0
 
 
@@ -497,7 +561,13 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
                         help="--agent llm: turn budget (the last turn forces the answer)")
     parser.add_argument("--strip-schema-titles", action="store_const", const=True, default=None,
                         help="--agent llm: drop 'title' keys from tool schemas (shorter prompts)")
+    _add_floor_arg(parser, "also run the floor agents (template-constant, random-tool) on the same "
+                           "scenarios into OUT/floors and report the model beside them (default on)")
     _add_server_args(parser)
+
+
+def _add_floor_arg(parser: argparse.ArgumentParser, text: str) -> None:
+    parser.add_argument("--floors", action=argparse.BooleanOptionalAction, default=True, help=text)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -543,11 +613,17 @@ def _add_agent_commands(sub: argparse._SubParsersAction) -> None:
 
 def _add_offline_commands(sub: argparse._SubParsersAction) -> None:
     """The commands that run no agent: score, report, compare, list, lint, doctor."""
-    score = sub.add_parser("score", help="re-score saved traces offline (no tool calls)")
+    score = sub.add_parser("score", help="re-score saved traces offline (no tool calls), with the floors")
     score.add_argument("--traces", required=True)
     score.add_argument("--scenarios", type=Path, default=None)
     score.add_argument("--out", required=True)
-    score.set_defaults(func=_cmd_score)
+    score.add_argument("--floor-traces", default=None,
+                       help="stored floor traces to re-score (default: TRACES/../floors/traces when present)")
+    _add_floor_arg(score, "report the model beside the floors: re-score the stored floor traces, or, "
+                          "without them, run the floor agents on the traces' scenarios (mode, repeats and "
+                          "seed from the traces; needs the server) into OUT/floors (default on)")
+    _add_server_args(score)
+    score.set_defaults(func=_cmd_score, rag_top_k=6)
 
     report = sub.add_parser("report", help="(re)write report.md/.csv/aggregate.json of a run, "
                                            "or one report over several runs (--out)")

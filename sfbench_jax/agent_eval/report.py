@@ -8,7 +8,9 @@ mean success over runs, pass-all-n the fraction of scenarios solved on all n run
 tau-bench's unbiased mean over scenarios of C(c, k) / C(n, k). pass@1 and pass-all-n carry Wilson
 95 % intervals (``stats.wilson_interval``; pass@1 over runs, pass-all-n over scenarios). Runs with
 ``evaluator_error`` or ``harness_error`` are excluded from every rate and counted in their own
-columns. What does not: scoring runs, paired comparisons (``compare.py``).
+columns. With floor records (``floors.py``) the report adds the floors' table: each model's pass@1 beside
+each floor's, with intervals and McNemar's exact p paired by scenario. What does not: scoring runs, paired
+comparisons (``compare.py``).
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sfbench_jax.agent_eval.floors import FLOOR_COLUMNS, floor_rows, floors_markdown
 from sfbench_jax.agent_eval.metrics import mean_applicable, pass_all, pass_at_1, pass_hat_k
 from sfbench_jax.agent_eval.stats import wilson_interval
 from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS, FAILURE_MODES
 
 __all__ = ["COLUMNS", "aggregate", "asset_class_markdown", "by_asset_class", "common_scenarios",
-           "failure_modes", "failure_modes_markdown", "summarise", "to_markdown", "write_report"]
+           "failure_modes", "failure_modes_markdown", "printed_tables", "summarise", "to_markdown",
+           "write_report"]
 
 COLUMNS = ("agent", "model", "mode", "split", "task_type", "scenarios", "runs",
            "runs_per_scenario", "pass_at_1", "pass_at_1_ci_low", "pass_at_1_ci_high",
@@ -233,11 +237,14 @@ def failure_modes_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """JSON summary: rows, failure labels, flag co-occurrence, excluded runs, the formulas.
+def aggregate(records: Sequence[Mapping[str, Any]],
+              floor_records: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """JSON summary: rows, failure labels, flag co-occurrence, excluded runs, the floors, the formulas.
 
     Args:
         records: Run records.
+        floor_records: The floor agents' records on the same scenarios (``floors.run_floors``); they
+            only enter ``floors`` (`floors.floor_rows`), never the models' rows and counts.
 
     Returns:
         The summary.
@@ -260,12 +267,16 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "flag_co_occurrence": dict(sorted(co_occurrence.items())),
         "excluded": [{"run_id": r["run_id"], "status": r["status"],
                       "error": r["evaluator_error"]} for r in records if r["status"] != "scored"],
+        "floors": floor_rows(records, floor_records),
         "definitions": {
             "pass_at_1": "mean success over all scored runs",
             "pass_all_n": "fraction of scenarios whose every scored run succeeded",
             "pass_hat_k": "mean over scenarios of C(c,k)/C(n,k) (tau-bench, unbiased)",
             "ci": "Wilson 95% score interval; pass@1 over scored runs, pass_all_n over scenarios",
             "split": "transfer = scenarios tagged 'transfer' (held-out asset classes)",
+            "floors": "each model beside each floor agent of its mode on the scenarios both scored: pass@1 "
+                      "with Wilson 95% over runs; 2x2 over scenarios (solved on every scored repeat); "
+                      "McNemar exact 2 * P[Binomial(only_model + only_floor, 1/2) <= min], capped at 1",
         },
     }
 
@@ -303,19 +314,38 @@ def to_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[str, Path]:
-    """Write ``report.md``, ``report.csv`` and ``aggregate.json`` into ``out_dir``.
+def printed_tables(summary: Mapping[str, Any]) -> str:
+    """What the commands print: the report table, then the floors' ``all`` rows (when floors ran).
+
+    Args:
+        summary: From `aggregate` (or a written ``aggregate.json``).
+
+    Returns:
+        The text.
+    """
+    text = to_markdown(summary["rows"])
+    if summary.get("floors"):
+        text += "\nFloors (pass@1 [Wilson 95%], McNemar exact p paired by scenario):\n\n" \
+            + floors_markdown(summary["floors"], groups=["all"])
+    return text
+
+
+def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path,
+                 floor_records: Sequence[Mapping[str, Any]] = ()) -> dict[str, Path]:
+    """Write ``report.md``, ``report.csv`` and ``aggregate.json`` (and ``floors.csv`` when floors ran) into
+    ``out_dir``.
 
     Args:
         records: Run records.
         out_dir: Output folder (created if needed).
+        floor_records: The floor agents' records on the same scenarios (see `aggregate`).
 
     Returns:
         Format -> written path.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary = aggregate(records)
+    summary = aggregate(records, floor_records)
     rows = summary["rows"]
     md = out / "report.md"
     md.write_text(
@@ -328,7 +358,13 @@ def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[st
         + failure_modes_markdown(summary["failure_modes"])
         + "\nEach flag counts the scored runs that carry it (taxonomy.FAILURE_MODES); "
           "calls_<status> counts tool calls by outcome.\n\n## pass@1 per asset class\n\n"
-        + asset_class_markdown(summary["by_asset_class"]),
+        + asset_class_markdown(summary["by_asset_class"])
+        + "\n## Floors\n\n" + floors_markdown(summary["floors"])
+        + "\nfloor:template_constant answers from the output template alone (first enum value, false, 0, "
+          "empty), with no tool call; floor:random_tool calls 1-3 random tools with random schema-valid "
+          "arguments and answers at random (seeded). pass@1 over scored runs of the scenarios both scored, "
+          "Wilson 95% intervals; both / only model / only floor / neither count scenarios (solved on every "
+          "scored repeat); McNemar exact two-sided p on the discordant scenarios.\n",
         encoding="utf-8")
     csv_path = out / "report.csv"
     with csv_path.open("w", newline="", encoding="utf-8") as handle:
@@ -336,6 +372,16 @@ def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[st
         writer.writeheader()
         for row in rows:
             writer.writerow({k: ("" if row[k] is None else row[k]) for k in COLUMNS})
+    paths = {"markdown": md, "csv": csv_path}
+    if summary["floors"]:
+        paths["floors_csv"] = out / "floors.csv"
+        with paths["floors_csv"].open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(FLOOR_COLUMNS), lineterminator="\n")
+            writer.writeheader()
+            for row in summary["floors"]:
+                writer.writerow({k: ("" if row[k] is None else row[k]) for k in FLOOR_COLUMNS})
+    else:
+        (out / "floors.csv").unlink(missing_ok=True)  # a rewrite without floors leaves no stale table
     json_path = out / "aggregate.json"
     json_path.write_text(json.dumps(summary, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    return {"markdown": md, "csv": csv_path, "json": json_path}
+    return {**paths, "json": json_path}

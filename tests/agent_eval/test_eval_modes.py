@@ -243,7 +243,7 @@ def test_scripted_agent_runs_every_scenario_in_the_ablation_modes(
                            for v in s.reference_answer.values())}
     for mode in ("no-domain-tools", "rag"):
         out = tmp_path / mode
-        assert cli.main(["run", "--agent", "scripted", "--mode", mode, "--out", str(out),
+        assert cli.main(["run", "--agent", "scripted", "--mode", mode, "--out", str(out), "--no-floors",
                          "--data-root", str(data_root)]) == 0
         records = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
         assert len(records) == len(scenarios)

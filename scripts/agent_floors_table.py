@@ -1,0 +1,177 @@
+"""Regenerate the floors' table of docs/agent_eval_llm.md (section 3.6) with the evaluator's own commands.
+
+Two commands make every number (no model is needed: the floors are cheap):
+
+1. ``sfbench-agent-eval run --agent scripted --out OUT/scripted``: the scripted reference on every
+   packaged scenario (tools_provided, seed 0, one repeat); the floor agents run beside it on the same
+   scenarios (``OUT/scripted/floors``), so the floors' rows cover all of them;
+2. ``sfbench-agent-eval score --traces MODEL_TRACES --out OUT/model``: the stored real-model traces
+   (default: the SmolLM2 fixtures) re-scored offline, and the floors run on the same scenarios.
+
+The table is rendered from the two ``aggregate.json`` files (``floors`` rows of group ``all``; the list of
+scenarios a floor passed from the floor records of the fresh run folder) and written
+between the ``<!-- floors-table:begin -->`` / ``<!-- floors-table:end -->`` markers of the doc. One more row
+reads the published full run of SmolLM2 (section 3.2: 0 of 104 passed; its traces are not stored) against
+the floors: a model that failed every scenario pairs with a floor as only-floor = the floor's passes, so
+McNemar's p follows from the floors' per-scenario outcomes alone (`stats.mcnemar_exact`).
+
+Usage::
+
+    python scripts/agent_floors_table.py --data-root ../shared/data            # rewrite the doc's table
+    python scripts/agent_floors_table.py --data-root ../shared/data --check    # fail if the doc is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sfbench_jax.agent_eval import cli
+from sfbench_jax.agent_eval.agents import FLOOR_KINDS
+from sfbench_jax.agent_eval.stats import mcnemar_exact, wilson_interval
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "agent_eval_llm.md"
+MODEL_TRACES = REPO / "tests" / "agent_eval" / "fixtures" / "llm_traces"
+BEGIN, END = "<!-- floors-table:begin -->", "<!-- floors-table:end -->"
+#: The full SmolLM2 run of docs/agent_eval_llm.md section 3.2 (traces not stored): passed, scenarios.
+PUBLISHED_MODEL = ("SmolLM2-135M, the full run of 3.2 (traces not stored)", 0, 104)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3g}" if 0.0 < value < 0.001 else f"{value:.3f}"
+
+
+def _rate(passed: int, n: int) -> str:
+    low, high = wilson_interval(passed, n)
+    return f"{passed}/{n} = {_fmt(passed / n)} [{_fmt(low)}, {_fmt(high)}]"
+
+
+def _versus(row: Mapping[str, Any]) -> str:
+    return f"{row['only_model']} / {row['only_floor']}, p = {_fmt(row['mcnemar_p'])}"
+
+
+def _all_rows(summary: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``agent / model`` -> floor kind -> its ``all`` row of an ``aggregate.json``'s floors."""
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in summary["floors"]:
+        if row["group"] == "all":
+            rows.setdefault(f"{row['agent']} / {row['model']}", {})[row["floor"]] = row
+    return rows
+
+
+def floor_passes(run_dir: Path) -> dict[str, list[str]]:
+    """Per floor kind, the scenarios it passed, from a fresh run folder's floor records."""
+    passed: dict[str, list[str]] = {kind: [] for kind in FLOOR_KINDS}
+    for path in sorted((run_dir / "floors" / "records").glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record["success"]:
+            passed[record["agent"]].append(f"`{record['scenario_id']}`")
+    return passed
+
+
+def render(reference: Mapping[str, Any], model: Mapping[str, Any],
+           published: tuple[str, int, int] = PUBLISHED_MODEL) -> str:
+    """The doc's table.
+
+    Args:
+        reference: ``aggregate.json`` of the scripted run (with its floors).
+        model: ``aggregate.json`` of the re-scored model traces (with their floors).
+        published: (label, passed, scenarios) of a published model run that failed every scenario of the
+            reference's set.
+
+    Returns:
+        Markdown.
+
+    Raises:
+        ValueError: If the published run passed any scenario (its pairing then needs its traces).
+    """
+    head = "| agent | scenarios | passed = pass@1 [Wilson 95%] | vs template-constant: only agent / only floor, " \
+           "McNemar p | vs random-tool: only agent / only floor, McNemar p |"
+    lines = [head, "|---|---|---|---|---|"]
+    (_, scripted), = _all_rows(reference).items()
+    for kind in FLOOR_KINDS:
+        row = scripted[kind]
+        passed = round(row["floor_pass_at_1"] * row["floor_runs"])
+        lines.append(f"| {kind} | {row['scenarios']} | {_rate(passed, row['floor_runs'])} | - | - |")
+    named = [("scripted reference", scripted)]
+    named += [(f"{who} (stored traces)", rows) for who, rows in _all_rows(model).items()]
+    for name, rows in named:
+        first = rows[FLOOR_KINDS[0]]
+        passed = round(first["pass_at_1"] * first["runs"])
+        lines.append(f"| {name} | {first['scenarios']} | {_rate(passed, first['runs'])} | "
+                     + " | ".join(_versus(rows[kind]) for kind in FLOOR_KINDS) + " |")
+    name, passed, n = published
+    if passed != 0 or n != scripted[FLOOR_KINDS[0]]["scenarios"]:
+        raise ValueError("the published row is derived only for a model that failed every scenario of the set")
+    # the model failed everywhere: only-agent 0, only-floor = the floor's solved scenarios (both + only_floor
+    # of the reference's pairing, which covers every scenario)
+    cells = [f"0 / {scripted[k]['both'] + scripted[k]['only_floor']}, "
+             f"p = {_fmt(mcnemar_exact(0, scripted[k]['both'] + scripted[k]['only_floor']))}" for k in FLOOR_KINDS]
+    lines.append(f"| {name} | {n} | {_rate(passed, n)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _run_quietly(argv: Sequence[str]) -> None:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        status = cli.main(list(argv))
+    if status != 0:
+        raise SystemExit(f"sfbench-agent-eval {' '.join(argv)} exited {status}")
+
+
+def _regenerate(args: argparse.Namespace, text: str, out: Path) -> int:
+    reference, model = out / "scripted", out / "model"
+    _run_quietly(["run", "--agent", "scripted", "--out", str(reference), "--data-root", args.data_root])
+    _run_quietly(["score", "--traces", str(args.model_traces), "--out", str(model), "--data-root", args.data_root])
+    table = render(json.loads((reference / "aggregate.json").read_text()),
+                   json.loads((model / "aggregate.json").read_text()))
+    table += "\nScenarios a floor passed: " + "; ".join(
+        f"{kind}: {', '.join(ids) or 'none'}" for kind, ids in floor_passes(reference).items()) + ".\n"
+    before, rest = text.split(BEGIN)
+    _, after = rest.split(END)
+    updated = f"{before}{BEGIN}\n\n{table}\n{END}{after}"
+    print(table, end="")
+    if args.check:
+        if updated != text:
+            print(f"{args.doc}: the floors' table is stale; rerun without --check", file=sys.stderr)
+            return 1
+        return 0
+    temporary = args.doc.with_suffix(".md.tmp")
+    temporary.write_text(updated, encoding="utf-8")
+    temporary.replace(args.doc)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-root", default=os.environ.get("SFBENCH_DATA_ROOT"),
+                        help="shared data folder (default: $SFBENCH_DATA_ROOT)")
+    parser.add_argument("--model-traces", type=Path, default=MODEL_TRACES,
+                        help="stored traces of the real model (default: the SmolLM2 fixtures)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="a new folder to keep the runs in (default: a temporary folder)")
+    parser.add_argument("--doc", type=Path, default=DOC)
+    parser.add_argument("--check", action="store_true", help="fail if the doc's table differs; write nothing")
+    args = parser.parse_args(argv)
+    if not args.data_root:
+        parser.error("no data root: pass --data-root PATH or set SFBENCH_DATA_ROOT")
+    text = args.doc.read_text(encoding="utf-8")
+    if text.count(BEGIN) != 1 or text.count(END) != 1:
+        parser.error(f"{args.doc} needs one {BEGIN} and one {END} line")
+    if args.out is not None and args.out.exists():
+        parser.error(f"--out {args.out} exists; name a new folder (old records would mix into the table)")
+    with tempfile.TemporaryDirectory(prefix="floors-") as scratch:
+        return _regenerate(args, text, args.out or Path(scratch))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

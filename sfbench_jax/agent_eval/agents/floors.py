@@ -1,0 +1,257 @@
+"""Floor agents: what a pass rate is worth when nothing is understood.
+
+What lives here: two agents that read nothing but the task's output template (and, for the second, the
+visible tools' input schemas), and the schema fillers they use:
+
+* ``floor:template_constant`` (`TemplateConstantAgent`) makes no tool call and answers with the template
+  filled by constants (`constant_fill`): the first enum value (or the ``const``), ``false``, ``0`` (moved to
+  the nearest allowed value where the template declares a range), ``""`` and ``[]`` (``minItems`` copies of
+  the item's constant where a size is required). Deterministic, no seed.
+* ``floor:random_tool`` (`RandomToolAgent`) calls between 1 and ``max_calls`` tools chosen uniformly from
+  the visible ones, each with arguments drawn from the tool's input schema (`random_fill`: schema-valid,
+  rarely meaningful), then answers with a random fill of the output template. Every draw comes from one
+  ``random.Random`` seeded with a SHA-256 of (task seed, scenario id, run index), so the same seed gives the
+  same calls and answer on any machine.
+
+A model's pass@1 is read against these floors (``agent_eval.floors``). What does not live here: running
+them beside a model, the floors' table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import string
+from collections.abc import Mapping
+from typing import Any
+
+from sfbench_jax.agent_eval.agents.base import ZERO_USAGE, AgentResult, AgentTask
+
+__all__ = ["FLOOR_KINDS", "RANDOM_NUMBER_SPAN", "RandomToolAgent", "TemplateConstantAgent", "constant_fill",
+           "floor_agent", "floor_rng", "random_fill"]
+
+FLOOR_KINDS = ("floor:template_constant", "floor:random_tool")
+#: Width of the range a random number is drawn from when the schema bounds it on one side or not at all.
+RANDOM_NUMBER_SPAN = 100.0
+_NUMERIC = ("integer", "number")
+
+
+def _kind(schema: Mapping[str, Any]) -> str | None:
+    """The schema's JSON type (the first of a list; ``object`` when it only lists properties)."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = kind[0] if kind else None
+    if kind is None and "properties" in schema:
+        return "object"
+    return kind
+
+
+def _bounds(schema: Mapping[str, Any], integer: bool) -> tuple[float | None, float | None]:
+    """The inclusive bounds a number may take (exclusive bounds moved inwards: by 1 for integers, by a
+    millionth of the span or of the bound for numbers)."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    step = 1.0 if integer else None
+    if "exclusiveMinimum" in schema:
+        bound = float(schema["exclusiveMinimum"])
+        low = bound + (step or max(abs(bound), 1.0) * 1e-6)
+    if "exclusiveMaximum" in schema:
+        bound = float(schema["exclusiveMaximum"])
+        high = bound - (step or max(abs(bound), 1.0) * 1e-6)
+    if integer:
+        low = None if low is None else math.ceil(low)
+        high = None if high is None else math.floor(high)
+    return low, high
+
+
+def _constant_number(schema: Mapping[str, Any], integer: bool) -> int | float:
+    low, high = _bounds(schema, integer)
+    value = 0.0
+    if low is not None and value < low:
+        value = low
+    if high is not None and value > high:
+        value = high
+    return int(value) if integer else float(value)
+
+
+def constant_fill(schema: Mapping[str, Any]) -> Any:
+    """The template-constant answer for a JSON Schema.
+
+    Args:
+        schema: An output template (or any part of it).
+
+    Returns:
+        ``const``, else the first enum value; the first ``anyOf`` / ``oneOf`` branch; for objects every
+        declared property filled; ``false``, ``0`` (or the nearest value the bounds allow), ``""`` (or
+        ``minLength`` x ``"a"``), ``[]`` (or ``minItems`` copies of the item's fill); ``None`` for ``null``
+        or an untyped schema.
+    """
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return constant_fill(schema[key][0])
+    kind = _kind(schema)
+    if kind == "object":
+        return {name: constant_fill(sub) for name, sub in (schema.get("properties") or {}).items()}
+    if kind == "boolean":
+        return False
+    if kind in _NUMERIC:
+        return _constant_number(schema, kind == "integer")
+    if kind == "string":
+        return "a" * int(schema.get("minLength", 0))
+    if kind == "array":
+        item = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+        return [constant_fill(item) for _ in range(int(schema.get("minItems", 0)))]
+    return None
+
+
+def _random_number(schema: Mapping[str, Any], integer: bool, rng: random.Random) -> int | float:
+    low, high = _bounds(schema, integer)
+    if low is None and high is None:
+        low, high = 0.0, RANDOM_NUMBER_SPAN
+    elif low is None:
+        low = high - RANDOM_NUMBER_SPAN
+    elif high is None:
+        high = low + RANDOM_NUMBER_SPAN
+    if integer:
+        return rng.randint(int(low), int(high))
+    return round(rng.uniform(low, high), 6) if high > low else float(low)
+
+
+def _random_string(schema: Mapping[str, Any], rng: random.Random) -> str:
+    shortest = int(schema.get("minLength", 1))
+    longest = max(shortest, min(int(schema.get("maxLength", 12)), 12))
+    return "".join(rng.choice(string.ascii_lowercase + "_") for _ in range(rng.randint(shortest, longest)))
+
+
+def random_fill(schema: Mapping[str, Any], rng: random.Random) -> Any:
+    """A random value that satisfies a JSON Schema's keywords (types, enums, ranges, sizes).
+
+    Args:
+        schema: A tool's input schema or an output template (or any part of it).
+        rng: The draw's generator (the only source of randomness).
+
+    Returns:
+        ``const``; a uniform enum value; a uniform ``anyOf`` / ``oneOf`` branch filled; for objects every
+        required property and each optional one with probability 1/2; a fair boolean; an integer or number
+        uniform over the declared range (one-sided or missing bounds span `RANDOM_NUMBER_SPAN`; numbers
+        rounded to 6 decimals); a string of 1-12 random letters within its length bounds; an array of
+        ``minItems``..``maxItems`` (at most ``minItems + 3``) random items.
+    """
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return rng.choice(list(schema["enum"]))
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return random_fill(rng.choice(list(schema[key])), rng)
+    kind = schema.get("type")
+    kind = rng.choice(kind) if isinstance(kind, list) and kind else _kind(schema)
+    if kind == "object":
+        required = set(schema.get("required") or ())
+        return {name: random_fill(sub, rng) for name, sub in (schema.get("properties") or {}).items()
+                if name in required or rng.random() < 0.5}
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind in _NUMERIC:
+        return _random_number(schema, kind == "integer", rng)
+    if kind == "string":
+        return _random_string(schema, rng)
+    if kind == "array":
+        item = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+        shortest = int(schema.get("minItems", 0))
+        longest = int(schema.get("maxItems", shortest + 3))
+        return [random_fill(item, rng) for _ in range(rng.randint(shortest, max(shortest, longest)))]
+    return None
+
+
+def floor_rng(task: AgentTask) -> random.Random:
+    """The generator of one run: seeded by SHA-256 of (task seed, scenario id, run index), so a run's draws
+    depend on nothing else (not on which scenarios ran before it)."""
+    digest = hashlib.sha256(f"{task.seed}|{task.scenario_id}|{task.run_index}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+class TemplateConstantAgent:
+    """No tool calls; the output template filled with constants (`constant_fill`)."""
+
+    name = "floor:template_constant"
+    model = "output_template"
+    sampling: Mapping[str, Any] = {}
+
+    async def run(self, task: AgentTask, tools: Any) -> AgentResult:
+        """Answer from the template alone.
+
+        Args:
+            task: The task (only its output template is read).
+            tools: The ToolBox (never used).
+
+        Returns:
+            The constant answer, stop reason ``final``.
+        """
+        del tools
+        return AgentResult(final_answer=constant_fill(task.output_template), stop_reason="final",
+                           usage=dict(ZERO_USAGE))
+
+
+class RandomToolAgent:
+    """Random tools with schema-valid random arguments, then a random fill of the template."""
+
+    name = "floor:random_tool"
+    model = "uniform_random"
+
+    def __init__(self, max_calls: int = 3) -> None:
+        """Set the most calls a run makes.
+
+        Args:
+            max_calls: Upper end of the uniform number of calls (also capped by the scenario's budget).
+
+        Raises:
+            ValueError: If ``max_calls < 1``.
+        """
+        if max_calls < 1:
+            raise ValueError(f"max_calls must be >= 1, got {max_calls}")
+        self.max_calls = max_calls
+        self.sampling: Mapping[str, Any] = {"max_calls": max_calls}
+
+    async def run(self, task: AgentTask, tools: Any) -> AgentResult:
+        """Call random tools, then answer at random (every draw from `floor_rng`).
+
+        Args:
+            task: The task (its seed, scenario id, run index, limits and output template).
+            tools: The ToolBox.
+
+        Returns:
+            The random answer, stop reason ``final``.
+        """
+        rng = floor_rng(task)
+        specs = sorted(tools.specs(), key=lambda spec: spec.name)
+        budget = min(self.max_calls, int(task.limits.get("max_tool_calls", self.max_calls)))
+        if specs and budget >= 1:
+            for _ in range(rng.randint(1, budget)):
+                spec = rng.choice(specs)
+                await tools.call(spec.name, random_fill(spec.input_schema, rng))
+        return AgentResult(final_answer=random_fill(task.output_template, rng), stop_reason="final",
+                           usage=dict(ZERO_USAGE))
+
+
+def floor_agent(kind: str) -> TemplateConstantAgent | RandomToolAgent:
+    """The floor agent of a kind name.
+
+    Args:
+        kind: One of `FLOOR_KINDS`.
+
+    Returns:
+        A new agent.
+
+    Raises:
+        ValueError: For an unknown kind, naming the known ones.
+    """
+    if kind == "floor:template_constant":
+        return TemplateConstantAgent()
+    if kind == "floor:random_tool":
+        return RandomToolAgent()
+    raise ValueError(f"unknown floor agent {kind!r}; choose from {list(FLOOR_KINDS)}")
