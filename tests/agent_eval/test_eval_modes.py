@@ -138,7 +138,7 @@ def test_evidence_renders_the_data_without_labels(data_root: Path,
     cwru = " ".join(c.text for c in dataset_chunks(store, "cwru_bearing_nie")).lower()
     assert "inner" not in cwru and "12000 hz" in cwru
     assert scenario_datasets(scenario_map["fault_cwru_fleet_classification"]) == [
-        "cwru_bearing_vaw", "cwru_bearing_nie", "cwru_bearing_epr", "cwru_bearing_ose"]
+        "cwru_bearing_epr", "cwru_bearing_nie", "cwru_bearing_ose", "cwru_bearing_vaw"]
     assert scenario_datasets(scenario_map["health_pump_vibration_zone"]) == []
 
 
