@@ -129,7 +129,7 @@ def _battery_chunks(name: str, cell: Any) -> list[Chunk]:
 
 
 def _cwru_chunks(name: str, record: Any, info: Mapping[str, Any]) -> list[Chunk]:
-    facts = (f"CWRU bearing test rig recording {name.removeprefix('cwru_rec_')} ({name}): "
+    facts = (f"CWRU bearing test rig recording {name}: "
              f"drive-end accelerometer in g, sampling rate {_number(record.fs_hz)} Hz, shaft speed "
              f"{_number(record.rpm)} rpm, {record.drive_end.shape[0]} samples, bearing "
              f"{info.get('bearing', 'SKF 6205-2RS JEM')}, motor load 0 hp. "

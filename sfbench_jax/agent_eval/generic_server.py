@@ -170,7 +170,7 @@ def build_generic_server(data_root: Path | None) -> MCPServer:
 
     def read_raw_data(
             dataset_name: Annotated[str, Field(description="registered name, e.g. cmapss_fd001, "
-                                                           "nasa_battery_b0005, cwru_rec_105")],
+                                                           "nasa_battery_b0005, cwru_bearing_nie")],
             split: Annotated[str | None, Field(description="cmapss: train/test (default test); "
                                                            "battery: discharge/impedance; "
                                                            "cwru: signal")] = None,

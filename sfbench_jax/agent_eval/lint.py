@@ -30,6 +30,11 @@ Static rules:
   value: a category or label the answer must give (unless the query lists every alternative of
   the template's enum, as a choice question does), or a validated number (to the validator's
   tolerance). Fields in ``query_inputs`` are exempt.
+* ``record_number``: nothing the agent is handed names a CWRU record number
+  (`sfbench_jax.mcp.datasets.CWRU_NEUTRAL_NAMES`): neither a dataset name the scenario gives
+  (``dataset.name``, the reference solution's arguments, the answer's keys) nor, in a scenario on
+  a CWRU recording, the query, its variants or the inline context. The published CWRU table maps
+  record numbers to fault classes, so a number would let an agent answer from memory.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from sfbench_jax.agent_eval.scenario import (
 )
 from sfbench_jax.agent_eval.toolbox import Session
 from sfbench_jax.agent_eval.validators import PRESENCE_ONLY, TRACE_KINDS, normalise_label
+from sfbench_jax.mcp.datasets import CWRU_NEUTRAL_NAMES, PHM_DATASETS
 
 __all__ = ["DISTRACTOR_RANGE", "MANIFEST_NAME", "check_reference_solutions", "file_sha256", "lint_static",
            "read_manifest"]
@@ -125,7 +131,7 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
         if first not in required or second not in required:
             problems.append(f"precedence: edge ({first}, {second}) must join required tools")
     return problems + _lint_reference(scenario, required) + _lint_derived(scenario) \
-        + _lint_leaks(scenario)
+        + _lint_leaks(scenario) + _lint_record_numbers(scenario)
 
 
 def _lint_ground_truth(scenario: Scenario, manifest: Mapping[str, str]) -> list[str]:
@@ -360,3 +366,41 @@ async def check_reference_solutions(scenarios: Sequence[Scenario], session: Sess
 def _failed_calls(events: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     return [{"tool": str(e["tool"]), "detail": f"{e['status']}: {str(e['error_text'])[:300]}"}
             for e in events if e.get("kind") == "tool_call" and e.get("status") != "ok"]
+
+
+#: A CWRU record number as a word: ``130``, ``097``, not ``1130``, ``130.5`` or ``s130``.
+_CWRU_RECORD = re.compile(r"(?<![\w.])0*(?:" + "|".join(str(r) for r in sorted(CWRU_NEUTRAL_NAMES))
+                          + r")(?![\w]|\.\d)")
+_CWRU_NAMES = frozenset(name for name, ds in PHM_DATASETS.items() if ds.family == "cwru_bearing")
+
+
+def _strings_in(value: Any) -> Iterable[str]:
+    """Every string in a nested value, mapping keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings_in(item)
+
+
+def _lint_record_numbers(scenario: Scenario) -> list[str]:
+    """No dataset name the agent sees, and no query text of a CWRU scenario, names a CWRU record number."""
+    handed = [str(scenario.dataset.get("name", "")),
+              *_strings_in([step["args"] for step in scenario.reference_solution]),
+              *_strings_in(scenario.reference_answer)]
+    problems = [f"record_number: the dataset name {name!r} carries a CWRU record number; use the neutral "
+                "name from sfbench_jax.mcp.datasets.CWRU_NEUTRAL_NAMES"
+                for name in dict.fromkeys(handed) if "cwru" in name.lower() and _CWRU_RECORD.search(
+                    re.sub(r"[^0-9]+", " ", name))]
+    text = _query_texts(scenario)
+    on_cwru = bool(_CWRU_NAMES & set(handed)) or "cwru" in " ".join(scenario.tags).lower() \
+        or "cwru" in text.lower()
+    found = _CWRU_RECORD.search(text.replace("_", " ")) if on_cwru else None  # also cwru_rec_130
+    if found:
+        problems.append(f"record_number: the query or context names {found.group()!r}, a CWRU record number "
+                        "whose fault class is published; name the recording by its neutral name")
+    return problems

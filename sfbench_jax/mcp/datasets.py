@@ -1,7 +1,8 @@
 """Registered PHM datasets and the read-only data layer behind the MCP tools.
 
 What lives here: the registry of PHM dataset names the server will open (C-MAPSS FD001-FD004,
-NASA PCoE battery cells B0005/6/7/18, four CWRU drive-end recordings), the name check that
+NASA PCoE battery cells B0005/6/7/18, four CWRU drive-end recordings under neutral names that do
+not reveal their record numbers, `CWRU_NEUTRAL_NAMES`), the name check that
 rejects unknown and path-like names, and `DataStore`, a thread-safe cache of datasets read with
 the kernel library's validated loaders (`phm_kernels.loaders`) from the data root or, without
 one, from the copy bundled with the package (``bundled.py``). What does not: file parsing and
@@ -30,6 +31,7 @@ from sfbench_jax.mcp.errors import (
 __all__ = [
     "BATTERY_IDS",
     "CWRU_CONDITIONS",
+    "CWRU_NEUTRAL_NAMES",
     "PHM_DATASETS",
     "DataStore",
     "PHMDataset",
@@ -100,6 +102,21 @@ def _battery(cell: str, cutoff_v: float) -> PHMDataset:
     )
 
 
+#: Agent-facing name of each CWRU recording, by CWRU record number. The published CWRU table maps
+#: record numbers to fault classes (97 normal, 105 inner race, 118 ball, 130 outer race), so a
+#: name that carried the number would let an agent answer from memory without a tool call. Each
+#: name is ``cwru_bearing_`` plus three letters: sha256 of ``sfbench-jax/cwru/v1:<record>`` as an
+#: integer, written little-end first in base 26 (a-z). Letters only, so no name contains a
+#: record number, and their alphabetical order is not the records' order. The table is fixed
+#: here (a test re-derives it); the loader still reads each file by its record number.
+CWRU_NEUTRAL_NAMES: dict[int, str] = {
+    97: "cwru_bearing_vaw",
+    105: "cwru_bearing_nie",
+    118: "cwru_bearing_epr",
+    130: "cwru_bearing_ose",
+}
+
+
 def _cwru(record: int, file: str, key: str, fs_hz: float, note: str = "") -> PHMDataset:
     info: dict[str, Any] = {"record": record, "sampling_rate_hz": fs_hz, "motor_load_hp": 0,
                             "bearing": "SKF 6205-2RS JEM (drive end)", "signal_unit": "g",
@@ -107,17 +124,29 @@ def _cwru(record: int, file: str, key: str, fs_hz: float, note: str = "") -> PHM
     if note:
         info["note"] = note
     return PHMDataset(
-        name=f"cwru_rec_{record:03d}",
+        name=CWRU_NEUTRAL_NAMES[record],
         family="cwru_bearing",
         asset_class="rolling_bearing",
         description=(
-            f"CWRU bearing test rig recording {record:03d}: drive-end accelerometer (g) of a 2 hp "
-            f"motor at 0 hp load, sampled at {fs_hz / 1000:g} kHz; bearing condition unknown "
-            f"to the analyst (labels via load_ground_truth)."
+            f"CWRU bearing test rig drive-end accelerometer recording (g) of a 2 hp motor at 0 hp "
+            f"load, sampled at {fs_hz / 1000:g} kHz; bearing condition unknown to the analyst "
+            f"(labels via load_ground_truth)."
         ),
         files={"signal": f"phm/cwru_bearing/{file}"},
         info=info,
     )
+
+
+def _cwru_recordings() -> tuple[PHMDataset, ...]:
+    """The four drive-end recordings, listed in the order of their agent-facing names."""
+    recordings = (
+        _cwru(97, "cwru_normal_0hp_97.mat", "normal_97", 48_000.0,
+              "sampling rate not stored in the file; taken as 48 kHz"),
+        _cwru(105, "cwru_12k_de_ir007_0hp_105.mat", "ir007_105", 12_000.0),
+        _cwru(118, "cwru_12k_de_b007_0hp_118.mat", "b007_118", 12_000.0),
+        _cwru(130, "cwru_12k_de_or007at6_0hp_130.mat", "or007_130", 12_000.0),
+    )
+    return tuple(sorted(recordings, key=lambda ds: ds.name))
 
 
 PHM_DATASETS: dict[str, PHMDataset] = {
@@ -131,12 +160,7 @@ PHM_DATASETS: dict[str, PHMDataset] = {
         _battery("B0006", 2.5),
         _battery("B0007", 2.2),
         _battery("B0018", 2.5),
-        _cwru(97, "cwru_normal_0hp_97.mat", "normal_97", 48_000.0,
-              "CWRU normal-baseline file; its sampling rate is not stored in the file and is "
-              "taken as 48 kHz, as most analyses of this file do"),
-        _cwru(105, "cwru_12k_de_ir007_0hp_105.mat", "ir007_105", 12_000.0),
-        _cwru(118, "cwru_12k_de_b007_0hp_118.mat", "b007_118", 12_000.0),
-        _cwru(130, "cwru_12k_de_or007at6_0hp_130.mat", "or007_130", 12_000.0),
+        *_cwru_recordings(),
     )
 }
 
@@ -288,7 +312,7 @@ class DataStore:
         candidate = (self.data_root / dataset.files[role]).resolve()
         if not candidate.is_relative_to(self.data_root):
             raise RefusedToolError(
-                f"the {role} file of {dataset.name} ({dataset.files[role]}) resolves outside the server's "
+                f"the {role} file of {dataset.name} ({_shown_files(dataset)}) resolves outside the server's "
                 "data root (a symbolic link); the server reads only files inside its data root. Ask the "
                 "operator to replace the link with the file")
         return candidate
@@ -369,7 +393,7 @@ class DataStore:
         """One CWRU recording (``phm_kernels.loaders.CwruRecord``).
 
         Args:
-            name: Registered name, e.g. ``cwru_rec_105``.
+            name: Registered name, e.g. ``cwru_bearing_nie``.
 
         Returns:
             The loaded recording; the normal baseline uses the registry's sampling rate.
@@ -383,8 +407,16 @@ class DataStore:
             normal_baseline_fs_hz=fs))
 
 
+def _shown_files(dataset: PHMDataset) -> str:
+    """The dataset's files as tool messages name them: a CWRU file name carries the record number
+    and the fault class, so those messages name the folder only."""
+    if dataset.family == "cwru_bearing":
+        return "the CWRU recordings in phm/cwru_bearing/"
+    return ", ".join(dataset.files.values())
+
+
 def _unavailable_message(dataset: PHMDataset, data_root: Path | None) -> str:
-    files = ", ".join(dataset.files.values())
+    files = _shown_files(dataset)
     bundled = ", ".join(sorted(BUNDLED_FILES))
     if data_root is None:
         return (f"{dataset.name} is not available: this server was started without a data root. "

@@ -135,10 +135,10 @@ def test_evidence_renders_the_data_without_labels(data_root: Path,
     chunks = dataset_chunks(store, "nasa_battery_b0005")
     first = next(c for c in chunks if c.chunk_id == "nasa_battery_b0005#discharge-0")
     assert f"{store.battery('B0005').capacity_ah[0]:.6g}" in first.text
-    cwru = " ".join(c.text for c in dataset_chunks(store, "cwru_rec_105")).lower()
+    cwru = " ".join(c.text for c in dataset_chunks(store, "cwru_bearing_nie")).lower()
     assert "inner" not in cwru and "12000 hz" in cwru
     assert scenario_datasets(scenario_map["fault_cwru_fleet_classification"]) == [
-        "cwru_rec_097", "cwru_rec_105", "cwru_rec_118", "cwru_rec_130"]
+        "cwru_bearing_epr", "cwru_bearing_nie", "cwru_bearing_ose", "cwru_bearing_vaw"]
     assert scenario_datasets(scenario_map["health_pump_vibration_zone"]) == []
 
 

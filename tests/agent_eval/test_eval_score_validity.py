@@ -158,11 +158,11 @@ def _labels_in(value: Any) -> Iterator[str]:
 
 @pytest.mark.anyio
 async def test_calculate_accuracy_shows_no_label(eval_server: MCPServer) -> None:
-    # Recording 118 is a ball fault; a wrong guess used to come back with the label set
+    # cwru_bearing_epr (CWRU record 118) is a ball fault; a wrong guess used to come back with the label set
     # ["ball", "normal"] and the confusion matrix, i.e. with the answer.
     async with connect(eval_server) as session:
         tools = session.toolbox(allowed=None, recorder=TraceRecorder(run_id="t", scenario_id="t"))
-        outcome = await tools.call("calculate_accuracy", {"ground_truth": ["gt:cwru_rec_118"],
+        outcome = await tools.call("calculate_accuracy", {"ground_truth": ["gt:cwru_bearing_epr"],
                                                           "predictions": ["normal"]})
     assert outcome.ok and outcome.structured is not None
     assert outcome.structured["accuracy"] == 0.0 and outcome.structured["n"] == 1

@@ -100,7 +100,7 @@ def test_data_root_takes_precedence_and_the_bundle_fills_in(data_root: Path,
     # names the dataset and the fix, not the server's folder (issue 21: errors reveal no server path)
     assert str(empty) not in str(caught.value) and "cmapss_fd002" in str(caught.value)
     with pytest.raises(UnavailableToolError, match="without a data root"):
-        DataStore(None).root_holding(PHM_DATASETS["cwru_rec_105"])
+        DataStore(None).root_holding(PHM_DATASETS["cwru_bearing_nie"])
 
 
 def test_bundled_files_are_checked_against_their_checksums(tmp_path: Path) -> None:

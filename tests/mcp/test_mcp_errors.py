@@ -125,7 +125,7 @@ async def test_path_like_dataset_names_never_open_files(server: MCPServer, name:
 async def test_data_files_come_only_from_the_root(server: MCPServer, data_root: Path,
                                                   opened_files: list[str]) -> None:
     async with Client(server) as client:
-        result = await client.call_tool("load_dataset", {"dataset_name": "cwru_rec_118",
+        result = await client.call_tool("load_dataset", {"dataset_name": "cwru_bearing_epr",
                                                          "split": "signal"})
     assert not result.is_error
     data_files = [p for p in opened_files if p.endswith((".mat", ".txt.gz", ".parquet"))]
@@ -140,7 +140,7 @@ def test_registry_rejects_paths_and_resolves_aliases() -> None:
         with pytest.raises(UnknownDatasetError):
             resolve_dataset(name)
     with pytest.raises(UnknownDatasetError, match="needs a cmapss dataset"):
-        resolve_dataset("cwru_rec_105", family="cmapss")
+        resolve_dataset("cwru_bearing_nie", family="cmapss")
 
 
 def test_store_refuses_symlinks_out_of_the_root(tmp_path: Path) -> None:

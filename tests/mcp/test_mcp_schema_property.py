@@ -33,11 +33,12 @@ EXTREME_FLOATS = (0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324, 2.2250738585072014e-308
                   -3.5e38, 1e300, -1e300, 1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308)
 # Registered names per argument, so the draws reach the tools' success paths as well as their refusals.
 NAMES: dict[str, tuple[str, ...]] = {
-    "dataset_name": ("cmapss_fd001", "cmapss_fd003", "cwru_rec_105", "cwru_rec_097", "nasa_battery_b0005", "FD001"),
+    "dataset_name": ("cmapss_fd001", "cmapss_fd003", "cwru_bearing_nie", "cwru_bearing_vaw", "nasa_battery_b0005",
+                     "FD001"),
     "split": ("train", "test", "signal", "discharge", "impedance"),
     "model_type": ("linear_health_index",),
-    "dataset_handle": ("ds:cmapss_fd001:test", "ds:cmapss_fd001:train", "ds:cwru_rec_105:signal",
-                       "ds:cwru_rec_130:signal", "ds:cmapss_fd003:test"),
+    "dataset_handle": ("ds:cmapss_fd001:test", "ds:cmapss_fd001:train", "ds:cwru_bearing_nie:signal",
+                       "ds:cwru_bearing_ose:signal", "ds:cmapss_fd003:test"),
     "model_handle": ("model:cmapss_fd001:linear_health_index", "model:cmapss_fd003:linear_health_index"),
     "battery_id": ("B0005", "B0006", "B0007", "B0018"),
     "baseline_ids": ("B0005", "B0006", "B0007", "B0018"),

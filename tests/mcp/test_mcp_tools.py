@@ -225,7 +225,7 @@ async def test_cmapss_sensor_trend(server: MCPServer, data_root: Path) -> None:
 
 
 @pytest.mark.parametrize(("record", "label"), [
-    ("cwru_rec_105", "inner_race"), ("cwru_rec_130", "outer_race"), ("cwru_rec_097", "normal")])
+    ("cwru_bearing_nie", "inner_race"), ("cwru_bearing_ose", "outer_race"), ("cwru_bearing_vaw", "normal")])
 async def test_bearing_diagnosis_on_cwru(server: MCPServer, record: str, label: str) -> None:
     loaded = await call(server, "load_dataset", dataset_name=record, split="signal")
     diagnosis = await call(server, "diagnose_bearing_fault", dataset_handle=loaded["handle"])

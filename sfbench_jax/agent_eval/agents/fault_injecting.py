@@ -49,8 +49,8 @@ _SIBLINGS = {
     "cmapss_fd002": "cmapss_fd004", "cmapss_fd004": "cmapss_fd002",
     "nasa_battery_b0005": "nasa_battery_b0006", "nasa_battery_b0006": "nasa_battery_b0007",
     "nasa_battery_b0007": "nasa_battery_b0005", "nasa_battery_b0018": "nasa_battery_b0005",
-    "cwru_rec_105": "cwru_rec_118", "cwru_rec_118": "cwru_rec_130",
-    "cwru_rec_130": "cwru_rec_105", "cwru_rec_097": "cwru_rec_105",
+    "cwru_bearing_nie": "cwru_bearing_epr", "cwru_bearing_epr": "cwru_bearing_ose",
+    "cwru_bearing_ose": "cwru_bearing_nie", "cwru_bearing_vaw": "cwru_bearing_nie",
 }
 
 

@@ -174,7 +174,7 @@ def diagnose_bearing_fault(
     dataset = resolve_dataset(handle.dataset, argument="dataset_handle")
     if dataset.family != "cwru_bearing":
         raise UnknownHandleError(f"{dataset_handle!r} is not a bearing recording; load a "
-                                 "cwru_rec_* dataset")
+                                 "cwru_bearing_* dataset")
     record = store.cwru(dataset.name)
     # The kernel averages whole 1-second segments and ignores the remainder; trimming it here
     # gives the same result and lets recordings of similar length share one compile.
