@@ -186,9 +186,11 @@ async def _agent_result(agent: Any, task: AgentTask, toolbox: Any, timeout_s: fl
         return AgentResult(final_answer=None, stop_reason="max_steps", usage={}), ""
     except TimeoutError as exc:
         text = str(exc) or f"the run passed its wall-clock budget of {timeout_s:g} s (--run-timeout-s)"
-        return AgentResult(final_answer=None, stop_reason="timeout", usage={}), f"{type(exc).__name__}: {text}"
+        return (AgentResult(final_answer=None, stop_reason="timeout", usage=getattr(exc, "usage", {})),
+                f"{type(exc).__name__}: {text}")
     except Exception as exc:  # noqa: BLE001 - any agent/endpoint failure is recorded as harness_error
-        return AgentResult(final_answer=None, stop_reason="error", usage={}), f"{type(exc).__name__}: {exc}"
+        return (AgentResult(final_answer=None, stop_reason="error", usage=getattr(exc, "usage", {})),
+                f"{type(exc).__name__}: {exc}")
 
 
 def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
@@ -215,6 +217,9 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
         raise ValueError(f"trace is for scenario {header.get('scenario_id')!r}, "
                          f"not {scenario.id!r}")
     gt = dict(ground_truth) if ground_truth is not None else scenario.load_ground_truth()
+    llm_errors = [str(e["error"]) for e in events if e.get("kind") == "llm_error" and e.get("error")]
+    if not final.get("error") and llm_errors:  # traces recorded before the final event carried the cause
+        final = {**final, "error": llm_errors[-1]}
     calls = tool_calls(events)
     answer = final.get("final_answer")
     stop_reason = str(final.get("stop_reason", "final"))

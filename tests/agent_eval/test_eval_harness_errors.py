@@ -35,7 +35,7 @@ STUB = Path(__file__).with_name("chat_stub_server.py")
 IDS = ("health_pump_vibration_zone", "safety_compressor_fmea_ranking", "safety_gearbox_fmea_risk")  # run order
 
 
-def _local(tmp_path: Path, data_root: Path, stub_args: str, *extra: str) -> tuple[int, str, Path]:
+def _local(tmp_path: Path, data_root: Path, stub_args: str, *extra: str) -> tuple[int, Path]:
     out = tmp_path / "run"
     command = f"{sys.executable} {STUB} --port {{port}} {stub_args}"
     try:
@@ -43,7 +43,7 @@ def _local(tmp_path: Path, data_root: Path, stub_args: str, *extra: str) -> tupl
                          "--data-root", str(data_root), *extra])
     except SystemExit as exc:  # a failed health check exits at once
         code = int(exc.code or 0)
-    return code, "", out
+    return code, out
 
 
 def _records(out: Path) -> list[dict[str, Any]]:
@@ -59,7 +59,7 @@ def _error_line(err: str) -> str:
 def test_server_killed_mid_run_is_a_harness_error_with_its_signal(
         tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # request 1 is the health check, 2 the first scenario's answer; the server dies by SIGILL on request 3
-    code, _, out = _local(tmp_path, data_root, "--die-on 3 --signal SIGILL")
+    code, out = _local(tmp_path, data_root, "--die-on 3 --signal SIGILL")
     err = capsys.readouterr().err
     assert code == 1
     line = _error_line(err)
@@ -78,7 +78,7 @@ def test_server_killed_mid_run_is_a_harness_error_with_its_signal(
 
 def test_stalled_request_is_a_harness_error_not_a_model_failure(
         tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, out = _local(tmp_path, data_root, "--stall-from 2 --stall-s 3", "--llm-timeout-s", "0.5")
+    code, out = _local(tmp_path, data_root, "--stall-from 2 --stall-s 3", "--llm-timeout-s", "0.5")
     line = _error_line(capsys.readouterr().err)
     assert code == 1 and "3 of 3 runs are harness errors" in line and "no answer within 0.5 s" in line, line
     records = _records(out)
@@ -87,7 +87,7 @@ def test_stalled_request_is_a_harness_error_not_a_model_failure(
 
 
 def test_http_5xx_is_a_harness_error(tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, out = _local(tmp_path, data_root, "--status-from 2 --status 503")
+    code, out = _local(tmp_path, data_root, "--status-from 2 --status 503")
     line = _error_line(capsys.readouterr().err)
     assert code == 1 and "3 of 3 runs are harness errors" in line and "HTTP 503" in line, line
     assert {r["status"] for r in _records(out)} == {"harness_error"}
@@ -95,7 +95,7 @@ def test_http_5xx_is_a_harness_error(tmp_path: Path, data_root: Path, capsys: py
 
 def test_failed_health_check_stops_before_the_first_scenario(
         tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, out = _local(tmp_path, data_root, "--status-from 1 --status 500")
+    code, out = _local(tmp_path, data_root, "--status-from 1 --status 500")
     line = _error_line(capsys.readouterr().err)
     assert code == 1 and "health check of http://127.0.0.1:" in line and "HTTP 500" in line, line
     assert "no scenario was run" in line and not (out / "records").exists()
@@ -108,9 +108,10 @@ def test_failed_health_check_stops_before_the_first_scenario(
 
 def test_server_that_dies_at_the_health_check_names_its_signal(
         tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, out = _local(tmp_path, data_root, "--die-on 1 --signal SIGILL")
+    code, out = _local(tmp_path, data_root, "--die-on 1 --signal SIGILL")
     line = _error_line(capsys.readouterr().err)
     assert code == 1 and "killed by signal SIGILL" in line and "no scenario was run" in line, line
+    assert not (out / "records").exists()
 
 
 def test_turn_budget_below_reference_calls_is_refused(tmp_path: Path, data_root: Path,

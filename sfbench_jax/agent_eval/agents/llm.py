@@ -526,10 +526,14 @@ class LLMAgent:
             return await self._loop(state, task)
         except ChatTimeoutError as exc:
             state.record("llm_error", error=str(exc), stop_reason="timeout")
+            exc.usage = dict(state.usage)  # the runner keeps the turns and tokens spent so far
             raise
         except ContextLengthError as exc:
             state.record("llm_error", error=str(exc), stop_reason="context_exceeded")
             return state.result(None, "context_exceeded")
+        except ChatBackendError as exc:
+            exc.usage = dict(state.usage)
+            raise
 
 
 async def health_check(config: LLMConfig, backend: ChatBackend) -> dict[str, Any]:
