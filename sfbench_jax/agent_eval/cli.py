@@ -331,15 +331,16 @@ def _harness_verdict(args: argparse.Namespace, records: Sequence[dict[str, Any]]
     unstarted = planned - len(records)
     if not failed and not unstarted:
         return 0
-    cause = (halt() if halt is not None else None) or (failed[0]["evaluator_error"] if failed else "unknown")
-    if "ChatTimeoutError" in cause or "TimeoutError" in cause:
-        fix = "raise --llm-timeout-s / --run-timeout-s, or check the server's load"
-    elif "local model server" in cause:
-        fix = "the runs after it were not started"
+    died = halt() if halt is not None else None
+    cause = died or (failed[0]["evaluator_error"] if failed else "unknown")
+    if died:
+        fix = ""  # the server's exit cause says what to do
+    elif "TimeoutError" in cause:
+        fix = "; raise --llm-timeout-s / --run-timeout-s, or check the server's load"
     else:
-        fix = "check that the endpoint is up and its log"
+        fix = "; check that the endpoint is up, and its log"
     print(f"sfbench-agent-eval {args.command}: error: {len(failed)} of {planned} runs are harness errors (not "
-          f"scored) and {unstarted} were not started: {cause}; {fix}", file=sys.stderr)
+          f"scored) and {unstarted} were not started: {cause}{fix}", file=sys.stderr)
     return 1
 
 

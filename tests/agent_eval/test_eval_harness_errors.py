@@ -15,6 +15,7 @@ Tools run on the real MCP server in-process.
 from __future__ import annotations
 
 import json
+import platform
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,9 @@ import pytest
 from eval_helpers import ChatServer, completion
 from mcp.server import MCPServer
 
-from sfbench_jax.agent_eval import cli
+from sfbench_jax.agent_eval import cli, local_llm
 from sfbench_jax.agent_eval.agents.llm import HttpChatBackend, LLMAgent, LLMConfig
 from sfbench_jax.agent_eval.agents.tool_text import ContentCall, parse_content_tool_calls
-from sfbench_jax.agent_eval.local_llm import free_port
 from sfbench_jax.agent_eval.runner import execute_run, turn_budget
 from sfbench_jax.agent_eval.scenario import Scenario
 from sfbench_jax.agent_eval.toolbox import connect
@@ -100,7 +100,7 @@ def test_failed_health_check_stops_before_the_first_scenario(
     assert code == 1 and "health check of http://127.0.0.1:" in line and "HTTP 500" in line, line
     assert "no scenario was run" in line and not (out / "records").exists()
     with pytest.raises(SystemExit) as exit_info:  # nothing listens there
-        cli.main(["run", "--agent", "llm", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m",
+        cli.main(["run", "--agent", "llm", "--base-url", f"http://127.0.0.1:{local_llm.free_port()}/v1", "--model", "m",
                   "--ids", IDS[0], "--out", str(tmp_path / "r"), "--data-root", str(data_root)])
     line = _error_line(capsys.readouterr().err)
     assert exit_info.value.code == 1 and "cannot connect" in line and not (tmp_path / "r").exists()
@@ -193,3 +193,13 @@ async def test_several_calls_run_and_a_forced_answer_that_is_a_call_is_never_the
     assert record["final_answer"] is None and record["stop_reason"] == "max_steps"
     assert {"tool_call_as_answer", "no_answer", "forced_final"} <= set(record["failure"]["flags"])
 
+
+
+@pytest.mark.skipif(platform.machine().lower() not in {"x86_64", "amd64"}, reason="the check reads x86-64 flags")
+def test_cpu_without_avx2_is_named_before_the_server_starts(tmp_path: Path) -> None:
+    old = tmp_path / "cpuinfo"
+    old.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 avx\n")
+    assert local_llm.missing_cpu_features(old) == ["avx2", "fma", "f16c"]
+    new = tmp_path / "cpuinfo_v3"
+    new.write_text("flags\t\t: fpu sse2 avx avx2 fma f16c bmi2 avx512f amx_tile\n")
+    assert local_llm.missing_cpu_features(new) == []
