@@ -43,7 +43,8 @@ from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
 from sfbench_jax.agent_eval.agents.tool_text import parse_content_tool_calls
 from sfbench_jax.agent_eval.toolbox import ToolBudgetError, ToolSpec
 
-__all__ = ["ChatBackend", "ChatBackendError", "ChatTimeoutError", "ContextLengthError", "HealthCheckError",
+__all__ = ["HEALTH_CHECK_PROMPT", "ChatBackend", "ChatBackendError", "ChatTimeoutError", "ContextLengthError",
+           "HealthCheckError",
            "HttpChatBackend", "LLMAgent", "LLMConfig", "PreflightError", "extract_json_object",
            "health_check", "preflight", "tool_schema"]
 
@@ -159,6 +160,10 @@ _CONTEXT_WORDS = re.compile(r"context (window|length)|maximum context|exceed.{0,
 
 class PreflightError(RuntimeError):
     """The endpoint does not return structured tool calls."""
+
+
+#: The one user message of `health_check`'s request.
+HEALTH_CHECK_PROMPT = "Reply with the word OK."
 
 
 class HealthCheckError(RuntimeError):
@@ -553,7 +558,7 @@ async def health_check(config: LLMConfig, backend: ChatBackend) -> dict[str, Any
         HealthCheckError: With the endpoint, the model and the cause.
     """
     request = {"model": config.model, "temperature": 0.0, "max_tokens": 8,
-               "messages": [{"role": "user", "content": "Reply with the word OK."}]}
+               "messages": [{"role": "user", "content": HEALTH_CHECK_PROMPT}]}
     started = time.perf_counter()
     try:
         response = await backend.complete(request)
