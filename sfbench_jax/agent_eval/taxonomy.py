@@ -53,6 +53,7 @@ _STATUS_FLAGS = {"invalid_arguments": "schema_invalid_call", "unknown_tool": "un
 #: The failure modes a report counts (run-level flags), in reading order.
 FAILURE_MODES = ("schema_invalid_call", "unknown_tool_called", "blocked_tool_called",
                  "unparsed_tool_call", "tool_call_in_content", "no_tool_call", "repeated_call",
+                 "truncated_reply", "tool_call_as_answer",
                  "no_answer",
                  "answer_not_json", "wrong_answer_type", "missing_required_fields",
                  "inconsistent_answer", "distractor_called", "premature_stop",
@@ -71,7 +72,9 @@ def llm_trace_flags(events: Iterable[Mapping[str, Any]]) -> list[str]:
             ``forced_final``).
 
     Returns:
-        Sorted flags among ``tool_call_in_content``, ``unparsed_tool_call``, ``forced_final``.
+        Sorted flags among ``tool_call_in_content``, ``unparsed_tool_call``, ``forced_final``,
+        ``truncated_reply`` (a reply cut at the token limit) and ``tool_call_as_answer`` (the
+        forced answer turn held tool calls: never run, never taken as the answer).
     """
     flags = set()
     for event in events:
@@ -83,6 +86,10 @@ def llm_trace_flags(events: Iterable[Mapping[str, Any]]) -> list[str]:
             flags.add("unparsed_tool_call")
         if event.get("forced_final"):
             flags.add("forced_final")
+        if event.get("finish_reason") == "length":  # a reply cut at the token limit
+            flags.add("truncated_reply")
+        if event.get("forced_final") and event.get("n_tool_calls"):  # the answer turn held calls, not an answer
+            flags.add("tool_call_as_answer")
     return sorted(flags)
 
 

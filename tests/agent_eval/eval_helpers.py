@@ -2,7 +2,9 @@
 
 `ChatServer` is a real HTTP server on 127.0.0.1 (stdlib ``ThreadingHTTPServer``) that answers
 ``POST /v1/chat/completions`` with whatever a test's policy function returns for the request
-body. It scripts an LLM deterministically without any network access beyond loopback.
+body. It scripts an LLM deterministically without any network access beyond loopback. The CLI's
+health check (one request holding only ``HEALTH_CHECK_PROMPT``) is answered "OK" by the server
+itself and counted in ``health_checks``, not passed to the policy nor kept in ``requests``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from mcp import StdioServerParameters
 
+from sfbench_jax.agent_eval.agents.llm import HEALTH_CHECK_PROMPT
 from sfbench_jax.agent_eval.trace import ToolCallEvent
 
 Policy = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
@@ -72,18 +75,26 @@ class ChatServer:
         self.policy = policy
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.health_checks = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if body.get("messages") == [{"role": "user", "content": HEALTH_CHECK_PROMPT}]:
+                    server.health_checks += 1
+                    self._reply(200, completion({"content": "OK"}))
+                    return
                 server.requests.append(body)
                 server.headers.append(dict(self.headers))
                 if self.path != "/v1/chat/completions":
                     status, payload = 404, {"error": f"no route {self.path}"}
                 else:
                     status, payload = server.policy(body)
+                self._reply(status, payload)
+
+            def _reply(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -117,8 +117,8 @@ async def test_bad_json_arguments_correction_and_recovery(
         eval_server: MCPServer, scenario_map: dict[str, Scenario]) -> None:
     scenario = scenario_map["safety_gearbox_fmea_risk"]
     with ChatServer(fmea_policy) as chat:
-        async with connect(eval_server) as session:
-            events, record = await execute_run(scenario, agent_for(chat), session,
+        async with connect(eval_server) as session:  # 6 turns: the scenario's own budget (4) forces the 4th
+            events, record = await execute_run(scenario, agent_for(chat, max_llm_turns=6), session,
                                                mode="tools_provided")
     calls = [e for e in events if e["kind"] == "tool_call"]
     assert [c["status"] for c in calls] == ["invalid_arguments", "ok"]

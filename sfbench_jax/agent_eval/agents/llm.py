@@ -3,19 +3,24 @@
 What lives here: `LLMConfig` (frozen; from a TOML file), the `ChatBackend` protocol and its plain
 ``httpx`` implementation `HttpChatBackend`, `extract_json_object`, the `LLMAgent` loop and
 `preflight` (one request with a trivial ``echo`` tool that must come back as a structured tool
-call, so a misconfigured endpoint fails loudly instead of scoring zero). What does not: reading
+call, so a misconfigured endpoint fails loudly instead of scoring zero) and `health_check` (one
+real chat request that must come back as a chat completion in time, sent before the first
+scenario so a dead, unreachable or stalled endpoint stops the command at once). What does not: reading
 the API key from the environment (the CLI does that and passes the key in), any vendor SDK,
 parsing tool calls written as text (``tool_text.py``).
 
 The loop, per turn: one request; the reply's structured ``tool_calls`` (or, failing those, calls
 the model wrote into its text, see ``tool_text.py``) run through the ToolBox; a reply without
-calls must hold the JSON answer (one correction request if it does not). When the turn or tool
-budget runs out, one last request without tools asks for the answer (``force_final``). An LLM
-request that times out ends the run with stop reason ``timeout``; one the endpoint refuses for
-exceeding the context window ends it with ``context_exceeded`` (both are scored failures, not
-harness errors). Every turn is recorded as ``llm_request`` / ``llm_response`` events with the
-call format, tokens, latency and the response message itself, so a trace replays offline
-(``replay.RecordedChatBackend``).
+calls must hold the JSON answer (one correction request if it does not; a reply cut at the
+token limit gets its own correction). A reply whose JSON is itself a tool call is never taken as
+the answer. When the turn budget (the scenario's, see ``runner.turn_budget``, unless
+``max_llm_turns`` overrides it) or the tool budget runs out, one last request without tools asks
+for the answer (``force_final``). An LLM request that times out raises `ChatTimeoutError` (a
+``TimeoutError``: the runner makes the run a harness error, never the model's failure), as does
+any other endpoint failure; one the endpoint refuses for exceeding the context window ends the
+run with ``context_exceeded`` (a scored failure). Every turn is recorded as ``llm_request`` /
+``llm_response`` events with the call format, tokens, latency and the response message itself, so a
+trace replays offline (``replay.RecordedChatBackend``).
 
 No default points at a real host: ``base_url`` is required.
 """
@@ -38,9 +43,10 @@ from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
 from sfbench_jax.agent_eval.agents.tool_text import parse_content_tool_calls
 from sfbench_jax.agent_eval.toolbox import ToolBudgetError, ToolSpec
 
-__all__ = ["ChatBackend", "ChatBackendError", "ChatTimeoutError", "ContextLengthError",
+__all__ = ["HEALTH_CHECK_PROMPT", "ChatBackend", "ChatBackendError", "ChatTimeoutError", "ContextLengthError",
+           "HealthCheckError",
            "HttpChatBackend", "LLMAgent", "LLMConfig", "PreflightError", "extract_json_object",
-           "preflight", "tool_schema"]
+           "health_check", "preflight", "tool_schema"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,8 @@ class LLMConfig:
         timeout_s: HTTP timeout per request.
         tool_choice: ``auto``, ``required`` or ``none``.
         parallel_tool_calls: Sent when not None.
-        max_llm_turns: Turn cap; the scenario's own cap applies if it is lower.
+        max_llm_turns: One turn budget for every scenario, overriding each scenario's own
+            (``runner.turn_budget``: reference calls + 1 + slack); None keeps the scenario's.
         force_final: When the turn or tool budget runs out, spend the last turn on one request
             without tools that asks for the JSON answer.
         strip_schema_titles: Remove ``title`` keys from tool schemas (for strict servers).
@@ -74,7 +81,7 @@ class LLMConfig:
     timeout_s: float = 120.0
     tool_choice: str = "auto"
     parallel_tool_calls: bool | None = False
-    max_llm_turns: int = 16
+    max_llm_turns: int | None = None
     force_final: bool = True
     strip_schema_titles: bool = False
     extra_body: Mapping[str, Any] = field(default_factory=dict)
@@ -86,7 +93,7 @@ class LLMConfig:
             raise ValueError("model must be set (the name the endpoint serves)")
         if self.tool_choice not in {"auto", "required", "none"}:
             raise ValueError(f"tool_choice {self.tool_choice!r}; use auto, required or none")
-        if self.max_llm_turns < 1 or self.timeout_s <= 0:
+        if (self.max_llm_turns is not None and self.max_llm_turns < 1) or self.timeout_s <= 0:
             raise ValueError("max_llm_turns must be >= 1 and timeout_s > 0")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1 (or unset), got {self.max_tokens}")
@@ -138,8 +145,8 @@ class ChatBackendError(RuntimeError):
     """The endpoint answered with an HTTP error or something that is not a chat completion."""
 
 
-class ChatTimeoutError(ChatBackendError):
-    """One request got no answer within ``timeout_s``."""
+class ChatTimeoutError(ChatBackendError, TimeoutError):
+    """One request got no answer within ``timeout_s`` (a harness error: the endpoint stalled, not the model)."""
 
 
 class ContextLengthError(ChatBackendError):
@@ -153,6 +160,14 @@ _CONTEXT_WORDS = re.compile(r"context (window|length)|maximum context|exceed.{0,
 
 class PreflightError(RuntimeError):
     """The endpoint does not return structured tool calls."""
+
+
+#: The one user message of `health_check`'s request.
+HEALTH_CHECK_PROMPT = "Reply with the word OK."
+
+
+class HealthCheckError(RuntimeError):
+    """The endpoint did not answer a plain chat request with a chat completion (one line: what and why)."""
 
 
 class ChatBackend(Protocol):
@@ -203,7 +218,9 @@ class HttpChatBackend:
         except httpx.TimeoutException as exc:
             raise ChatTimeoutError(f"POST {self.url} got no answer within {self._timeout} s") \
                 from exc
-        except httpx.HTTPError as exc:
+        except httpx.ConnectError as exc:
+            raise ChatBackendError(f"POST {self.url}: cannot connect ({exc}); is the server running?") from exc
+        except httpx.HTTPError as exc:  # e.g. the server died mid-request
             raise ChatBackendError(f"POST {self.url} failed: {exc!r}") from exc
         if response.status_code // 100 == 4 and _CONTEXT_WORDS.search(response.text):
             raise ContextLengthError(f"POST {self.url} returned HTTP {response.status_code}: "
@@ -288,6 +305,8 @@ _CORRECTION = ("Your last reply did not contain a JSON object. Reply again with 
 _UNPARSED = ("Your last reply looks like a tool call that could not be parsed. Call a tool with "
              'a JSON object {"name": ..., "arguments": {...}}, or reply with only the JSON '
              "answer.")
+_TRUNCATED = ("Your last reply was cut off at the token limit before its tool call or answer was complete. "
+              "Reply again, shorter: one tool call, or only the JSON answer.")
 _FORCE_FINAL = ("The step budget is spent: no more tool calls. Reply now with only the JSON "
                 "object that satisfies the schema, from the tool results you have.")
 _RECORDED_CHARS = 8000  # response text kept in the trace per turn
@@ -332,7 +351,10 @@ def _recorded_message(message: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(out, default=str))
 
 
-def _turn_of(message: Mapping[str, Any], tool_names: frozenset[str], turn: int) -> _Turn:
+def _turn_of(message: Mapping[str, Any], tool_names: frozenset[str], turn: int,
+             finish_reason: Any = None) -> _Turn:
+    """The calls in one reply (structured, or written in its text) and their format; a reply cut at the token
+    limit (``finish_reason: length``) with no complete call or JSON object in it is ``truncated``."""
     content = str(message.get("content") or "")
     if "&#34;" in content or "&quot;" in content:  # llama-cpp-python's chatml-function-calling
         content = html.unescape(content)           # escapes the prompt; models copy the entities
@@ -345,6 +367,8 @@ def _turn_of(message: Mapping[str, Any], tool_names: frozenset[str], turn: int) 
                           str(function.get("name", "")), function.get("arguments") or "{}"))
         return _Turn(content, calls, "structured", structured)
     found, call_format = parse_content_tool_calls(content, tool_names)
+    if finish_reason == "length" and not found and extract_json_object(content) is None:
+        call_format = "truncated"
     calls = [(f"content_{turn}_{i}", c.name, c.arguments) for i, c in enumerate(found)]
     synthesized = [{"id": cid, "type": "function",
                     "function": {"name": name, "arguments": args if isinstance(args, str)
@@ -424,7 +448,7 @@ class LLMAgent:
         state.usage["tokens_out"] += tokens_out
         choice = response["choices"][0]
         message = dict(choice.get("message") or {})
-        parsed = _turn_of(message, state.tool_names, turn)
+        parsed = _turn_of(message, state.tool_names, turn, choice.get("finish_reason"))
         state.record("llm_response", turn=turn, tokens_in=tokens_in, tokens_out=tokens_out,
                      latency_ms=latency_ms, finish_reason=choice.get("finish_reason"),
                      call_format=parsed.call_format, n_tool_calls=len(parsed.calls),
@@ -462,7 +486,7 @@ class LLMAgent:
         return state.result(answer, "max_steps")
 
     async def _loop(self, state: _RunState, task: AgentTask) -> AgentResult:
-        max_turns = min(self.config.max_llm_turns, int(task.limits.get("max_llm_turns", 16)))
+        max_turns = self.config.max_llm_turns or int(task.limits.get("max_llm_turns", 16))
         reserve = 1 if self.config.force_final and state.tool_list and max_turns > 1 else 0
         corrected = False
         while state.usage["llm_turns"] < max_turns - reserve:
@@ -479,8 +503,8 @@ class LLMAgent:
                                     "final")
             corrected = True
             state.messages.append({"role": "assistant", "content": turn.content})
-            state.messages.append({"role": "user", "content": _UNPARSED if turn.call_format
-                                   == "unparsed_tagged" else _CORRECTION})
+            correction = {"unparsed_tagged": _UNPARSED, "truncated": _TRUNCATED}.get(turn.call_format, _CORRECTION)
+            state.messages.append({"role": "user", "content": correction})
         return await self._forced_final(state, task)
 
     async def run(self, task: AgentTask, tools: Any) -> AgentResult:
@@ -492,8 +516,13 @@ class LLMAgent:
 
         Returns:
             The answer; stop reason ``final``, ``max_steps`` (budget spent; the forced answer,
-            if any, is still scored), ``timeout`` (an LLM request timed out) or
-            ``context_exceeded`` (the endpoint refused the conversation's length).
+            if any, is still scored) or ``context_exceeded`` (the endpoint refused the
+            conversation's length).
+
+        Raises:
+            ChatTimeoutError: A request got no answer in time (recorded as an ``llm_error`` event
+                first; the runner makes the run a harness error).
+            ChatBackendError: The endpoint failed otherwise (unreachable, died, HTTP 5xx).
         """
         tool_list = [tool_schema(s, strip_titles=self.config.strip_schema_titles)
                      for s in tools.specs()]
@@ -502,10 +531,45 @@ class LLMAgent:
             return await self._loop(state, task)
         except ChatTimeoutError as exc:
             state.record("llm_error", error=str(exc), stop_reason="timeout")
-            return state.result(None, "timeout")
+            exc.usage = dict(state.usage)  # the runner keeps the turns and tokens spent so far
+            raise
         except ContextLengthError as exc:
             state.record("llm_error", error=str(exc), stop_reason="context_exceeded")
             return state.result(None, "context_exceeded")
+        except ChatBackendError as exc:
+            exc.usage = dict(state.usage)
+            raise
+
+
+async def health_check(config: LLMConfig, backend: ChatBackend) -> dict[str, Any]:
+    """One real chat request ("reply OK", 8 tokens): the endpoint must answer it with a chat completion in time.
+
+    Sent before the first scenario, so an endpoint that is unreachable, dead, stalled or failing stops the
+    command with one line instead of turning every run into a harness error.
+
+    Args:
+        config: Model settings (``model``, ``timeout_s`` through the backend).
+        backend: The backend to probe.
+
+    Returns:
+        ``{"ok": True, "model": ..., "latency_s": ..., "reply": first 80 characters}``.
+
+    Raises:
+        HealthCheckError: With the endpoint, the model and the cause.
+    """
+    request = {"model": config.model, "temperature": 0.0, "max_tokens": 8,
+               "messages": [{"role": "user", "content": HEALTH_CHECK_PROMPT}]}
+    started = time.perf_counter()
+    try:
+        response = await backend.complete(request)
+    except ChatBackendError as exc:
+        raise HealthCheckError(f"health check of {config.base_url} (model {config.model}) failed: {exc}") from exc
+    message = (response["choices"][0] or {}).get("message") or {}
+    if not isinstance(message, Mapping) or (message.get("content") is None and not message.get("tool_calls")):
+        raise HealthCheckError(f"health check of {config.base_url} (model {config.model}): the completion holds "
+                               f"no message: {json.dumps(response)[:200]}")
+    return {"ok": True, "model": config.model, "latency_s": round(time.perf_counter() - started, 3),
+            "reply": str(message.get("content") or "")[:80]}
 
 
 async def preflight(config: LLMConfig, backend: ChatBackend) -> dict[str, Any]:

@@ -9,8 +9,11 @@ the names the LLM agent records for each turn in the trace:
   (Hermes, Qwen, SmolLM2), ``<function_call>...``, Mistral's ``[TOOL_CALLS] [...]`` or
   llama-cpp-python's ``functions.NAME:\n{...}``;
 * ``content_json``: a bare or fenced JSON object (or list of objects) with a ``name`` and an
-  ``arguments`` / ``parameters`` member;
+  ``arguments`` / ``parameters`` member, or several such objects one after another (newline-separated,
+  in one fence or several): every complete one is a call, in order;
 * ``unparsed_tagged``: a tool-call tag whose body is not a parseable call (classified, never run);
+* ``truncated``: a reply cut at the token limit before any call or answer in it was complete (set by the
+  agent, which knows the finish reason; the complete calls of a cut reply still run);
 * ``none``: plain text (the final answer, or prose).
 
 What does not: running the calls (the ToolBox does) or deciding what a final answer is
@@ -24,9 +27,9 @@ import re
 from collections.abc import Collection
 from typing import Any, NamedTuple
 
-__all__ = ["CALL_FORMATS", "ContentCall", "parse_content_tool_calls"]
+__all__ = ["CALL_FORMATS", "ContentCall", "json_values", "parse_content_tool_calls"]
 
-CALL_FORMATS = ("structured", "content_tagged", "content_json", "unparsed_tagged", "none")
+CALL_FORMATS = ("structured", "content_tagged", "content_json", "unparsed_tagged", "truncated", "none")
 
 _TAGGED = re.compile(r"<(tool_call|function_call|functioncall)>\s*(.*?)\s*(?:</\1>|$)",
                      re.DOTALL | re.IGNORECASE)
@@ -85,6 +88,57 @@ def _calls_in(text: str) -> list[ContentCall] | None:
     return [c for c in calls if c is not None]
 
 
+def json_values(text: str) -> list[Any]:
+    """Every complete top-level JSON object or array in a text, in order (prose, fences and a cut tail skipped).
+
+    Args:
+        text: Message text.
+
+    Returns:
+        The decoded values; an object or array cut short (a truncated reply) is not among them.
+    """
+    decoder = json.JSONDecoder()
+    values, index = [], 0
+    while True:
+        starts = [i for i in (text.find("{", index), text.find("[", index)) if i >= 0]
+        if not starts:
+            return values
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            index = start + 1
+            continue
+        if isinstance(value, (dict, list)):
+            values.append(value)
+        index = end
+
+
+def _call_values(text: str, tool_names: Collection[str]) -> list[ContentCall]:
+    """The calls among a text's JSON values: objects naming an offered tool, or shaped as a call (name and an
+    argument object), or lists of such objects."""
+    calls: list[ContentCall] = []
+    for value in json_values(text):
+        items = value if isinstance(value, list) else [value]
+        found = [_as_call(item) for item in items]
+        if not found or any(c is None for c in found):
+            continue
+        if len(found) > 1 or any(_is_call_object(item, tool_names) for item in items):
+            calls.extend(c for c in found if c is not None)
+    return calls
+
+
+def _is_call_object(value: Any, tool_names: Collection[str]) -> bool:
+    """A name plus arguments that name an offered tool, carry an argument object, or are all the object holds."""
+    if isinstance(value, dict) and isinstance(value.get("function"), dict):
+        value = value["function"]
+    if not isinstance(value, dict):
+        return False
+    name = next((value[k] for k in _NAME_KEYS if isinstance(value.get(k), str)), None)
+    arguments = next((value[k] for k in _ARGUMENT_KEYS if k in value), None)
+    return name in tool_names or isinstance(arguments, dict) or _looks_like_call(json.dumps(value))
+
+
 def _json_candidates(text: str) -> list[str]:
     stripped = text.strip()
     out = [stripped, *(m.group(1) for m in _FENCE.finditer(text))]
@@ -122,15 +176,10 @@ def parse_content_tool_calls(content: str | None,
         calls: list[ContentCall] = []
         for body in bodies:
             parsed = next((c for c in map(_calls_in, _json_candidates(body)) if c), None)
-            if parsed is None:
-                return [], "unparsed_tagged"
-            calls.extend(parsed)
-        return calls, "content_tagged"
-    for candidate in _json_candidates(text):
-        found = _calls_in(candidate)
-        if found and (len(found) > 1 or found[0].name in tool_names or _looks_like_call(candidate)):
-            return found, "content_json"
-    return [], "none"
+            calls.extend(parsed if parsed is not None else _call_values(body, tool_names))
+        return (calls, "content_tagged") if calls else ([], "unparsed_tagged")
+    calls = _call_values(text, tool_names)
+    return (calls, "content_json") if calls else ([], "none")
 
 
 def _is_object(text: str) -> bool:
