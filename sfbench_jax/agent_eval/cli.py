@@ -357,6 +357,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
         records = common_scenarios(records)
     paths = write_report(records, Path(args.out or args.run_dir[0]))
     print(to_markdown(json.loads(paths["json"].read_text())["rows"]), end="")
+    if args.html:  # the one-file page with every run's trace replay (agent_eval/html.py)
+        from sfbench_jax.agent_eval.html import write_report_page
+
+        print(f"wrote {write_report_page([Path(d) for d in args.run_dir], records, Path(args.out or args.run_dir[0]))}")
     return 0
 
 
@@ -557,6 +561,8 @@ def _add_offline_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--paired", action="store_true",
                         help="per mode, keep only the scenarios every agent x model scored, so "
                              "the rows compare the same scenarios")
+    report.add_argument("--html", action="store_true",
+                        help="also write report.html: pass rates, McNemar, outcomes and every run's trace replay")
     report.set_defaults(func=_cmd_report)
 
     compare = sub.add_parser("compare", help="paired comparison of two run folders: Wilson "

@@ -22,6 +22,9 @@ from sfbench_jax.report.realisations import NotApplicable
 from sfbench_jax.report.runs import DamagedRunsError, RunConflictError, gather_runs
 from sfbench_jax.run_folder import DamagedRunError
 
+#: Names that are commands over the runs rather than tables (`sfbench_jax.cli.pages`).
+PAGE_COMMANDS = ("html", "mlflow")
+
 
 def parse_where(tokens: list[str]) -> dict[str, str]:
     """`COLUMN=VALUE` tokens -> `{column: value}`."""
@@ -37,10 +40,12 @@ def parse_where(tokens: list[str]) -> dict[str, str]:
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(prog="sfbench-report", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="+", metavar="NAME", help=f"outputs: {', '.join(OUTPUTS)}, or all")
+    parser.add_argument("names", nargs="+", metavar="NAME",
+                        help=f"outputs: {', '.join(OUTPUTS)}, or all; or html (one-file page) or mlflow (log runs)")
     parser.add_argument("--runs", nargs="+", type=Path, required=True, metavar="FOLDER",
                         help="folders holding run folders (searched recursively); multirun folders are checked")
-    parser.add_argument("--output", type=Path, default=Path("report"), help="where to write (default: ./report)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="where to write (default: ./report; html: a file, default ./report/report.html)")
     parser.add_argument("--select", nargs="+", default=[], metavar="COLUMN=VALUE",
                         help="keep only summary rows with these values, e.g. rng_mode=reference k=10000")
     parser.add_argument("--published-frontier", action="store_true",
@@ -93,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     from sfbench_jax.stored import NotStoredError, fault_examples, run_config, run_severity_curves
 
     args = parse_arguments(argv)
+    if args.names[0] in PAGE_COMMANDS:  # `sfbench-report html|mlflow --runs FOLDER...` (sfbench_jax.cli.pages)
+        from sfbench_jax.cli.pages import run_page_command
+
+        return run_page_command(args)
     names = list(OUTPUTS) if args.names == ["all"] else args.names
     unknown = [name for name in names if name not in OUTPUTS]
     missing_folders = [str(folder) for folder in args.runs if not folder.is_dir()]
@@ -102,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         options = report_options(args)
+        args.output = args.output or Path("report")
         args.output.mkdir(parents=True, exist_ok=True)
         missing = check_sweeps(args.runs, args.output)
         if missing:
