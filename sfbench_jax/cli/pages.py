@@ -30,11 +30,13 @@ def html_target(output: Path | None) -> Path:
 
 def run_html(args: argparse.Namespace) -> int:
     """Write the report page; see the module docstring for exit codes."""
+    from sfbench_jax.cli.report import report_options
     from sfbench_jax.report.html import read_page_runs, report_html, stored_curves, write_page
 
     try:
+        options = report_options(args)  # --select COLUMN=VALUE keeps the tables' rows, as for the other outputs
         page = read_page_runs(args.runs)
-        target = write_page(report_html(page, stored_curves(args.runs, page.runs)), html_target(args.output))
+        target = write_page(report_html(page, stored_curves(args.runs, page.runs), options), html_target(args.output))
     except (RunConflictError, FileNotFoundError, ValueError) as error:
         print(f"sfbench-report html: {error}", file=sys.stderr)
         return 2

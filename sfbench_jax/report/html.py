@@ -431,11 +431,11 @@ def page_html(title: str, body: str) -> str:
             f"<style>{STYLE}</style></head><body>{body}<script>{SORT_SCRIPT}</script></body></html>")
 
 
-def report_html(page: PageRuns, curves: pd.DataFrame | None = None) -> str:
-    """The whole report page of some stored runs."""
-    from sfbench_jax.report.outputs import Analysis
+def report_html(page: PageRuns, curves: pd.DataFrame | None = None, options: Any = None) -> str:
+    """The whole report page of some stored runs (`options`: the `ReportOptions` of the tables, e.g. `where`)."""
+    from sfbench_jax.report.outputs import Analysis, ReportOptions
 
-    analysis = Analysis(page.runs)
+    analysis = Analysis(page.runs, options or ReportOptions())
     header = (f"<h1>sfbench report</h1><p>{len(page.runs.runs)} verified run(s) from "
               f"{esc(', '.join(page.folders))}</p>")
     if not page.runs.runs:
