@@ -15,6 +15,7 @@ Subcommands::
     sfbench-agent-eval run     --agent replay --traces runs/my-model/traces --out runs/replay
     sfbench-agent-eval score   --traces runs/my-model/traces --out runs/rescored
     sfbench-agent-eval report  runs/my-model
+    sfbench-agent-eval report  runs/my-model --html   # + report.html: rates, McNemar, trace replay
     sfbench-agent-eval report  runs/ref runs/my-model --paired --out runs/table
     sfbench-agent-eval compare runs/rag runs/my-model [--pair-on scenario|run] [--out DIR]
     sfbench-agent-eval list    [--summary]

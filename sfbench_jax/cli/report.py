@@ -8,6 +8,9 @@ nothing is written. Every run is verified first (its completion record and its s
 losses, `report.runs.load_run`). Exit status 0 when everything was written, 1 when runs are missing or cannot
 support an output (the reason is printed), 2 on bad arguments or a damaged run (named in one line with the file;
 no table is written).
+
+`html` (one self-contained page of the runs) and `mlflow` (log the runs to MLflow) are commands of their own
+(`sfbench_jax.cli.pages`).
 """
 
 from __future__ import annotations
