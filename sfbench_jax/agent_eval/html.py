@@ -1,7 +1,7 @@
 """The one-file HTML page of an agent evaluation (`sfbench-agent-eval report RUN_DIR... --html`).
 
 What lives here: the page over run records and their traces: pass@1 and pass-all-n with Wilson 95% intervals
-per agent x model x mode and task type (`report.summarise`) and per asset class (`report.by_asset_class`),
+per agent x model x mode, per task type and per asset class (`report.summarise`),
 McNemar's exact test between every two groups that ran the same scenarios (`compare.compare_runs`), each
 scenario's outcomes, and a replay of every run: the query, each model turn, each tool call with its arguments,
 status and result, the final answer beside the expected one, each validator's verdict and the failure label.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sfbench_jax.agent_eval.compare import compare_runs
-from sfbench_jax.agent_eval.report import by_asset_class, summarise
+from sfbench_jax.agent_eval.report import summarise
 from sfbench_jax.agent_eval.runner import run_file_stem
 from sfbench_jax.agent_eval.scenario import ScenarioError
 from sfbench_jax.agent_eval.trace import read_trace
@@ -83,22 +83,30 @@ SUMMARY_HEADERS = ("agent", "model", "mode", "split", "task type", *(label for l
                    *COUNT_COLUMNS)
 
 
+def asset_class_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per asset class, the `report.summarise` row of each agent x model x mode over that class's records (its
+    `task_type` column holds the asset class)."""
+    rows = []
+    for asset in sorted({str(r.get("asset_class", "")) for r in records}):
+        members = [r for r in records if str(r.get("asset_class", "")) == asset]
+        rows += [{**row, "task_type": asset} for row in summarise(members)
+                 if row["task_type"] == "all" and row["split"] == "all"]
+    return rows
+
+
 def rates_section(records: Sequence[Mapping[str, Any]], floor_rows: Sequence[Mapping[str, Any]]) -> str:
     """pass@1 and pass-all-n per agent x model x mode and task type, the floors beside them, and pass@1 per
     asset class."""
     rows = [summary_row(row) for row in summarise(records)]
     rows += [summary_row(row, "floor") for row in floor_rows]
     floors = "" if floor_rows else '<p class="note" id="floors">No floors were given for this page.</p>'
-    assets = [f"<tr>{''.join(f'<td>{esc(r[n])}</td>' for n in ('agent', 'model', 'mode', 'asset_class'))}"
-              f"<td>{esc(r['scenarios'])}</td><td>{esc(r['runs'])}</td>"
-              f"{rate_cell(r['pass_at_1'], r['pass_at_1_ci_low'], r['pass_at_1_ci_high'])}</tr>"
-              for r in by_asset_class(records)]
+    assets = [summary_row(row) for row in asset_class_rows(records)]
     return ("<h2>Pass rates</h2>" + sortable(
         "pass-rates", SUMMARY_HEADERS, rows,
         "Wilson 95% intervals below each rate (pass@1 over scored runs, pass-all-n over scenarios); rows marked "
         "floor are the floors beside the model.") + floors + sortable(
-        "asset-classes", ("agent", "model", "mode", "asset class", "scenarios", "runs", "pass@1"), assets,
-        "pass@1 per asset class with its Wilson 95% interval."))
+        "asset-classes", SUMMARY_HEADERS[:4] + ("asset class",) + SUMMARY_HEADERS[5:], assets,
+        "Per asset class: pass@1 and pass-all-n with their Wilson 95% intervals."))
 
 
 def group_label(record: Mapping[str, Any]) -> str:

@@ -79,6 +79,12 @@ def test_replay_shows_every_step_of_every_recorded_trace(page_file: Path, tmp_pa
         overall = next(row for row in rates if row["cells"][4]["text"] == "all" and row["cells"][3]["text"] == "all")
         assert float(overall["cells"][5]["value"]) == sum(r["success"] for r in scored) / len(scored)
         assert {row["cells"][4]["text"] for row in rates} == {"all"} | {r["task_type"] for r in records.values()}
+        assets = {row["cells"][4]["text"]: row for row in table_cells(view, "asset-classes")}
+        assert sorted(assets) == sorted({r["asset_class"] for r in records.values()})
+        for asset, row in assets.items():
+            members = [r for r in scored if r["asset_class"] == asset]
+            assert float(row["cells"][5]["value"]) == sum(r["success"] for r in members) / len(members)
+            assert "[" in row["cells"][6]["text"]  # pass-all-n with its interval
         outcomes = table_cells(view, "scenarios")
         assert sorted(row["data"]["scenario"] for row in outcomes) == sorted(r["scenario_id"] for r in records.values())
         assert view.refused == [] and view.console_errors == []
