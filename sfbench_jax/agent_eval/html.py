@@ -66,8 +66,8 @@ def sortable(table_id: str, headers: Sequence[str], rows: Sequence[str], caption
     """A table whose headers sort it."""
     head = "".join(f'<th scope="col">{esc(name)}</th>' for name in headers)
     caption_html = f"<caption>{esc(caption)}</caption>" if caption else ""
-    return (f'<table class="sortable" id="{esc(table_id)}">{caption_html}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    return (f'<div class="scroll"><table class="sortable" id="{esc(table_id)}">{caption_html}<thead><tr>{head}'
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def summary_row(row: Mapping[str, Any], kind: str = "model") -> str:
@@ -231,8 +231,9 @@ def validators_html(results: Sequence[Mapping[str, Any]]) -> str:
             f"<td>{esc(r.get('path'))}</td><td>{'pass' if r.get('passed') else 'FAIL'}</td>"
             f"<td>{esc(json.dumps(r.get('expected'), default=str))}</td><td>{esc(r.get('observed'))}</td>"
             f"<td>{esc(r.get('detail'))}</td></tr>" for r in results]
-    return ("<table class='validators'><thead><tr><th>validator</th><th>path</th><th>verdict</th><th>expected</th>"
-            f"<th>observed</th><th>detail</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return ("<div class='scroll'><table class='validators'><thead><tr><th>validator</th><th>path</th>"
+            "<th>verdict</th><th>expected</th>"
+            f"<th>observed</th><th>detail</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def replay_html(record: Mapping[str, Any], events: Sequence[Mapping[str, Any]] | None,
@@ -260,7 +261,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1280px;paddi
 h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top}th{background:#f4f4f4;cursor:pointer}
-caption{text-align:left;color:#555}.ci{color:#777;font-size:11px}td[data-value]{text-align:right}
+caption{text-align:left;color:#555}.scroll{overflow-x:auto;max-width:100%}.ci{color:#777;font-size:11px}td[data-value]{text-align:right}
 .pass{color:#17661b}.fail{color:#a11}.excluded{color:#a60}.note{color:#666;font-style:italic}.meta{color:#777}
 .replay{border:1px solid #ddd;margin:.4em 0;padding:.3em .6em}.replay summary{cursor:pointer}
 .steps{padding-left:1.5em}.step{margin:.4em 0}.call.ok{border-left:3px solid #393;padding-left:.4em}

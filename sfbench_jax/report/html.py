@@ -150,8 +150,8 @@ def table(table_id: str, headers: Sequence[str], rows: Sequence[str], caption: s
     """A sortable table (click a header)."""
     head = "".join(f'<th scope="col" title="sort">{esc(name)}</th>' for name in headers)
     caption_html = f"<caption>{esc(caption)}</caption>" if caption else ""
-    return (f'<table class="sortable" id="{esc(table_id)}">{caption_html}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    return (f'<div class="scroll"><table class="sortable" id="{esc(table_id)}">{caption_html}<thead><tr>{head}'
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def note(text: str) -> str:
@@ -409,7 +409,8 @@ td[data-value]{text-align:right;font-variant-numeric:tabular-nums}.ci{color:#777
 .best{font-weight:bold}.better{color:#17661b}.worse{color:#a11}.significant{font-weight:bold}
 .alert{background:#fde8e8;border:1px solid #d33;padding:.6em}.ok{background:#e8f6e8;border:1px solid #393;padding:.6em}
 .verified{color:#17661b}.damaged{color:#a11;font-weight:bold}.note{color:#666;font-style:italic}
-.figure svg{max-width:100%;height:auto}details code{white-space:pre-wrap;word-break:break-all;font-size:11px}
+.figure svg{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
+details code{white-space:pre-wrap;word-break:break-all;font-size:11px}
 """
 
 #: Sorting: click a header; numbers by `data-value`, text by content; a second click reverses.
