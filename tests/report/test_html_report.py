@@ -115,3 +115,23 @@ def test_a_damaged_run_is_named_at_the_top(sweep: Path, tmp_path: Path) -> None:
         statuses = {Path(row["data"]["runDir"]).name: row["data"]["status"] for row in table_cells(view, "runs")}
         assert statuses[damaged.name] == "damaged" and list(statuses.values()).count("verified") == 3
         assert view.console_errors == [] and view.refused == []
+
+
+def test_stored_severity_curves_are_drawn_with_their_bands(sweep: Path, tmp_path: Path) -> None:
+    curves = report_command("curves", "--runs", str(sweep), "--output", str(tmp_path / "curves"),
+                            "--severities", "0,1", "--curve-k", "50")
+    assert curves.returncode == 0, curves.stderr[-3000:]
+    stored = pd.read_csv(tmp_path / "curves" / "severity_curves.csv")
+    completed = written_page(sweep, tmp_path / "page.html")
+    assert completed.returncode == 0 and "No severity curves stored" in (tmp_path / "page.html").read_text()
+    completed = report_command("html", "--runs", str(sweep), str(tmp_path / "curves"), "--output",
+                               str(tmp_path / "page.html"))
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    with opened(tmp_path / "page.html") as view:
+        figures = view.page.locator("#curves svg")
+        assert figures.count() == stored["dataset"].nunique() == 1
+        box = figures.first.bounding_box()
+        assert box is not None and box["width"] > 400 and box["height"] > 150
+        panel_titles = figures.first.locator("text").all_inner_texts()
+        assert sum("(Value)" in t or "(Timing)" in t or "(Availability)" in t for t in panel_titles) == 8
+        assert view.refused == [] and view.console_errors == []
