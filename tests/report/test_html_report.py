@@ -132,6 +132,6 @@ def test_stored_severity_curves_are_drawn_with_their_bands(sweep: Path, tmp_path
         assert figures.count() == stored["dataset"].nunique() == 1
         box = figures.first.bounding_box()
         assert box is not None and box["width"] > 400 and box["height"] > 150
-        panel_titles = figures.first.locator("text").all_inner_texts()
+        panel_titles = figures.first.locator("text").all_text_contents()
         assert sum("(Value)" in t or "(Timing)" in t or "(Availability)" in t for t in panel_titles) == 8
         assert view.refused == [] and view.console_errors == []
