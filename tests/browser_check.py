@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,10 +106,3 @@ def table_cells(opened_page: OpenedPage, table_id: str) -> list[dict[str, Any]]:
         f"#{table_id} tbody tr",
         """rows => rows.map(row => ({data: Object.assign({}, row.dataset),
             cells: Array.from(row.children).map(cell => ({text: cell.innerText, value: cell.dataset.value}))}))""")
-
-
-def copy_if_asked(path: Path, folder_variable: str = "SFBENCH_TEST_ARTIFACTS") -> None:
-    """Copy a written page next to the screenshots when an artifact folder is set."""
-    folder = os.environ.get(folder_variable)
-    if folder:
-        shutil.copy2(path, Path(folder) / path.name)
