@@ -342,9 +342,12 @@ def write_evaluation_html(run_dirs: Sequence[Path], records: Sequence[Mapping[st
     return write_text(text, target)
 
 
-def write_report_page(run_dirs: Sequence[Path], records: Sequence[Mapping[str, Any]], out_dir: Path) -> Path:
-    """`OUT_DIR/report.html` over the records of `run_dirs`, with the packaged scenarios (`report --html`)."""
+def write_report_page(run_dirs: Sequence[Path], records: Sequence[Mapping[str, Any]], out_dir: Path, *,
+                      floor_rows: Sequence[Mapping[str, Any]] = ()) -> Path:
+    """`OUT_DIR/report.html` over the records of `run_dirs`, with the packaged scenarios (`report --html`);
+    `floor_rows` (rows with the `report.COLUMNS` keys) are shown beside the model's as floors."""
     from sfbench_jax.agent_eval.scenario import load_scenarios
 
     scenarios = {scenario.id: scenario for scenario in load_scenarios()}
-    return write_evaluation_html(run_dirs, records, Path(out_dir) / "report.html", scenarios=scenarios)
+    return write_evaluation_html(run_dirs, records, Path(out_dir) / "report.html", scenarios=scenarios,
+                                 floor_rows=floor_rows)
