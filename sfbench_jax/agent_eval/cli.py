@@ -15,6 +15,7 @@ Subcommands::
     sfbench-agent-eval run     --agent replay --traces runs/my-model/traces --out runs/replay
     sfbench-agent-eval score   --traces runs/my-model/traces --out runs/rescored [--no-floors]
     sfbench-agent-eval report  runs/my-model
+    sfbench-agent-eval report  runs/my-model --html   # + report.html: rates, McNemar, trace replay
     sfbench-agent-eval report  runs/ref runs/my-model --paired --out runs/table
     sfbench-agent-eval compare runs/rag runs/my-model [--pair-on scenario|run] [--out DIR]
     sfbench-agent-eval list    [--summary]
@@ -499,6 +500,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     floors = list({r["run_id"]: r for run_dir in args.run_dir for r in read_floor_records(Path(run_dir))}.values())
     paths = write_report(records, Path(args.out or args.run_dir[0]), floors)
     print(printed_tables(json.loads(paths["json"].read_text())), end="")
+    if args.html:  # the one-file page with every run's trace replay and the floors beside the model
+        from sfbench_jax.agent_eval.html import write_report_page
+        from sfbench_jax.agent_eval.report import summarise
+
+        page = write_report_page([Path(d) for d in args.run_dir], records, Path(args.out or args.run_dir[0]),
+                                 floor_rows=summarise(floors))
+        print(f"wrote {page}")
     return 0
 
 
@@ -716,6 +724,8 @@ def _add_offline_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--paired", action="store_true",
                         help="per mode, keep only the scenarios every agent x model scored, so "
                              "the rows compare the same scenarios")
+    report.add_argument("--html", action="store_true",
+                        help="also write report.html: pass rates, McNemar, outcomes and every run's trace replay")
     report.set_defaults(func=_cmd_report)
 
     compare = sub.add_parser("compare", help="paired comparison of two run folders: Wilson "

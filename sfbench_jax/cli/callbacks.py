@@ -74,6 +74,20 @@ class CollectOnMultirunEnd(Callback):
         except ValueError as error:  # a damaged run or an unreadable sweep file: named, no table written
             print(f"[sfbench-collect] {error} No table was written.", file=sys.stderr, flush=True)
             raise SystemExit(2) from error
+        write_report_page(sweep_dir)
         print(f"[sfbench-collect] {len(collection.summary)} cells merged -> "
               f"{', '.join(path.name for path in collection.files.values())} in {sweep_dir}",
               file=sys.stderr, flush=True)
+
+
+def write_report_page(sweep_dir: Path) -> None:
+    """Write the sweep's one-file HTML report (`report.html`, `sfbench_jax.report.html`) after its collection; a
+    page that cannot be written is one line, never a failed sweep (the tables are already written)."""
+    from sfbench_jax.report.html import write_html_report
+
+    try:
+        target = write_html_report([sweep_dir], sweep_dir / "report.html")
+    except (OSError, ValueError) as error:
+        print(f"[sfbench-collect] report.html not written: {error}", file=sys.stderr, flush=True)
+        return
+    print(f"[sfbench-collect] wrote {target}", file=sys.stderr, flush=True)

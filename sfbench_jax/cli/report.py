@@ -8,6 +8,9 @@ nothing is written. Every run is verified first (its completion record and its s
 losses, `report.runs.load_run`). Exit status 0 when everything was written, 1 when runs are missing or cannot
 support an output (the reason is printed), 2 on bad arguments or a damaged run (named in one line with the file;
 no table is written).
+
+`html` (one self-contained page of the runs) and `mlflow` (log the runs to MLflow) are commands of their own
+(`sfbench_jax.cli.pages`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from sfbench_jax.report.outputs import OUTPUTS, Analysis, ReportOptions, Restore
 from sfbench_jax.report.realisations import NotApplicable
 from sfbench_jax.report.runs import DamagedRunsError, RunConflictError, gather_runs
 from sfbench_jax.run_folder import DamagedRunError
+
+#: Names that are commands over the runs rather than tables (`sfbench_jax.cli.pages`).
+PAGE_COMMANDS = ("html", "mlflow")
 
 
 def parse_where(tokens: list[str]) -> dict[str, str]:
@@ -37,10 +43,12 @@ def parse_where(tokens: list[str]) -> dict[str, str]:
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(prog="sfbench-report", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="+", metavar="NAME", help=f"outputs: {', '.join(OUTPUTS)}, or all")
+    parser.add_argument("names", nargs="+", metavar="NAME",
+                        help=f"outputs: {', '.join(OUTPUTS)}, or all; or html (one-file page) or mlflow (log runs)")
     parser.add_argument("--runs", nargs="+", type=Path, required=True, metavar="FOLDER",
                         help="folders holding run folders (searched recursively); multirun folders are checked")
-    parser.add_argument("--output", type=Path, default=Path("report"), help="where to write (default: ./report)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="where to write (default: ./report; html: a file, default ./report/report.html)")
     parser.add_argument("--select", nargs="+", default=[], metavar="COLUMN=VALUE",
                         help="keep only summary rows with these values, e.g. rng_mode=reference k=10000")
     parser.add_argument("--published-frontier", action="store_true",
@@ -93,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     from sfbench_jax.stored import NotStoredError, fault_examples, run_config, run_severity_curves
 
     args = parse_arguments(argv)
+    if args.names[0] in PAGE_COMMANDS:  # `sfbench-report html|mlflow --runs FOLDER...` (sfbench_jax.cli.pages)
+        from sfbench_jax.cli.pages import run_page_command
+
+        return run_page_command(args)
     names = list(OUTPUTS) if args.names == ["all"] else args.names
     unknown = [name for name in names if name not in OUTPUTS]
     missing_folders = [str(folder) for folder in args.runs if not folder.is_dir()]
@@ -102,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         options = report_options(args)
+        args.output = args.output or Path("report")
         args.output.mkdir(parents=True, exist_ok=True)
         missing = check_sweeps(args.runs, args.output)
         if missing:

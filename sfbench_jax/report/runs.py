@@ -40,6 +40,7 @@ SETTINGS_WITHOUT_EFFECT = frozenset({
     "eval.chunk_size", "eval.num_devices", "eval.progress", "eval.memory_budget_mb", "eval.block_size",
     "train.group_size", "train.num_devices", "train.store_dir", "train.progress",
     "data_root", "cache_dir", "compilation_cache", "figures", "overwrite",
+    "tracking.backend", "tracking.uri", "tracking.experiment",
 })
 #: Config settings renamed since older runs were stored (old dotted name -> current): the one place old names are
 #: read, by `read_manifest`, so an old run's key and its rebuilt RunConfig are those of a new run.

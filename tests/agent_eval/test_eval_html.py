@@ -1,0 +1,102 @@
+"""`sfbench-agent-eval report --html` on the recorded real-model traces (SmolLM2 through llama.cpp, fixtures/
+llm_traces), opened in headless Chromium: every step of every trace is replayed (each model turn, each tool call
+with its arguments, status and result, the final answer beside the expected one, each validator's verdict, the
+failure label), the pass rates are the records' own, and the page makes no network request and logs no console
+error. A screenshot is kept (tests/browser_check.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from browser_check import artifact_folder, opened, screenshot, table_cells
+
+from sfbench_jax.agent_eval.cli import main
+from sfbench_jax.agent_eval.html import mcnemar_section
+from sfbench_jax.agent_eval.scenario import load_scenarios
+
+FIXTURES = Path(__file__).parent / "fixtures" / "llm_traces"
+
+
+def recorded_run(folder: Path) -> Path:
+    """A run folder (records/, traces/) holding the recorded traces and their records as `run` writes them."""
+    for trace in sorted(FIXTURES.glob("*.jsonl")):
+        stem = trace.name.removesuffix(".jsonl")
+        (folder / "traces").mkdir(parents=True, exist_ok=True)
+        (folder / "records").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(trace, folder / "traces" / trace.name)
+        shutil.copy2(FIXTURES / f"{stem}.record.json", folder / "records" / f"{stem}.json")
+    return folder
+
+
+#: What the browser shows of each replay (one round trip).
+REPLAY_JS = """els => els.map(d => ({run: d.dataset.runId, text: d.innerText,
+    steps: Array.from(d.querySelectorAll('li.step')).map(li => [li.dataset.seq, li.dataset.kind]),
+    texts: Array.from(d.querySelectorAll('li.step')).map(li => li.innerText),
+    query: d.querySelector('blockquote.query').innerText,
+    verdicts: Array.from(d.querySelectorAll('table.validators tbody tr')).map(tr => tr.children[2].innerText),
+    label: d.querySelector('b.label').innerText}))"""
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = recorded_run(tmp_path_factory.mktemp("agent_run"))
+    assert main(["report", str(run), "--html"]) == 0
+    return run / "report.html"
+
+
+def test_replay_shows_every_step_of_every_recorded_trace(page_file: Path, tmp_path: Path) -> None:
+    records = {p.name.removesuffix(".record.json"): json.loads(p.read_text()) for p in FIXTURES.glob("*.record.json")}
+    scenarios = {s.id: s for s in load_scenarios(ids=sorted({r["scenario_id"] for r in records.values()}))}
+    with opened(page_file) as view:
+        view.page.evaluate("document.querySelectorAll('details.replay').forEach(d => d.open = true)")
+        replays = {item["run"]: item for item in view.page.eval_on_selector_all("details.replay", REPLAY_JS)}
+        assert len(records) == 4 and len(replays) == len(records)
+        for stem, record in records.items():
+            replay = replays[record["run_id"]]
+            events = read_jsonl(FIXTURES / f"{stem}.jsonl")
+            steps = [(e["seq"], e["kind"]) for e in events if e["kind"] not in ("run_start", "llm_request")]
+            assert [(int(seq), kind) for seq, kind in replay["steps"]] == steps, stem  # every turn, call, answer
+            calls = [e for e in events if e["kind"] == "tool_call"]
+            call_texts = [text for (_, kind), text in zip(replay["steps"], replay["texts"], strict=True)
+                          if kind == "tool_call"]
+            for call, text in zip(calls, call_texts, strict=True):
+                assert call["tool"] in text and call["status"] in text
+                for name, value in (call.get("arguments") or {}).items():
+                    assert f'"{name}": {json.dumps(value)}' in text
+            assert replay["query"].strip() == scenarios[record["scenario_id"]].query
+            assert json.dumps(record["final_answer"], indent=1, sort_keys=True) in replay["text"]
+            assert replay["verdicts"] == ["pass" if r["passed"] else "FAIL" for r in record["validator_results"]]
+            assert replay["label"] == (record["failure"]["primary"] if not record["success"] else "solved")
+        rates = table_cells(view, "pass-rates")
+        scored = [r for r in records.values() if r["status"] == "scored"]
+        overall = next(row for row in rates if row["cells"][4]["text"] == "all" and row["cells"][3]["text"] == "all")
+        assert float(overall["cells"][5]["value"]) == sum(r["success"] for r in scored) / len(scored)
+        assert {row["cells"][4]["text"] for row in rates} == {"all"} | {r["task_type"] for r in records.values()}
+        assets = {row["cells"][4]["text"]: row for row in table_cells(view, "asset-classes")}
+        assert sorted(assets) == sorted({r["asset_class"] for r in records.values()})
+        for asset, row in assets.items():
+            members = [r for r in scored if r["asset_class"] == asset]
+            assert float(row["cells"][5]["value"]) == sum(r["success"] for r in members) / len(members)
+            assert "[" in row["cells"][6]["text"]  # pass-all-n with its interval
+        outcomes = table_cells(view, "scenarios")
+        assert sorted(row["data"]["scenario"] for row in outcomes) == sorted(r["scenario_id"] for r in records.values())
+        assert view.refused == [] and view.console_errors == []
+        shot = screenshot(view, artifact_folder(tmp_path) / "agent_eval_report.png")
+    assert shot.stat().st_size > 10_000
+
+
+def test_mcnemar_between_modes_is_shown_per_pair_of_groups() -> None:
+    records = [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.record.json"))]
+    # the same scenarios in a second mode, one of them solved there: one discordant scenario, exact p = 1
+    other = [{**r, "mode": "rag", "success": r["scenario_id"] == records[0]["scenario_id"]} for r in records]
+    section = mcnemar_section(records + other)
+    assert "llm/smollm2-135m-instruct/rag" in section and "llm/smollm2-135m-instruct/tools_provided" in section
+    assert "<td>4</td>" in section and "<td>1 / 0</td>" in section and 'data-value="1.0"' in section
+    assert "Only one agent/model/mode" in mcnemar_section(records)
