@@ -1,0 +1,280 @@
+"""Issue 30: a plug-in's ordinary mistakes are refused before any work, stored work is keyed by the code that made
+it, a broken plug-in stops only what names it, and extras show in the reports and over MCP.
+
+Each defect is a reproduction. A distribution (`bad-plugin` 0.3) is put on `sys.path` the way pip installs one (a
+`*.dist-info` folder with `entry_points.txt`); its specs are registered into the live registries with the same
+`plugins.discovered` the registries call at import, and `sfbench` runs in this process (Hydra's real app and
+callbacks), so each test costs about a second. The contract tests check: exit 2, one error line on stderr naming
+the package and the entry point, no run folder, nothing trained.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sfbench_jax import plugins, presets
+from sfbench_jax.data.registry import DATASETS
+from sfbench_jax.data.spec import DatasetSpec
+from sfbench_jax.faults.registry import FAULTS
+from sfbench_jax.faults.spec import FaultSpec
+from sfbench_jax.methods.registry import METHODS
+from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.models.registry import MODELS
+from sfbench_jax.models.spec import ModelSpec
+
+DIST = "bad-plugin"
+
+MODEL_MODULE = """
+    import dataclasses
+
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from sfbench_jax.data.windows import select_targets
+    from sfbench_jax.models.spec import ModelSpec
+
+    SHORT_BY = 0  # steps the forecast is short by (the short-horizon model sets 1)
+    SELECTS_TARGETS = True  # the target-forgetting model returns every channel
+
+
+    @dataclasses.dataclass(frozen=True)
+    class TinyConfig:
+        width: int = 4
+
+
+    def is_valid(hparams, *, input_len=96):
+        return True
+
+
+    class Tiny(nnx.Module):
+        def __init__(self, *, width=4, input_len, horizon, num_channels, target_indices, rngs, short_by=0,
+                     selects=True):
+            self.target_indices = tuple(target_indices)
+            self.selects = selects
+            self.linear = nnx.Linear(input_len, horizon - short_by, rngs=rngs)
+
+        def predict_all_channels(self, x):
+            return jnp.swapaxes(self.linear(jnp.swapaxes(x, 1, 2)), 1, 2)
+
+        def __call__(self, x):
+            out = self.predict_all_channels(x)
+            return select_targets(out, self.target_indices) if self.selects else out
+
+
+    class Forgetful(Tiny):
+        def __init__(self, **kwargs):
+            super().__init__(selects=False, **kwargs)
+
+
+    class Short(Tiny):
+        def __init__(self, **kwargs):
+            super().__init__(short_by=1, **kwargs)
+
+
+    def _spec(name, module_cls):
+        return ModelSpec(name=name, config_cls=TinyConfig, is_valid=is_valid, module_cls=module_cls,
+                         is_trainable=True, is_channel_independent=False, supports_revin=True, label=name.title())
+
+
+    FORGETFUL = _spec("forgetful", Forgetful)
+    SHORT = _spec("short", Short)
+    GOOD = _spec("good_tiny", Tiny)
+    """
+
+FAULT_MODULE = """
+    import jax.numpy as jnp
+
+    from sfbench_jax.faults.scored import sample_channel_fault
+    from sfbench_jax.faults.spec import FaultSpec
+
+
+    def crop(x, params, ctx):
+        return x[1:]
+
+
+    def widen(x, params, ctx):
+        return x.astype(jnp.float64)
+
+
+    def flip(x, params, ctx):
+        return jnp.where(params.selected[None, :], -x, x)
+
+
+    CROPPED = FaultSpec(name="cropped", label="Cropped", fault_class="Value", sample=sample_channel_fault, apply=crop)
+    WIDENED = FaultSpec(name="widened", label="Widened", fault_class="Value", sample=sample_channel_fault,
+                        apply=widen)
+    FLIP = FaultSpec(name="sign_flip", label="SignFlip", fault_class="Value", sample=sample_channel_fault,
+                     apply=flip)
+    """
+
+PRESET = """
+    defaults:
+      - /schema/model@_here_
+    name: {name}
+    grid:
+      width: [4]
+      lr: [0.001]
+    """
+
+ENTRY_POINTS = """
+    [sfbench_jax.models]
+    forgetful = bad_plugin_pkg.model:FORGETFUL
+    short = bad_plugin_pkg.model:SHORT
+    good_tiny = bad_plugin_pkg.model:GOOD
+    broken = bad_plugin_pkg.missing_module:SPEC
+    [sfbench_jax.faults]
+    cropped = bad_plugin_pkg.fault:CROPPED
+    widened = bad_plugin_pkg.fault:WIDENED
+    sign_flip = bad_plugin_pkg.fault:FLIP
+    [sfbench_jax.conf]
+    bad_plugin_pkg = bad_plugin_pkg.conf
+    """
+
+REGISTRIES = {"models": (MODELS, ModelSpec), "methods": (METHODS, MethodSpec), "faults": (FAULTS, FaultSpec),
+              "datasets": (DATASETS, DatasetSpec)}
+
+
+def _clear_caches() -> None:
+    plugins.discovered.cache_clear()
+    plugins.preset_packages.cache_clear()
+    presets.preset_grid.cache_clear()
+
+
+def write_distribution(site: Path, *, model_source: str = MODEL_MODULE, version: str = "0.3") -> Path:
+    """The `bad-plugin` distribution, as pip installs it, into the folder `site`."""
+    for old in site.glob("bad_plugin-*.dist-info"):
+        for file in old.iterdir():
+            file.unlink()
+        old.rmdir()
+    dist = site / f"bad_plugin-{version}.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {DIST}\nVersion: {version}\n")
+    (dist / "entry_points.txt").write_text(textwrap.dedent(ENTRY_POINTS))
+    files = {"bad_plugin_pkg/__init__.py": "", "bad_plugin_pkg/model.py": model_source,
+             "bad_plugin_pkg/fault.py": FAULT_MODULE, "bad_plugin_pkg/conf/__init__.py": "",
+             **{f"bad_plugin_pkg/conf/model/{name}.yaml": PRESET.format(name=name)
+                for name in ("forgetful", "short", "good_tiny", "broken")}}
+    for relative, text in files.items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site / relative).write_text(textwrap.dedent(text))
+    return site
+
+
+def register(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Register the installed plug-ins into the live registries, as the registries do at import."""
+    _clear_caches()
+    for kind, (registry, spec_type) in REGISTRIES.items():
+        for spec in plugins.discovered(kind, spec_type):
+            monkeypatch.setitem(registry, spec.name, spec)
+
+
+@pytest.fixture
+def bad_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    site = write_distribution(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    register(monkeypatch)
+    yield site
+    _clear_caches()
+    for name in [module for module in sys.modules if module.startswith("bad_plugin_pkg")]:
+        del sys.modules[name]
+
+
+def sfbench(monkeypatch: pytest.MonkeyPatch, *overrides: str) -> tuple[int, str]:
+    """Run `sfbench` in this process; returns (exit status, stderr). Standard streams are buffers of their own, and
+    Hydra's logging set-up (which closes every handler, pytest's and absl's, whose streams are pytest's, and
+    replaces the root logger's) is undone."""
+    from sfbench_jax.cli import main
+
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "argv", ["sfbench", *overrides])
+    monkeypatch.setattr(sys, "stderr", stderr)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr(main, "exit_now", lambda: None)
+    root = logging.getLogger()
+    kept, level = list(root.handlers), root.level
+    for reference in list(logging._handlerList):  # Hydra's dictConfig closes every handler (absl's closes stderr)
+        handler = reference()
+        if handler is not None:
+            monkeypatch.setattr(handler, "close", lambda: None)
+    try:
+        main.main()
+        code = 0
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    finally:
+        for handler in [handler for handler in root.handlers if handler not in kept]:
+            handler.close()
+        root.handlers[:] = kept
+        root.setLevel(level)
+    return code, stderr.getvalue()
+
+
+#: Beijing Air (12 channels, the target PM2.5 one of them, H = 6): a model forgetting its targets shows.
+TINY = ("dataset=beijing_air_tiantan", "profile=tiny", "eval=quick")
+
+
+def refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *overrides: str) -> str:
+    """Run `sfbench *overrides` (profile=tiny) into tmp_path/run with the store tmp_path/store; check the refusal:
+    exit 2, one error line (then only the traceback hint) naming the package, no run folder, nothing stored.
+    Returns the error line."""
+    run, store = tmp_path / "run", tmp_path / "store"
+    code, stderr = sfbench(monkeypatch, *overrides, *TINY, f"hydra.run.dir={run}", f"train.store_dir={store}")
+    lines = stderr.strip().splitlines()
+    assert code == 2, stderr[-3000:]
+    assert lines[0].startswith("sfbench: error: ") and lines[1:] == ["(set HYDRA_FULL_ERROR=1 for the traceback)"], \
+        stderr[-3000:]
+    assert f"package {DIST!r}" in lines[0] or f"package '{DIST}'" in lines[0], lines[0]
+    assert not run.exists(), sorted(str(path) for path in run.rglob("*"))
+    assert not store.exists() or not any(store.rglob("result.json"))
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Defects 1 and 3: contracts checked before any work
+
+
+def test_a_model_that_forgets_to_select_its_targets_is_refused_before_any_work(bad_plugin, tmp_path,
+                                                                               monkeypatch) -> None:
+    line = refused(monkeypatch, tmp_path, "model=forgetful")
+    assert "Model 'forgetful' (package 'bad-plugin' 0.3, entry point 'forgetful = bad_plugin_pkg.model:FORGETFUL')" \
+        in line, line
+    assert "__call__(x (2, 96, 12)) must return (2, 6, 1) float32; it returned (2, 6, 12) float32" in line, line
+
+
+def test_a_model_one_step_short_is_refused_before_any_work(bad_plugin, tmp_path, monkeypatch) -> None:
+    line = refused(monkeypatch, tmp_path, "model=short")
+    assert "entry point 'short = bad_plugin_pkg.model:SHORT'" in line, line
+    assert "must return (2, 6, 1) float32; it returned (2, 5, 1) float32" in line, line
+
+
+def test_a_fault_that_changes_the_window_shape_is_refused_before_any_work(bad_plugin, tmp_path, monkeypatch) -> None:
+    line = refused(monkeypatch, tmp_path, "model=dlinear", "eval.scenarios=[cropped]")
+    assert "Fault 'cropped' (package 'bad-plugin' 0.3, entry point 'cropped = bad_plugin_pkg.fault:CROPPED')" \
+        in line, line
+    assert "must return (96, 12) float32; it returned (95, 12) float32" in line, line
+
+
+def test_a_fault_that_returns_float64_is_refused_before_any_work(bad_plugin, tmp_path, monkeypatch) -> None:
+    line = refused(monkeypatch, tmp_path, "model=seasonal_naive", "eval.scenarios=[widened]")
+    assert "Fault 'widened'" in line and "entry point 'widened = bad_plugin_pkg.fault:WIDENED'" in line, line
+    assert "must return (96, 12) float32; it returned (96, 12) float64" in line, line
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Defect 4: a broken plug-in stops only the commands that name it
+
+
+def test_naming_a_broken_plug_in_stops_the_run_with_its_fix(bad_plugin, tmp_path, monkeypatch) -> None:
+    assert {"forgetful", "short", "good_tiny"} <= set(MODELS)  # the loadable ones of the same package register
+    line = refused(monkeypatch, tmp_path, "model=broken")
+    assert "The entry point 'broken' = 'bad_plugin_pkg.missing_module:SPEC'" in line, line
+    assert "Repair the line `broken = bad_plugin_pkg.missing_module:SPEC`" in line, line
+    assert line.endswith("pip uninstall bad-plugin."), line
