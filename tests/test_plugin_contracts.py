@@ -278,3 +278,58 @@ def test_naming_a_broken_plug_in_stops_the_run_with_its_fix(bad_plugin, tmp_path
     assert "The entry point 'broken' = 'bad_plugin_pkg.missing_module:SPEC'" in line, line
     assert "Repair the line `broken = bad_plugin_pkg.missing_module:SPEC`" in line, line
     assert line.endswith("pip uninstall bad-plugin."), line
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Defect 2: stored work keyed by the code that made it
+
+
+def _edit_model(site: Path, monkeypatch: pytest.MonkeyPatch, *, version: str = "0.3") -> None:
+    """Edit the plug-in's model module (a changed forward pass) and register it again, as a new process would."""
+    source = MODEL_MODULE.replace("return select_targets(out, self.target_indices) if self.selects else out",
+                                  "out = 0.5 * out\n            return select_targets(out, self.target_indices) "
+                                  "if self.selects else out")
+    assert source != MODEL_MODULE
+    write_distribution(site, model_source=source, version=version)
+    for name in [module for module in sys.modules if module.startswith("bad_plugin_pkg")]:
+        monkeypatch.delitem(sys.modules, name)
+    register(monkeypatch)
+
+
+def test_the_candidate_identity_holds_the_model_code_and_the_plug_in_version(bad_plugin, monkeypatch) -> None:
+    from sfbench_jax.train.sweep import code_identity
+
+    before = code_identity("good_tiny", "baseline")
+    assert before["packages"] == ["bad-plugin==0.3"]
+    assert {"bad_plugin_pkg.model", "sfbench_jax.methods.baseline"} <= set(before["modules"])
+    assert code_identity("dlinear", "baseline")["packages"] == []  # a built-in: its modules only
+    _edit_model(bad_plugin, monkeypatch)
+    edited = code_identity("good_tiny", "baseline")
+    assert edited["modules"]["bad_plugin_pkg.model"] != before["modules"]["bad_plugin_pkg.model"]
+    assert {key: value for key, value in edited["modules"].items() if key != "bad_plugin_pkg.model"} == {
+        key: value for key, value in before["modules"].items() if key != "bad_plugin_pkg.model"}
+    _edit_model(bad_plugin, monkeypatch, version="0.4")
+    assert code_identity("good_tiny", "baseline")["packages"] == ["bad-plugin==0.4"]
+
+
+@pytest.mark.slow
+def test_an_edited_model_trains_again_and_both_generations_stay_in_the_store(bad_plugin, tmp_path,
+                                                                               monkeypatch) -> None:
+    """The reproduction of defect 2: two tiny runs of a plug-in model on one store, the model edited between them
+    (about 40 s: two tiny trainings and evaluations)."""
+    store = tmp_path / "store"
+    common = ("model=good_tiny", *TINY, "train.candidate_budget=1", f"train.store_dir={store}")
+    code, stderr = sfbench(monkeypatch, *common, f"hydra.run.dir={tmp_path / 'first'}")
+    assert code == 0, stderr[-3000:]
+    assert "0 already in the store, 1 to train" in stderr, stderr
+    first = sorted(path.parent for path in store.rglob("result.json"))
+    assert len(first) == 1
+    recorded = (first[0] / "result.json").read_bytes()
+
+    _edit_model(bad_plugin, monkeypatch)
+    code, stderr = sfbench(monkeypatch, *common, f"hydra.run.dir={tmp_path / 'second'}")
+    assert code == 0, stderr[-3000:]
+    assert "0 already in the store, 1 to train" in stderr, stderr  # not "1 already in the store, 0 to train"
+    both = sorted(path.parent for path in store.rglob("result.json"))
+    assert len(both) == 2 and first[0] in both
+    assert (first[0] / "result.json").read_bytes() == recorded  # the old generation untouched
