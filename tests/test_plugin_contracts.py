@@ -333,3 +333,39 @@ def test_an_edited_model_trains_again_and_both_generations_stay_in_the_store(bad
     both = sorted(path.parent for path in store.rglob("result.json"))
     assert len(both) == 2 and first[0] in both
     assert (first[0] / "result.json").read_bytes() == recorded  # the old generation untouched
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Defect 5: extras visible where people look (MCP here; the report below)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_mcp_lists_plug_in_models_methods_and_extra_scenarios_marked(bad_plugin, data_root: Path) -> None:
+    from mcp import Client
+
+    from sfbench_jax.mcp.server import ServerConfig, build_server
+
+    async with Client(build_server(ServerConfig(data_root=data_root))) as client:
+        models = (await client.call_tool("list_models", {})).structured_content["models"]
+        methods = (await client.call_tool("list_methods", {})).structured_content["methods"]
+        scenarios = (await client.call_tool("list_fault_scenarios", {})).structured_content["scenarios"]
+    by_name = {model["name"]: model for model in models}
+    assert [model["name"] for model in models][:2] == ["seasonal_naive", "dlinear"]  # built-ins first
+    tiny = by_name["good_tiny"]
+    assert (tiny["label"], tiny["trainable"], tiny["channel_independent"], tiny["supports_revin"]) == (
+        "Good_Tiny", True, False, True)
+    assert tiny["plugin"] and "package 'bad-plugin' 0.3" in tiny["origin"], tiny
+    assert not by_name["dlinear"]["plugin"] and by_name["dlinear"]["channel_independent"]
+    assert "broken" not in by_name  # a broken entry point is not listed
+    ensemble = next(method for method in methods if method["name"] == "ensemble")
+    assert ensemble["kind"] == "wrap" and "good_tiny" in ensemble["applies_to"]
+    assert [s["name"] for s in scenarios if not s["extra"]] == [
+        "drift", "attenuation", "noise", "spike", "time_stretch", "time_compress", "stuck_sensor", "missing_data"]
+    extra = {s["name"]: s for s in scenarios if s["extra"]}
+    assert {"sign_flip", "cropped", "widened"} <= set(extra)
+    assert "package 'bad-plugin' 0.3" in extra["sign_flip"]["origin"]
