@@ -17,6 +17,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from sfbench_jax import plugins, presets
@@ -369,3 +370,24 @@ async def test_mcp_lists_plug_in_models_methods_and_extra_scenarios_marked(bad_p
     extra = {s["name"]: s for s in scenarios if s["extra"]}
     assert {"sign_flip", "cropped", "widened"} <= set(extra)
     assert "package 'bad-plugin' 0.3" in extra["sign_flip"]["origin"]
+
+
+def test_an_extra_scenario_gets_its_own_report_table_and_figure(bad_plugin, tmp_path, monkeypatch) -> None:
+    """A SeasonalNaive run scoring the plug-in's sign flip, then `sfbench-report extras` and `table4` on it (about
+    20 s on two loaded cores: one tiny run)."""
+    from sfbench_jax.cli.report import main as report
+
+    run = tmp_path / "runs" / "run"
+    code, stderr = sfbench(monkeypatch, "model=seasonal_naive", *TINY, "eval.scenarios=[sign_flip]",
+                           f"hydra.run.dir={run}", f"train.store_dir={tmp_path / 'store'}")
+    assert code == 0, stderr[-3000:]
+    assert report(["extras", "table4", "--runs", str(tmp_path / "runs"), "--output", str(tmp_path / "report")]) == 0
+    table = pd.read_csv(tmp_path / "report" / "extras.csv")
+    summary = pd.read_csv(run / "summary.csv").iloc[0]
+    assert list(table["scenario"]) == ["sign_flip"] and list(table["label"]) == ["SignFlip"]
+    assert table["d"].iloc[0] == pytest.approx(summary["d_sign_flip"])
+    assert table["d_w"].iloc[0] == pytest.approx(summary["d_w"])  # D_w stays the worst of the eight
+    assert bool(table["exceeds_paper_worst"].iloc[0]) == (summary["d_sign_flip"] > summary["d_w"])
+    assert "SignFlip" in (tmp_path / "report" / "extras.md").read_text()
+    assert (tmp_path / "report" / "extras.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "sign_flip" not in (tmp_path / "report" / "table4.md").read_text()  # never mixed into the paper's table
