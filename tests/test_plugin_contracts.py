@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import io
 import logging
+import re
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -391,3 +394,90 @@ def test_an_extra_scenario_gets_its_own_report_table_and_figure(bad_plugin, tmp_
     assert "SignFlip" in (tmp_path / "report" / "extras.md").read_text()
     assert (tmp_path / "report" / "extras.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "sign_flip" not in (tmp_path / "report" / "table4.md").read_text()  # never mixed into the paper's table
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Defect 6: docs/extending.md's complete minimal package, executed
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+#: A fenced block marked with the file it is: ```python file=my-sensors/my_sensors/model.py
+DOC_FILE_BLOCK = re.compile(r"^```\w+ file=(\S+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def doc_files() -> dict[str, str]:
+    return dict(DOC_FILE_BLOCK.findall(DOC.read_text()))
+
+
+@pytest.fixture(scope="module")
+def doc_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The doc's package written from its blocks, its data generated, installed with pip (offline, --target)."""
+    source = tmp_path_factory.mktemp("doc_source")
+    for relative, text in doc_files().items():
+        (source / relative).parent.mkdir(parents=True, exist_ok=True)
+        (source / relative).write_text(text)
+    subprocess.run([sys.executable, str(source / "my-sensors" / "make_data.py")], check=True, timeout=120)
+    site = tmp_path_factory.mktemp("doc_site")
+    completed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--no-cache-dir",
+         "--disable-pip-version-check", "--quiet", "--target", str(site), str(source / "my-sensors")],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
+    return site
+
+
+@pytest.fixture
+def doc_plugin(doc_package: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.syspath_prepend(str(doc_package))
+    register(monkeypatch)
+    yield doc_package
+    _clear_caches()
+    for name in [module for module in sys.modules if module.startswith("my_sensors")]:
+        del sys.modules[name]
+
+
+def test_the_doc_has_a_complete_example_of_every_kind() -> None:
+    files = doc_files()
+    assert {"my-sensors/pyproject.toml", "my-sensors/my_sensors/model.py", "my-sensors/my_sensors/methods.py",
+            "my-sensors/my_sensors/dataset.py", "my-sensors/my_sensors/fault.py",
+            "my-sensors/my_sensors/conf/model/my_nlinear.yaml", "my-sensors/my_sensors/conf/method/my_dropout.yaml",
+            "my-sensors/my_sensors/conf/method/my_median.yaml", "my-sensors/my_sensors/conf/dataset/my_sensors.yaml",
+            "my-sensors/make_data.py"} <= set(files)
+
+
+def _compose_run(overrides: list[str]):
+    from hydra import compose, initialize_config_module
+
+    from sfbench_jax.cli.main import to_run_config
+
+    with initialize_config_module(config_module="sfbench_jax.conf", version_base="1.3"):
+        return to_run_config(compose(config_name="config", overrides=overrides))
+
+
+def test_the_doc_package_registers_every_kind_and_passes_the_contracts(doc_plugin) -> None:
+    """Composing a run checks it like `sfbench` does, the contracts included (abstract evaluation, no data)."""
+    assert MODELS["my_nlinear"].channel_sparse and METHODS["my_median"].kind == "wrap"
+    assert DATASETS["my_sensors"].num_channels == 3 and "my_sign_flip" in FAULTS
+    assert plugins.origin_of(MODELS["my_nlinear"]).distribution == "my-sensors"
+    for method in ("baseline", "my_dropout", "my_median"):
+        run = _compose_run(["model=my_nlinear", f"method={method}", "dataset=my_sensors",
+                            "eval.scenarios=[my_sign_flip]", "train.candidate_budget=3"])
+        assert (run.model.name, run.method.name, run.dataset.name) == ("my_nlinear", method, "my_sensors")
+    with pytest.raises(ValueError, match="my_median needs 3 baseline candidates of my_nlinear"):
+        _compose_run(["model=my_nlinear", "method=my_median", "dataset=my_sensors", "train.candidate_budget=2"])
+
+
+@pytest.mark.slow
+def test_the_doc_package_runs_its_model_methods_dataset_and_fault(doc_plugin, tmp_path, monkeypatch) -> None:
+    """Three tiny runs on one store (baseline with the extra fault, input dropout, the median wrapper): about 90 s."""
+    store = tmp_path / "store"
+    common = ("model=my_nlinear", "dataset=my_sensors", "profile=tiny", "eval=quick", "train.candidate_budget=3",
+              f"train.store_dir={store}")
+    for method in ("baseline", "my_dropout", "my_median"):
+        run = tmp_path / method
+        code, stderr = sfbench(monkeypatch, *common, f"method={method}", "eval.scenarios=[my_sign_flip]",
+                               f"hydra.run.dir={run}")
+        assert code == 0, stderr[-3000:]
+        summary = pd.read_csv(run / "summary.csv").iloc[0]
+        assert (summary["architecture"], summary["method"], summary["dataset"]) == ("my_nlinear", method,
+                                                                                    "my_sensors")
+        assert np.isfinite(summary["d_my_sign_flip"]) and np.isfinite(summary["d_w"])
