@@ -118,6 +118,48 @@ FAULT_MODULE = """
                      apply=flip)
     """
 
+METHODS_MODULE = """
+    from dataclasses import dataclass
+
+    from sfbench_jax.methods.spec import MethodSpec, WrapperSpec
+    from sfbench_jax.methods.training import PlainTraining
+
+
+    @dataclass(frozen=True)
+    class DropLastChannel(PlainTraining):
+        def training_inputs(self, key, x, loss_at):
+            return x[:, :, :-1]
+
+
+    def drop_last(recipe, facts):
+        return DropLastChannel()
+
+
+    def winner(recipe, ranked):
+        return ranked[:1]
+
+
+    def every_channel(recipe, members, *, seed):
+        ((predict, state),) = members
+
+        def wide(state, x):
+            return x[:, -6:, :]  # the last input steps of every channel instead of the forecast
+
+        return wide, state
+
+
+    CHANNEL_DROP = MethodSpec(name="channel_drop", kind="train", label="Channel drop", transform=drop_last,
+                              variant_id=lambda recipe: "drop")
+    WIDE_WRAP = MethodSpec(name="wide_wrap", kind="wrap", label="Wide", wrapper=WrapperSpec(winner, every_channel),
+                           variant_id=lambda recipe: "wide")
+    """
+
+METHOD_PRESET = """
+    defaults:
+      - /schema/method@_here_
+    name: {name}
+    """
+
 PRESET = """
     defaults:
       - /schema/model@_here_
@@ -133,6 +175,9 @@ ENTRY_POINTS = """
     short = bad_plugin_pkg.model:SHORT
     good_tiny = bad_plugin_pkg.model:GOOD
     broken = bad_plugin_pkg.missing_module:SPEC
+    [sfbench_jax.methods]
+    channel_drop = bad_plugin_pkg.methods:CHANNEL_DROP
+    wide_wrap = bad_plugin_pkg.methods:WIDE_WRAP
     [sfbench_jax.faults]
     cropped = bad_plugin_pkg.fault:CROPPED
     widened = bad_plugin_pkg.fault:WIDENED
@@ -163,6 +208,9 @@ def write_distribution(site: Path, *, model_source: str = MODEL_MODULE, version:
     (dist / "entry_points.txt").write_text(textwrap.dedent(ENTRY_POINTS))
     files = {"bad_plugin_pkg/__init__.py": "", "bad_plugin_pkg/model.py": model_source,
              "bad_plugin_pkg/fault.py": FAULT_MODULE, "bad_plugin_pkg/conf/__init__.py": "",
+             "bad_plugin_pkg/methods.py": METHODS_MODULE,
+             **{f"bad_plugin_pkg/conf/method/{name}.yaml": METHOD_PRESET.format(name=name)
+                for name in ("channel_drop", "wide_wrap")},
              **{f"bad_plugin_pkg/conf/model/{name}.yaml": PRESET.format(name=name)
                 for name in ("forgetful", "short", "good_tiny", "broken")}}
     for relative, text in files.items():
@@ -270,6 +318,21 @@ def test_a_fault_that_returns_float64_is_refused_before_any_work(bad_plugin, tmp
     line = refused(monkeypatch, tmp_path, "model=seasonal_naive", "eval.scenarios=[widened]")
     assert "Fault 'widened'" in line and "entry point 'widened = bad_plugin_pkg.fault:WIDENED'" in line, line
     assert "must return (96, 12) float32; it returned (96, 12) float64" in line, line
+
+
+def test_a_train_method_whose_transform_drops_a_channel_is_refused_before_any_work(bad_plugin, tmp_path,
+                                                                                     monkeypatch) -> None:
+    line = refused(monkeypatch, tmp_path, "model=dlinear", "method=channel_drop")
+    assert "Method 'channel_drop' (package 'bad-plugin' 0.3, entry point 'channel_drop = " in line, line
+    assert "training_inputs(key, x (2, 96, 12), loss_at) must return (2, 96, 12) float32; it returned (2, 96, 11) " \
+           "float32" in line, line
+
+
+def test_a_wrap_method_whose_predictor_changes_the_forecast_shape_is_refused(bad_plugin, tmp_path,
+                                                                             monkeypatch) -> None:
+    line = refused(monkeypatch, tmp_path, "model=dlinear", "method=wide_wrap")
+    assert "Method 'wide_wrap' (package 'bad-plugin' 0.3" in line, line
+    assert "must return (2, 6, 1) float32; it returned (2, 6, 12) float32" in line, line
 
 
 # ----------------------------------------------------------------------------------------------------------------
