@@ -295,13 +295,12 @@ def _module_digest(name: str) -> str:
 
     module = sys.modules.get(name)
     path = getattr(module, "__file__", None)
-    if path is None:
-        found = importlib.util.find_spec(name)
-        path = getattr(found, "origin", None)
     try:
+        if path is None:
+            path = getattr(importlib.util.find_spec(name), "origin", None)
         with open(path, "rb") as handle:
             return hashlib.sha256(handle.read()).hexdigest()[:16]
-    except (OSError, TypeError):
+    except (OSError, TypeError, ValueError, ImportError):  # no file (an interactive session): named, not hashed
         return "unreadable"
 
 
