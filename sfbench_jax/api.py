@@ -13,6 +13,10 @@ from typing import Any
 from sfbench_jax.config import DatasetConfig, EvalConfig, RunConfig
 from sfbench_jax.data import DATASETS, get_dataset, load, prepare
 from sfbench_jax.faults import SCENARIOS
+from sfbench_jax.faults.registry import extra_scenarios
+from sfbench_jax.methods.registry import METHODS
+from sfbench_jax.models.registry import MODELS
+from sfbench_jax.plugins import origin_of
 from sfbench_jax.selection import select_and_evaluate
 
 
@@ -26,10 +30,32 @@ def list_datasets() -> list[dict[str, Any]]:
 
 
 def list_scenarios() -> list[dict[str, Any]]:
-    """The eight scored fault scenarios in canonical order."""
+    """The eight scored fault scenarios in canonical order (`extra` false: they make D_w), then the extra scenarios
+    of this package's modules and the installed plug-ins (`extra` true: scored only when `eval.scenarios` names
+    them, never in D_w), each with where it came from."""
     return [{"index": fault.index, "name": fault.key, "display_name": fault.display_name,
-             "fault_class": fault.fault_class, "channel_scoped": fault.is_channel_scoped}
-            for fault in SCENARIOS]
+             "fault_class": fault.fault_class, "channel_scoped": fault.is_channel_scoped, "extra": extra,
+             "origin": origin_of(fault).describe()}
+            for extra, faults in ((False, SCENARIOS), (True, extra_scenarios())) for fault in faults]
+
+
+def list_models() -> list[dict[str, Any]]:
+    """The registered architectures in registry order (the built-ins, then the plug-ins), with their labels,
+    capabilities, grid keys and where each came from."""
+    return [{"name": spec.name, "label": spec.display_label, "family": spec.family,
+             "trainable": spec.is_trainable, "channel_independent": spec.is_channel_independent,
+             "channel_sparse": spec.channel_sparse, "supports_revin": spec.supports_revin,
+             "hyperparameters": list(spec.hyperparameter_names), "origin": origin_of(spec).describe(),
+             "plugin": bool(origin_of(spec).entry_point)} for spec in MODELS.values()]
+
+
+def list_methods() -> list[dict[str, Any]]:
+    """The registered robustness methods in registry order, with their kind, label, the architectures they apply
+    to, their recipe keys and where each came from."""
+    return [{"name": spec.name, "label": spec.display_label, "kind": spec.kind,
+             "applies_to": [model for model in MODELS if spec.applies_to(model)],
+             "recipe_keys": list(spec.grid), "origin": origin_of(spec).describe(),
+             "plugin": bool(origin_of(spec).entry_point)} for spec in METHODS.values()]
 
 
 def seasonal_naive_robustness(dataset: str, *, data_root: Path | None, k: int = 10_000,

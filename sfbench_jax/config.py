@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sfbench_jax.data.registry import DATASETS, DatasetSpec
+from sfbench_jax.data.registry import DATASETS, DatasetSpec, get_dataset
 from sfbench_jax.faults.registry import SCENARIO_KEYS, scored_scenarios
 from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION
 
@@ -71,9 +71,7 @@ class DatasetConfig:
     horizon: int | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in DATASETS:
-            raise ValueError(f"Unknown dataset {self.name!r}. Valid datasets: {', '.join(sorted(DATASETS))}.")
-        spec = DATASETS[self.name]
+        spec = get_dataset(self.name)  # an unknown name lists the valid ones (or names a broken plug-in's fix)
         for field_name, given, protocol in (("input_len", self.input_len, spec.input_len),
                                             ("horizon", self.horizon, spec.horizon)):
             if given is not None and given != protocol:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sfbench_jax.config import MethodConfig, ModelConfig, RunConfig
+from sfbench_jax.contracts import check_run_contracts
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.files import write_csv, write_json, write_parquet
@@ -81,6 +82,7 @@ def check_run_config(cfg: RunConfig) -> None:
     baseline_candidates = min(cfg.train.candidate_budget,
                               len(expand_space(cfg.model.name, space, input_len=cfg.dataset.spec.input_len)))
     check_method(cfg.method.name, cfg.model.name, cfg.method.grid, num_baseline_candidates=baseline_candidates)
+    check_run_contracts(cfg)  # the model's, method's and faults' outputs, by abstract evaluation (contracts.py)
 
 
 def load_data(cfg: RunConfig) -> PreparedData:

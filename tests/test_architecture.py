@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 #: Each layer may import only itself and the layers listed (transitively lower ones are listed too). An entry
 #: `package.module` allows that one module of a higher package: the pipeline seals its run folder with
 #: `report.runs.seal_run`, the run-folder format the analysis reads back.
-_ENGINE = {"config", "data", "evaluate", "faults", "files", "host_calls", "methods", "models", "plugins",
-           "predictors", "presets", "run_folder", "selection", "train"}
+_ENGINE = {"config", "contracts", "data", "evaluate", "faults", "files", "host_calls", "methods", "models",
+           "plugins", "predictors", "presets", "run_folder", "selection", "train"}
 ALLOWED_IMPORTS = {
     "__init__": set(),
     "files": set(),
@@ -31,6 +31,8 @@ ALLOWED_IMPORTS = {
     "evaluate": {"config", "data", "faults", "host_calls", "plugins", "predictors"},
     "train": {"config", "data", "files", "methods", "models", "plugins", "predictors", "presets"},
     "selection": {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors",
+                  "train"},
+    "contracts": {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors", "presets",
                   "train"},
     "outputs": _ENGINE,
     "pipeline": _ENGINE | {"outputs", "report.runs"},

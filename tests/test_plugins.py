@@ -80,14 +80,23 @@ def _one_line_plugin_error(call, *args, **kwargs) -> str:
 # sfbench_jax.plugins
 
 
-def test_a_broken_entry_point_is_one_line_naming_it_and_the_package(installed) -> None:
+def _broken_line(kind: str, name: str) -> str:
+    error = plugins.broken_error(kind, name)
+    assert isinstance(error, plugins.PluginError), plugins.broken(kind)
+    assert "\n" not in str(error), str(error)
+    return str(error)
+
+
+def test_a_broken_entry_point_is_set_aside_with_one_line_naming_it_and_the_fix(installed) -> None:
     installed("""
         [sfbench_jax.models]
         broken = fake_plugin_pkg_missing.model:SPEC
         """)
-    message = _one_line_plugin_error(plugins.discovered, "models", ModelSpec)
+    assert plugins.discovered("models", ModelSpec) == ()  # the others still register (issue 30, defect 4)
+    message = _broken_line("models", "broken")
     assert "'broken'" in message and "fake-plugin" in message and "ModuleNotFoundError" in message
-    assert "Fix or uninstall" in message
+    assert "Repair the line `broken = fake_plugin_pkg_missing.model:SPEC`" in message
+    assert message.endswith("pip uninstall fake-plugin.")
 
 
 def test_an_entry_point_naming_the_wrong_object_is_one_line(installed) -> None:
@@ -95,24 +104,36 @@ def test_an_entry_point_naming_the_wrong_object_is_one_line(installed) -> None:
         [sfbench_jax.models]
         wrong = fake_plugin_pkg.model:SPEC
         """, {"fake_plugin_pkg/__init__.py": "", "fake_plugin_pkg/model.py": "SPEC = {'name': 'wrong'}\n"})
-    message = _one_line_plugin_error(plugins.discovered, "models", ModelSpec)
+    assert plugins.discovered("models", ModelSpec) == ()
+    message = _broken_line("models", "wrong")
     assert "names dict, not a sfbench_jax.models.spec.ModelSpec" in message and "'wrong'" in message
 
 
-def test_the_commands_stop_at_start_on_a_broken_plug_in_with_its_one_line(tmp_path: Path) -> None:
+def test_a_broken_plug_in_leaves_help_and_the_built_ins_working(tmp_path: Path) -> None:
+    """Issue 30, defect 4: a fresh process with a broken entry point installed: `sfbench --help` and
+    `sfbench-report --help` work, the registries hold every built-in, and naming the broken one is its one line."""
     dist = tmp_path / "site" / "fake_plugin-0.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugin\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[sfbench_jax.models]\nbroken = fake_plugin_pkg_missing.model:SPEC\n")
     environment = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     environment.pop("HYDRA_FULL_ERROR", None)
-    completed = _command("sfbench", f"hydra.run.dir={tmp_path / 'run'}", environment=environment, cwd=tmp_path,
-                         timeout=300)
-    assert completed.returncode == 1 and not (tmp_path / "run").exists()
-    assert completed.stderr.strip().splitlines() == [
-        "sfbench: error: The entry point 'broken' = 'fake_plugin_pkg_missing.model:SPEC' (group 'sfbench_jax.models' "
-        "of package 'fake-plugin') failed to load: ModuleNotFoundError: No module named 'fake_plugin_pkg_missing'. "
-        "Fix or uninstall that package."], completed.stderr[-3000:]
+    for command in ("sfbench", "sfbench-report"):
+        completed = _command(command, "--help", environment=environment, cwd=tmp_path, timeout=300)
+        assert completed.returncode == 0 and not completed.stderr.strip(), (command, completed.stderr[-3000:])
+    probe = ("from sfbench_jax.models.registry import MODELS, get_spec\n"
+             "print(len(MODELS))\n"
+             "try:\n    get_spec('broken')\nexcept ValueError as error:\n    print(error)\n")
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=environment,
+                               cwd=tmp_path, timeout=300, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    count, message = completed.stdout.strip().splitlines()
+    assert int(count) == len(BUILT_IN_ORDER["models"])
+    assert message == (
+        "The entry point 'broken' = 'fake_plugin_pkg_missing.model:SPEC' (group 'sfbench_jax.models' of package "
+        "'fake-plugin') failed to load: ModuleNotFoundError: No module named 'fake_plugin_pkg_missing'. Repair the "
+        "line `broken = fake_plugin_pkg_missing.model:SPEC` under [project.entry-points.\"sfbench_jax.models\"] of "
+        "that package (or the module it names) and reinstall it, or remove the package: pip uninstall fake-plugin.")
 
 
 def test_a_name_clash_with_a_built_in_is_one_line() -> None:
@@ -238,12 +259,14 @@ def test_preset_packages_must_name_an_installed_package(installed) -> None:
         [sfbench_jax.conf]
         presets = fake_plugin_pkg.conf:PRESETS
         """)
-    assert "must name a package" in _one_line_plugin_error(plugins.preset_packages)
+    assert plugins.preset_packages() == ()
+    assert "must name a package" in _broken_line("conf", "presets")
     installed("""
         [sfbench_jax.conf]
         presets = fake_plugin_pkg_missing.conf
         """)
-    assert "names no importable package" in _one_line_plugin_error(plugins.preset_packages)
+    assert plugins.preset_packages() == ()
+    assert "names no importable package" in _broken_line("conf", "presets")
 
 
 # ----------------------------------------------------------------------------------------------------------------

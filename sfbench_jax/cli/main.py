@@ -29,7 +29,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from sfbench_jax.config import (
     DatasetConfig,
@@ -115,6 +115,21 @@ def _refuse(error: Exception) -> None:
     sys.exit(2)
 
 
+def check_before_folder(config: DictConfig) -> None:
+    """The run's config checks, the contracts of its model, method and faults included (`contracts.py`), before
+    Hydra creates the run folder: a refused run leaves no folder behind. Errors that are not bad input are left to
+    the run itself (it repeats the checks, cached)."""
+    job = config.copy()
+    with read_write(job), open_dict(job):
+        job.pop("hydra", None)
+    try:
+        to_run_config(job)
+    except INPUT_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - reported by the run, which makes the same checks
+        pass
+
+
 class ClaimRunFolder(Callback):
     """Check `hydra.run.dir` before Hydra creates it (see the module docstring); registered in conf/config.yaml."""
 
@@ -124,6 +139,7 @@ class ClaimRunFolder(Callback):
         target = Path(str(OmegaConf.select(config, "hydra.run.dir")))
         overwrite = bool(OmegaConf.select(config, "overwrite", default=False))
         try:
+            check_before_folder(config)  # before check_run_folder, which creates the folder
             check_run_folder(target, overwrite=overwrite)
         except INPUT_ERRORS as error:
             _refuse(error)

@@ -2,7 +2,7 @@
 runs, without retraining (e.g. `sfbench-report table19 --runs multirun/2026-01-01_10-00-00`).
 
 NAME is one of the outputs of `sfbench_jax.report.outputs.OUTPUTS` (table4, table10, table11, table12, table16,
-table17, table19, table20, figure2, figure3, figure4, figure5, figure6, curves, longform) or `all`. A FOLDER
+table17, table19, table20, figure2, figure3, figure4, figure5, figure6, curves, extras, longform) or `all`. A FOLDER
 that a multirun wrote is first checked against the jobs it expected: a missing or failed job is named and
 nothing is written. Every run is verified first (its completion record and its summary against its per-window
 losses, `report.runs.load_run`). Exit status 0 when everything was written, 1 when runs are missing or cannot

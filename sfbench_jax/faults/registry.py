@@ -18,7 +18,7 @@ from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.severity import severity_to_units
 from sfbench_jax.faults.spec import RESERVED_SCENARIO_IDS, FaultSpec
 from sfbench_jax.faults.streams import stream_words
-from sfbench_jax.plugins import PluginError, discovered, package_specs, register_specs
+from sfbench_jax.plugins import PluginError, discovered, package_specs, register_specs, unknown_name_error
 
 #: The spec type under its earlier name.
 Fault = FaultSpec
@@ -121,8 +121,8 @@ def get_fault(key: str) -> Fault:
         return FAULTS[key]
     extras = ", ".join(fault.key for fault in extra_scenarios())
     extras = f"; plug-in scenarios: {extras}" if extras else ""
-    raise ValueError(f"Unknown fault scenario {key!r}. Scored scenarios: {', '.join(SCENARIO_KEYS)}; "
-                     f"transfer families: {', '.join(TRANSFER_KEYS)}{extras}.")
+    raise unknown_name_error("faults", key, f"Unknown fault scenario {key!r}. Scored scenarios: "
+                             f"{', '.join(SCENARIO_KEYS)}; transfer families: {', '.join(TRANSFER_KEYS)}{extras}.")
 
 
 def scored_scenarios(extras: tuple[str, ...] | list[str] = ()) -> tuple[FaultSpec, ...]:
@@ -136,8 +136,9 @@ def scored_scenarios(extras: tuple[str, ...] | list[str] = ()) -> tuple[FaultSpe
         fault = next((fault for fault in extra_scenarios() if fault.key == name), None)
         if fault is None:
             valid = ", ".join(fault.key for fault in extra_scenarios()) or "none installed"
-            raise ValueError(f"eval.scenarios names {name!r}, which is not a registered extra scenario (the paper's "
-                             f"eight are always scored). Registered extra scenarios: {valid}.")
+            raise unknown_name_error("faults", name, f"eval.scenarios names {name!r}, which is not a registered "
+                                     f"extra scenario (the paper's eight are always scored). Registered extra "
+                                     f"scenarios: {valid}.")
         chosen.append(fault)
     return SCENARIOS + tuple(chosen)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from sfbench_jax.methods.spec import MethodSpec
 from sfbench_jax.models.registry import MODELS
-from sfbench_jax.plugins import discovered, package_specs, register_specs
+from sfbench_jax.plugins import discovered, package_specs, register_specs, unknown_name_error
 
 #: The built-ins (each `SPEC` in its own module of this package) by `display_rank`, the paper's Table 4 order; then
 #: the plug-ins by entry-point name.
@@ -28,7 +28,8 @@ register_specs(METHODS, discovered("methods", MethodSpec), kind="methods")
 def get_method(name: str) -> MethodSpec:
     """Look up a method; unknown names raise a ValueError listing the valid ones."""
     if name not in METHODS:
-        raise ValueError(f"Unknown or unsupported method {name!r}. Valid methods: {', '.join(METHODS)}.")
+        raise unknown_name_error("methods", name, f"Unknown or unsupported method {name!r}. Valid methods: "
+                                 f"{', '.join(METHODS)}.")
     return METHODS[name]
 
 

@@ -66,16 +66,18 @@ class MethodSpec:
     Attributes:
         name: registry key (the `method` column of the results).
         kind: "baseline", "train" or "wrap".
-        label: display label (paper tables); the name when empty.
+        label: display label (paper tables); required (an empty string shows the name).
         variant_id: the variant id of one recipe combination (the `variant` column).
         applicable: predicate on a model's spec (`ModelSpec`: its capabilities) saying whether the method applies.
         transform: train kind: `(recipe, dataset facts) -> step transform` (`methods.training.PlainTraining`
-            subclass) acting inside the compiled step; None trains plainly.
+            subclass) acting inside the compiled step on standardised windows (each channel minus its training
+            mean, over its training standard deviation); None trains plainly.
         model_wrapper: train kind: `recipe -> RevINConfig | None`, what is put around the model (also when a
             stored candidate is rebuilt); None puts nothing.
         wrapper: wrap kind: how stored baseline candidates become its predictor.
         bounds: recipe key -> allowed values, checked before any work.
-        check: further checks of the whole recipe grid before any work, `(grid, *, num_baseline_candidates)`,
+        check: further checks of the whole recipe grid before any work, called as `check(grid, *, architecture,
+            num_baseline_candidates)` (accept `**_` for arguments added later),
             raising a `ValueError` that names the problem and the fix.
         unknown_keys: `(unknown recipe keys) -> message or None`: a specific error for keys that belong elsewhere.
         display_rank: a built-in's position in the registry and so in the report (the paper's Table 4 order,

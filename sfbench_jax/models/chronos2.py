@@ -170,6 +170,9 @@ class Chronos2(nnx.Module):
         rngs: unused (nothing to initialise).
     """
 
+    #: A host model: its output shape is declared to JAX and checked on the host (contracts.py skips it).
+    runs_on_host = True
+
     def __init__(self, *, weights: str | None, batch_size: int = DEFAULT_BATCH_SIZE, device: str = "cpu",
                  input_len: int, horizon: int, target_indices: Sequence[int], num_channels: int | None = None,
                  rngs: nnx.Rngs | None = None) -> None:

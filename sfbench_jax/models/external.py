@@ -192,6 +192,9 @@ class ExternalModel(nnx.Module):
         ValueError: a target that cannot be resolved, or a dataset shape that is not valid.
     """
 
+    #: A host model: its output shape is declared to JAX and checked on the host (contracts.py skips it).
+    runs_on_host = True
+
     def __init__(self, *, target: str | Callable[..., Any] | None, input_len: int, horizon: int,
                  target_indices: Sequence[int], num_channels: int | None = None,
                  rngs: nnx.Rngs | None = None) -> None:

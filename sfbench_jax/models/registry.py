@@ -30,7 +30,7 @@ from flax import nnx
 
 from sfbench_jax.models.revin import RevIN, RevINConfig
 from sfbench_jax.models.spec import ModelSpec
-from sfbench_jax.plugins import discovered, package_specs, register_specs
+from sfbench_jax.plugins import discovered, package_specs, register_specs, unknown_name_error
 
 NON_ARCHITECTURE_KEYS: tuple[str, ...] = ("lr",)
 """Grid keys that are not architecture hyperparameters; `build_model` accepts and ignores them."""
@@ -45,7 +45,7 @@ register_specs(MODELS, discovered("models", ModelSpec), kind="models")
 def get_spec(name: str) -> ModelSpec:
     """Look up an architecture; unknown names raise `ValueError` listing the valid ones."""
     if name not in MODELS:
-        raise ValueError(f"Unknown model {name!r}. Valid models: {', '.join(sorted(MODELS))}.")
+        raise unknown_name_error("models", name, f"Unknown model {name!r}. Valid models: {', '.join(sorted(MODELS))}.")
     return MODELS[name]
 
 

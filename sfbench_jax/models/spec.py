@@ -36,7 +36,9 @@ class ModelSpec:
         label: display label (report tables and figures); the name when empty.
         family: architecture family (paper Figure 5 colours; the long-form `architecture_family` column).
         forecasts_channels_cheaply: a channel-independent model whose forecast of a few channels costs less than
-            of all (the engine then runs it on the channels a fault touched only).
+            of all (the engine then runs it on the channels a fault touched only, through the module's
+            `predict_channels(x (batch, n, k), channel_ids (batch, k) int32) -> (batch, H, k)`). Defaults to True:
+            a channel-independent model without `predict_channels` sets it False.
         display_rank: a built-in's position in the registry and so in every table and figure (the paper's order,
             0 = SeasonalNaive); None: after the ranked built-ins, by name. Plug-ins from entry points come after
             all built-ins, by entry-point name, whatever their rank.

@@ -23,7 +23,7 @@ from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES
 from sfbench_jax.faults.registry import scenario_group
 from sfbench_jax.files import write_csv, write_text
-from sfbench_jax.report import longform, paper
+from sfbench_jax.report import extras, longform, paper
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
 from sfbench_jax.report.deltas import dataset_means, pair_bootstrap_table, paired_rows
 from sfbench_jax.report.families import scored_frame
@@ -397,6 +397,18 @@ def build_longform(analysis: Analysis, out: Path) -> dict[str, Path]:
     return files
 
 
+def build_extras(analysis: Analysis, out: Path) -> dict[str, Path]:
+    """The extra fault scenarios the runs scored: `extras.csv`, `extras.md` and `extras.png` (`report/extras.py`),
+    apart from the paper's tables (D_w stays over the eight)."""
+    keys = extras.extra_scenario_keys(run.manifest for run in analysis.runs.runs)
+    table = extras.extras_table(analysis.frame, keys) if keys else pd.DataFrame()
+    if table.empty:
+        raise NotApplicable("no run scored an extra fault scenario (eval.scenarios=[NAME] scores one)")
+    return {"extras_csv": write_csv(table, out / "extras.csv"),
+            "extras_md": write_text(extras.extras_markdown(table), out / "extras.md"),
+            "extras_figure": save_figure(extras.extras_figure(table), out / "extras.png")}
+
+
 OUTPUTS: dict[str, Output] = {
     "table4": Output("Table 4: architecture block (D_w, MSE_c, MSE_w) and method block (dataset-mean deltas)",
                      build_table4),
@@ -416,12 +428,14 @@ OUTPUTS: dict[str, Output] = {
     "figure6": Output("Figure 6: baseline -> method trajectories (PGD by default)", build_figure6, is_figure=True),
     "curves": Output("Severity-response curves D_p(s) with bootstrap bands, one figure per dataset", build_curves,
                      is_figure=True, restores=True),
+    "extras": Output("Extra fault scenarios: D per run beside the paper's D_w (never part of it), table and figure",
+                     build_extras, is_figure=True),
     "longform": Output("The reference's long-form CSVs (full_results, analysis, scenario_summary, deltas, anchors, "
                        "rho_eff_fits, ...)", build_longform),
 }
 #: Outputs a multirun's collection publishes when its runs support them (none rebuilds a model).
 COLLECTED_VIEWS = ("table4", "table10", "table11", "table12", "table16", "table17", "table19", "table20", "figure2",
-                   "figure5", "figure6", "longform")
+                   "figure5", "figure6", "extras", "longform")
 
 
 def build_output(name: str, analysis: Analysis, out: Path) -> dict[str, Path]:

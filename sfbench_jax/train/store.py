@@ -7,7 +7,8 @@ sweep killed mid-way leaves at most unfinished folders, which the next run overw
 
 A candidate's identity is the SHA-256 of its resolved configuration (dataset key, data-config
 signature and content checksum, architecture, method, hyperparameters, model seed, shuffling seed,
-the training protocol) plus the store format and package version.
+the training protocol) plus the store format, the package version and the fingerprint of the code that defines
+the model and the method (`train.sweep.code_identity`: their modules' source digests, a plug-in's name and version).
 
 Many processes may share one store at the same moment (the jobs of a multirun on one machine or on a
 cluster's shared file system). A process trains a candidate only while it holds the candidate's claim, a

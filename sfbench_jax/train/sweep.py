@@ -19,6 +19,9 @@ from typing import Any
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.methods.registry import get_method
+from sfbench_jax.models.registry import get_spec
+from sfbench_jax.plugins import code_fingerprint
 from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
 from sfbench_jax.train.fit import (
     GroupMember,
@@ -75,7 +78,15 @@ def _identity(data: PreparedData, plan_fields: dict[str, Any], options: TrainCon
     spec = data.spec
     return {"format": STORE_FORMAT_VERSION, "code_version": code_version(), "dataset": spec.key,
             "signature": spec.signature, "data_sha256": data.series.content_sha256, "data_seed": spec.seeds.data_seed,
-            **plan_fields, "protocol": options.protocol()}
+            **plan_fields, "protocol": options.protocol(),
+            "code": code_identity(str(plan_fields["architecture"]), str(plan_fields["method"]))}
+
+
+def code_identity(architecture: str, method: str) -> dict[str, Any]:
+    """The fingerprint of the code that defines a candidate: the source digests of its model's and method's
+    modules and the plug-in distributions (name==version) they come from (`plugins.code_fingerprint`). An edited
+    model or method gets new candidate hashes, so it retrains; the old candidates stay in the store as they were."""
+    return code_fingerprint(get_spec(architecture), get_method(method))
 
 
 def plan_search(data: PreparedData, architecture: str, *, options: TrainConfig,

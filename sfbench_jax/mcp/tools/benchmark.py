@@ -1,8 +1,8 @@
 """Forecasting-benchmark tools: datasets, fault scenarios, a SeasonalNaive robustness score and
 severity-response curves.
 
-What lives here: thin adapters over the engine's library API ``sfbench_jax.api``
-(``list_datasets``, ``list_scenarios``, ``seasonal_naive_robustness``, ``seasonal_naive_curves``,
+What lives here: thin adapters over the engine's library API ``sfbench_jax.api`` (``list_datasets``,
+``list_scenarios``, ``list_models``, ``list_methods``, ``seasonal_naive_robustness``, ``seasonal_naive_curves``,
 ``stored_run_curves``) and the cost bounds of their arguments. Datasets are passed by registered name only and
 stored runs by folder name under the server's runs root (``--runs-root``; ``sfbench_jax.mcp.runs``), rebuilt
 only under the server's `RebuildPolicy` (registered architectures and methods, no host model unless allowed,
@@ -30,7 +30,7 @@ from sfbench_jax.mcp.runs import NO_RUNS_ROOT, check_run_name
 from sfbench_jax.mcp.tools._common import ToolDef, ToolResult
 
 __all__ = ["MAX_CURVE_CELLS", "MAX_CURVE_WINDOWS", "TOOLS", "list_fault_scenarios", "list_forecasting_datasets",
-           "seasonal_naive_robustness", "severity_curves"]
+           "list_methods", "list_models", "seasonal_naive_robustness", "severity_curves"]
 
 #: Most test windows of one severity_curves call.
 MAX_CURVE_WINDOWS = 20_000
@@ -50,6 +50,18 @@ class FaultScenarios(ToolResult):
     """The benchmark's scored sensor-fault scenarios."""
 
     scenarios: list[dict[str, Any]]
+
+
+class RegisteredModels(ToolResult):
+    """The registered forecasting architectures."""
+
+    models: list[dict[str, Any]]
+
+
+class RegisteredMethods(ToolResult):
+    """The registered robustness methods."""
+
+    methods: list[dict[str, Any]]
 
 
 class RobustnessResult(ToolResult):
@@ -87,9 +99,22 @@ def list_forecasting_datasets() -> ForecastingDatasets:
 
 
 def list_fault_scenarios() -> FaultScenarios:
-    """List the benchmark's scored sensor-fault scenarios (in benchmark order)."""
+    """List the benchmark's scored sensor-fault scenarios: the paper's eight (in benchmark order; they make D_w),
+    then the extra scenarios of installed plug-ins, marked `extra` (scored only when a run names them)."""
     return FaultScenarios(scenarios=list(_api().list_scenarios()),
                           kernel="sfbench_jax.api.list_scenarios")
+
+
+def list_models() -> RegisteredModels:
+    """List the registered forecasting architectures (built-ins, then plug-ins) with their labels and capabilities
+    (trainable, channel-independent, channel-sparse evaluation, RevIN) and the package each came from."""
+    return RegisteredModels(models=list(_api().list_models()), kernel="sfbench_jax.api.list_models")
+
+
+def list_methods() -> RegisteredMethods:
+    """List the registered robustness methods (built-ins, then plug-ins) with their kind, label, the architectures
+    they apply to, their recipe keys and the package each came from."""
+    return RegisteredMethods(methods=list(_api().list_methods()), kernel="sfbench_jax.api.list_methods")
 
 
 def seasonal_naive_robustness(
@@ -207,6 +232,8 @@ def severity_curves(
 TOOLS = (
     ToolDef(list_forecasting_datasets, "benchmark"),
     ToolDef(list_fault_scenarios, "benchmark"),
+    ToolDef(list_models, "benchmark"),
+    ToolDef(list_methods, "benchmark"),
     ToolDef(seasonal_naive_robustness, "benchmark", is_exclusive=True),
     ToolDef(severity_curves, "benchmark", is_exclusive=True),
 )

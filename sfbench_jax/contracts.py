@@ -1,0 +1,283 @@
+"""The contracts of models, faults and methods, checked before any work by abstract evaluation.
+
+Every spec a run uses, built-in or plug-in, is traced with `jax.eval_shape` on the dataset's shapes (nothing is
+computed, no data is read): the model's `__call__` must return `(batch, H, len(targets))`, `predict_all_channels`
+`(batch, H, m)` (where RevIN may wrap it) and `predict_channels` `(batch, H, k)` for `(batch, n, k)` inputs (where
+the spec promises it, `forecasts_channels_cheaply`), all float32; an extra fault's `sample` must return its
+parameters with `severity_units` int32 () (and `selected` bool (m,) when channel-scoped) and its `apply` the
+window's `(n, m)` float32; a train-kind method's transform keeps the batch `(batch, n, m)` float32 and its loss a
+scalar, its model wrapper and a wrap-kind method's predictor keep the forecast's shape. The tracing runs with
+64-bit types enabled, so a float64 that would otherwise be truncated in silence shows.
+
+A violation is a `ContractError` (a ValueError), one line naming the spec, where it came from (the plug-in's
+package and entry point, or the built-in module: `plugins.origin_of`), what was expected and what came. The results
+are cached per (spec, shapes, settings): the CLI checks before Hydra creates the run folder, the pipeline again
+before it claims one, at no second cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from sfbench_jax.config import RunConfig
+from sfbench_jax.data.spec import DatasetSpec
+from sfbench_jax.evaluate.predict import predict_with
+from sfbench_jax.faults.context import FaultContext
+from sfbench_jax.faults.registry import get_fault
+from sfbench_jax.faults.spec import FaultSpec
+from sfbench_jax.methods.registry import get_method, method_grid
+from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.training import DatasetFacts
+from sfbench_jax.models.registry import build_model, get_spec
+from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.plugins import origin_of
+from sfbench_jax.predictors import RowAwarePredictor
+from sfbench_jax.train.search import expand_space, search_space
+
+#: The batch of the abstract inputs (any batch would do: nothing is computed).
+BATCH = 2
+#: The number of channels `predict_channels` is traced with.
+SPARSE_CHANNELS = 2
+
+
+class ContractError(ValueError):
+    """A model, fault or method whose outputs break the contract of its kind (one line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shapes:
+    """The dataset facts the contracts are traced with."""
+
+    input_len: int
+    horizon: int
+    num_channels: int
+    target_indices: tuple[int, ...]
+    pool: tuple[int, ...]
+
+    @classmethod
+    def of(cls, spec: DatasetSpec) -> Shapes:
+        return cls(input_len=spec.input_len, horizon=spec.horizon, num_channels=spec.num_channels,
+                   target_indices=tuple(spec.target_indices), pool=tuple(spec.continuous_pool))
+
+
+def _described(value: Any) -> str:
+    leaves = jax.tree_util.tree_leaves(value)
+    if len(leaves) == 1 and hasattr(leaves[0], "shape"):
+        return f"{tuple(leaves[0].shape)} {jnp.dtype(leaves[0].dtype).name}"
+    return f"{type(value).__name__} with {len(leaves)} arrays"
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}{'...' if len(text) > 300 else ''}"
+
+
+def _violation(kind: str, spec: Any, call: str, expected: str, got: str, section: str) -> ContractError:
+    return ContractError(f"{kind} {spec.name!r} ({origin_of(spec).describe()}) breaks its contract: {call} must "
+                         f"return {expected}; it returned {got}. See docs/extending.md, {section}.")
+
+
+def _traced(kind: str, spec: Any, call: str, expected: str, section: str, function: Callable[..., Any],
+            *arguments: Any) -> Any:
+    """`jax.eval_shape(function, *arguments)` (64-bit types on), a failure reported as the contract's line."""
+    try:
+        with jax.enable_x64(True):
+            return jax.eval_shape(function, *arguments)
+    except Exception as error:  # any failure of foreign code while tracing is the contract's
+        raise _violation(kind, spec, call, expected, f"nothing: tracing it raised {_one_line(error)}",
+                         section) from error
+
+
+def _expect_array(kind: str, spec: Any, call: str, got: Any, shape: tuple[int, ...], dtype: Any,
+                  section: str) -> None:
+    leaves = jax.tree_util.tree_leaves(got)
+    fine = (len(leaves) == 1 and hasattr(got, "shape") and tuple(got.shape) == shape
+            and jnp.dtype(got.dtype) == jnp.dtype(dtype))
+    if not fine:
+        raise _violation(kind, spec, call, f"{shape} {jnp.dtype(dtype).name}", _described(got), section)
+
+
+# --- models -----------------------------------------------------------------------------------------------------
+
+
+def _abstract_model(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shapes, revin: Any) -> nnx.Module:
+    def build() -> nnx.Module:
+        return build_model(spec.name, hparams, input_len=shapes.input_len, horizon=shapes.horizon,
+                           num_channels=shapes.num_channels, target_indices=shapes.target_indices, seed=0,
+                           revin=revin)
+
+    model = nnx.eval_shape(build)
+    model.eval()
+    return model
+
+
+def _model_call(graphdef: nnx.GraphDef, method: str) -> Callable[..., Any]:
+    def call(state: Any, *arguments: Any) -> Any:
+        return getattr(nnx.merge(graphdef, state), method)(*arguments)
+
+    return call
+
+
+def check_model(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shapes, *, revin: Any = None,
+                kind: str = "Model") -> None:
+    """Trace the model's forecasts (see the module docstring); raise `ContractError` on a violation."""
+    if getattr(spec.module_cls, "runs_on_host", False):
+        return  # a host model declares its output shape to JAX and checks what the host returns itself
+    model = _abstract_model(spec, hparams, shapes, revin)
+    graphdef, state = nnx.split(model)
+    x = jax.ShapeDtypeStruct((BATCH, shapes.input_len, shapes.num_channels), jnp.float32)
+    section = "Model (ModelSpec)"
+    promised = [("__call__", (x,), (BATCH, shapes.horizon, len(shapes.target_indices)))]
+    if spec.supports_revin or hasattr(model, "predict_all_channels"):
+        promised.append(("predict_all_channels", (x,), (BATCH, shapes.horizon, shapes.num_channels)))
+    if spec.channel_sparse:
+        count = min(SPARSE_CHANNELS, shapes.num_channels)
+        sparse = jax.ShapeDtypeStruct((BATCH, shapes.input_len, count), jnp.float32)
+        ids = jax.ShapeDtypeStruct((BATCH, count), jnp.int32)
+        promised.append(("predict_channels", (sparse, ids), (BATCH, shapes.horizon, count)))
+    for method, arguments, shape in promised:
+        call = f"{method}(x {', '.join(str(tuple(a.shape)) for a in arguments)})"
+        if not hasattr(model, method):
+            raise _violation(kind, spec, call, f"{shape} float32", "nothing: the module has no such method "
+                             "(forecasts_channels_cheaply defaults to True; set it False for a model without "
+                             "predict_channels)" if method == "predict_channels" else
+                             "nothing: the module has no such method", section)
+        got = _traced(kind, spec, call, f"{shape} float32", section, _model_call(graphdef, method), state,
+                      *arguments)
+        _expect_array(kind, spec, call, got, shape, jnp.float32, section)
+
+
+# --- faults -----------------------------------------------------------------------------------------------------
+
+
+def check_fault(fault: FaultSpec, shapes: Shapes) -> None:
+    """Trace the fault's `sample`, `prepare` and `apply` on one window; raise `ContractError` on a violation."""
+    ctx = FaultContext(input_len=shapes.input_len, num_channels=shapes.num_channels, pool=shapes.pool)
+    section = "Fault scenario (FaultSpec)"
+    words = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    window = (shapes.input_len, shapes.num_channels)
+    fields = "a NamedTuple with severity_units int32 ()" + (
+        f" and selected bool ({shapes.num_channels},)" if fault.is_channel_scoped else "")
+    params = _traced("Fault", fault, "sample(words, ctx, None)", fields, section,
+                     lambda w: fault.sample(w, ctx, None), words)
+    expected = {"severity_units": ((), jnp.int32)}
+    if fault.is_channel_scoped:
+        expected["selected"] = ((shapes.num_channels,), jnp.bool_)
+    for name, (shape, dtype) in expected.items():
+        got = getattr(params, name, None)
+        if got is None or tuple(got.shape) != shape or jnp.dtype(got.dtype) != jnp.dtype(dtype):
+            came = "no such field" if got is None else _described(got)
+            raise _violation("Fault", fault, "sample(words, ctx, None)", fields, f"{name}: {came}", section)
+    x = jax.ShapeDtypeStruct(window, jnp.float32)
+    got = _traced("Fault", fault, f"apply(x {window} float32, params, ctx)", f"{window} float32", section,
+                  lambda w, x: fault.apply(x, fault.prepare(fault.sample(w, ctx, None), ctx), ctx), words, x)
+    _expect_array("Fault", fault, f"apply(x {window} float32, params, ctx)", got, window, jnp.float32, section)
+
+
+# --- methods ----------------------------------------------------------------------------------------------------
+
+
+def _facts(shapes: Shapes) -> DatasetFacts:
+    return DatasetFacts(offsets=(0.0,) * shapes.num_channels,
+                        continuous=tuple(i in shapes.pool for i in range(shapes.num_channels)),
+                        input_len=shapes.input_len, num_channels=shapes.num_channels, pool=shapes.pool)
+
+
+def check_transform(method: MethodSpec, recipe: Mapping[str, Any], model: ModelSpec, hparams: Mapping[str, Any],
+                    shapes: Shapes) -> None:
+    """A train-kind method: its transform keeps the batch's shape and float32, its loss is a float32 scalar."""
+    section = "Method (MethodSpec)"
+    revin = method.model_wrapping(recipe)
+    if revin is not None:
+        check_model(model, hparams, shapes, revin=revin, kind=f"Model {model.name!r} wrapped by method")
+    if method.transform is None:
+        return
+    transform = method.transform(recipe, _facts(shapes))
+    x = jax.ShapeDtypeStruct((BATCH, shapes.input_len, shapes.num_channels), jnp.float32)
+    target = (BATCH, shapes.horizon, len(shapes.target_indices))
+
+    def loss_at(batch: jax.Array) -> jax.Array:
+        return jnp.mean(batch) * 0.0  # the loss at the batch: only its shape matters here
+
+    inputs = _traced("Method", method, f"transform.training_inputs(key, x {x.shape}, loss_at)", f"{x.shape} float32",
+                     section, lambda x: transform.training_inputs(jax.random.key(0), x, loss_at), x)
+    _expect_array("Method", method, f"transform.training_inputs(key, x {x.shape}, loss_at)", inputs, x.shape,
+                  jnp.float32, section)
+    prediction = jax.ShapeDtypeStruct(target, jnp.float32)
+    latents = transform.initial_latents(shapes.horizon, len(shapes.target_indices))
+    loss = _traced("Method", method, "transform.loss(prediction, target, latents)", "() float32", section,
+                   lambda p, t: transform.loss(p, t, latents), prediction, prediction)
+    _expect_array("Method", method, "transform.loss(prediction, target, latents)", loss, (), jnp.float32, section)
+
+
+def check_wrapper(method: MethodSpec, recipe: Mapping[str, Any], model: ModelSpec, hparams: Mapping[str, Any],
+                  shapes: Shapes, *, num_candidates: int) -> None:
+    """A wrap-kind method: its predictor over abstract members returns the model's forecast shape, float32."""
+    section = "Method (MethodSpec)"
+    if getattr(model.module_cls, "runs_on_host", False):
+        return
+    abstract = _abstract_model(model, hparams, shapes, None)
+    graphdef, state = nnx.split(abstract)
+    ranked = [(predict_with(graphdef), state) for _ in range(max(1, num_candidates))]
+    members = method.wrapper.members(recipe, ranked)
+    predict, wrapped_state = method.wrapper.predictor(recipe, list(members), seed=0)
+    x = jax.ShapeDtypeStruct((BATCH, shapes.input_len, shapes.num_channels), jnp.float32)
+    expected = (BATCH, shapes.horizon, len(shapes.target_indices))
+    if isinstance(predict, RowAwarePredictor):
+        rows = jax.ShapeDtypeStruct((BATCH, 2), jnp.int32)
+        got = _traced("Method", method, f"predict.apply(state, x {x.shape}, rows)", f"{expected} float32", section,
+                      predict.apply, wrapped_state, x, rows)
+    else:
+        got = _traced("Method", method, f"predict(state, x {x.shape})", f"{expected} float32", section, predict,
+                      wrapped_state, x)
+    _expect_array("Method", method, f"its predictor(state, x {x.shape})", got, expected, jnp.float32, section)
+
+
+# --- a run ------------------------------------------------------------------------------------------------------
+
+
+def _first_recipe(recipes: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+    keys = list(recipes)
+    return dict(zip(keys, next(itertools.product(*recipes.values()), ()), strict=False))
+
+
+@functools.lru_cache(maxsize=256)
+def _check_cached(model: str, hparams_json: str, method: str, recipe_json: str, dataset: str, shapes: Shapes,
+                  scenarios: tuple[str, ...], num_candidates: int) -> None:
+    model_spec, method_spec = get_spec(model), get_method(method)
+    hparams, recipe = json.loads(hparams_json), json.loads(recipe_json)
+    check_model(model_spec, hparams, shapes)
+    if method_spec.kind == "train":
+        check_transform(method_spec, recipe, model_spec, hparams, shapes)
+    elif method_spec.kind == "wrap":
+        check_wrapper(method_spec, recipe, model_spec, hparams, shapes, num_candidates=num_candidates)
+    for name in scenarios:
+        check_fault(get_fault(name), shapes)
+
+
+def check_run_contracts(cfg: RunConfig) -> None:
+    """Check the contracts of everything `cfg` runs: its model (on the first valid combination of its search space),
+    its method (on the first recipe of its grid) and its extra fault scenarios, on the dataset's shapes.
+
+    Raises:
+        ContractError: a violation, in one line naming the spec's package and entry point (or built-in module).
+    """
+    spec = cfg.dataset.spec
+    space = search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams)
+    combinations = expand_space(cfg.model.name, space, input_len=spec.input_len)
+    if not combinations:
+        return  # the search-space check names this
+    method = get_method(cfg.method.name)
+    recipe = _first_recipe(method_grid(cfg.method.name, cfg.method.grid)) if method.kind != "baseline" else {}
+    _check_cached(cfg.model.name, json.dumps(combinations[0], sort_keys=True, default=str), cfg.method.name,
+                  json.dumps(recipe, sort_keys=True, default=str), spec.key, Shapes.of(spec),
+                  tuple(cfg.eval.scenarios), min(cfg.train.candidate_budget, len(combinations)))
