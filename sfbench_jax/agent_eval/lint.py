@@ -325,8 +325,8 @@ LABEL_HINTS: dict[str, tuple[str, ...]] = {
     "shaft_1x": ("running_speed", "shaft_speed", "shaft_frequency", "1x"),
 }
 #: Phrases that contain a label's word without naming that class; consumed before counting
-#: ("ball-pass frequency" belongs to a race, "ball bearing" is the machine element).
-NEUTRAL_PHRASES: tuple[str, ...] = ("ball_pass", "ball_passing", "ball_bearing", "ball_bearings")
+#: ("ball-pass frequency" belongs to a race, "ball bearing" is the machine element, "ball diameter" geometry).
+NEUTRAL_PHRASES: tuple[str, ...] = ("ball_pass", "ball_passing", "ball_bearing", "ball_bearings", "ball_diameter")
 #: Options meaning "no finding", which a choice question need not offer by name.
 NO_FINDING = frozenset({"none", "inconclusive", "unknown"})
 #: The task type whose categorical answers are diagnoses read from data (``label_hint`` applies).
