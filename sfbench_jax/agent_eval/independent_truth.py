@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import functools
 import gzip
+import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -487,6 +488,22 @@ _CWRU_CONDITION_OF_RECORD = {**dict.fromkeys(range(97, 101), "normal"),
                              **dict.fromkeys(range(105, 109), "inner_race"),
                              **dict.fromkeys(range(118, 122), "ball"),
                              **dict.fromkeys(range(130, 134), "outer_race")}
+
+
+def _cwru_neutral_name(record: int) -> str:
+    """The name agents see for a CWRU record, from the documented recipe (docs/mcp_agent_eval.md):
+    ``cwru_bearing_`` plus the sha256 of ``sfbench-jax/cwru/v1:<record>`` in base 26, three letters,
+    lowest digit first. Recomputed here, not imported from the server."""
+    value = int.from_bytes(hashlib.sha256(f"sfbench-jax/cwru/v1:{record}".encode()).digest(), "big")
+    letters = ""
+    for _ in range(3):
+        value, digit = divmod(value, 26)
+        letters += chr(ord("a") + digit)
+    return f"cwru_bearing_{letters}"
+
+
+_CWRU_RECORD_OF_NAME = {_cwru_neutral_name(r): r for r in _CWRU_CONDITION_OF_RECORD}
+assert len(_CWRU_RECORD_OF_NAME) == len(_CWRU_CONDITION_OF_RECORD), "two CWRU records share a neutral name"
 # The normal-baseline files do not record their rate; 48 kHz is the reading the registry states.
 _CWRU_NORMAL_FS_HZ = 48_000.0
 _CWRU_FAULT_FS_HZ = 12_000.0
@@ -529,10 +546,10 @@ class TruthData:
 
     def cwru(self, name: str) -> dict[str, Any]:
         """Drive-end signal, rpm, sampling rate and published condition of a CWRU record."""
-        number = int(re.sub(r"\D", "", name) or -1)
+        number = _CWRU_RECORD_OF_NAME.get(name, -1)
         if number not in _CWRU_CONDITION_OF_RECORD:
-            raise KeyError(f"{name!r}: no published CWRU condition for record {number} here; known records "
-                           f"{sorted(_CWRU_CONDITION_OF_RECORD)}")
+            raise KeyError(f"{name!r} is not a neutral CWRU recording name here; known names "
+                           f"{sorted(_CWRU_RECORD_OF_NAME)}")
         if self.root is None:
             raise FileNotFoundError("the CWRU scenarios read the real data: set SFBENCH_DATA_ROOT")
         folder = self.root / "phm" / "cwru_bearing"
@@ -1043,7 +1060,7 @@ def _envelope_label(record: Mapping[str, Any], band: Sequence[float]) -> str:
 @_derivation("bearing_fleet")
 def _bearing_fleet(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     band = tuple(params.get("band_hz", (2000.0, 4000.0)))
-    records = [f"cwru_rec_{int(re.sub(r'[^0-9]', '', r)):03d}" for r in params["records"]]
+    records = list(params["records"])
     loaded = [data.cwru(r) for r in records]
     truth = [r["condition"] for r in loaded]
     labels = [_envelope_label(r, band) for r in loaded]

@@ -35,6 +35,16 @@ Static rules:
   (``dataset.name``, the reference solution's arguments, the answer's keys) nor, in a scenario on
   a CWRU recording, the query, its variants or the inline context. The published CWRU table maps
   record numbers to fault classes, so a number would let an agent answer from memory.
+* ``label_hint``: in a diagnosis (``task_type`` fault_classification), the query, its variants
+  and the inline context do not single out the class an enum-valued categorical field must give.
+  If they mention the expected class (its label, a synonym the validator accepts, or a domain name
+  for it such as BPFO for ``outer_race`` or "no defect" for ``normal``), they must name every
+  alternative of the enum too (a "no finding" option such as ``none`` or ``inconclusive`` may go
+  unnamed), and the expected class no more often than the most-mentioned alternative: a choice
+  question names the options equally; a query that names none passes. Stricter than
+  ``query_leak``, which a stray alternative satisfies ("healthy or is there a defect ... the
+  outer-race ball-pass frequency"). Other task types compute a category from figures the query
+  states (a cost option, an FMEA risk band), whose words belong to the question.
 """
 
 from __future__ import annotations
@@ -131,7 +141,7 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
         if first not in required or second not in required:
             problems.append(f"precedence: edge ({first}, {second}) must join required tools")
     return problems + _lint_reference(scenario, required) + _lint_derived(scenario) \
-        + _lint_leaks(scenario) + _lint_record_numbers(scenario)
+        + _lint_leaks(scenario) + _lint_label_hints(scenario) + _lint_record_numbers(scenario)
 
 
 def _lint_ground_truth(scenario: Scenario, manifest: Mapping[str, str]) -> list[str]:
@@ -300,6 +310,87 @@ def _lint_leaks(scenario: Scenario) -> list[str]:
             if near and not _offers_a_choice(expected, options, lambda o: o in numbers):
                 problems.append(f"query_leak: the query or context states {near[0]!r}, within "
                                 f"{tolerance:.3g} of the value {spec['path']} must give ({expected!r})")
+    return problems
+
+
+#: Domain names for a class label, beyond the label itself and the validator's synonyms (normalised
+#: token sequences). A class is hinted at when any of them occurs in the query.
+LABEL_HINTS: dict[str, tuple[str, ...]] = {
+    "outer_race": ("bpfo", "outer", "outer_ring", "outer_raceway"),
+    "inner_race": ("bpfi", "inner", "inner_ring", "inner_raceway"),
+    "ball": ("bsf", "balls", "rolling_element", "rolling_elements", "ball_spin"),
+    "cage": ("ftf", "fundamental_train", "retainer"),
+    "normal": ("healthy", "no_defect", "no_bearing_defect", "no_fault", "defect_free", "fault_free"),
+    "normal_aging": ("normal_ageing",),
+    "shaft_1x": ("running_speed", "shaft_speed", "shaft_frequency", "1x"),
+}
+#: Phrases that contain a label's word without naming that class; consumed before counting
+#: ("ball-pass frequency" belongs to a race, "ball bearing" is the machine element, "ball diameter" geometry).
+NEUTRAL_PHRASES: tuple[str, ...] = ("ball_pass", "ball_passing", "ball_bearing", "ball_bearings", "ball_diameter")
+#: Options meaning "no finding", which a choice question need not offer by name.
+NO_FINDING = frozenset({"none", "inconclusive", "unknown"})
+#: The task type whose categorical answers are diagnoses read from data (``label_hint`` applies).
+DIAGNOSIS_TASK = "fault_classification"
+
+
+def _tokens(text: str) -> list[str]:
+    return normalise_label(re.sub(r"[^A-Za-z0-9]+", " ", text).strip()).split("_")
+
+
+def _class_mentions(text: str, phrases: Mapping[str, set[str]]) -> dict[str, int]:
+    """How often the text mentions each class (option -> count), longest phrase first, each word once."""
+    table = [(p.split("_"), option) for option, names in phrases.items() for p in names]
+    table += [(p.split("_"), None) for p in NEUTRAL_PHRASES]
+    table.sort(key=lambda item: (-len(item[0]), item[1] is not None))  # neutral phrases win ties
+    tokens, counts, index = _tokens(text), dict.fromkeys(phrases, 0), 0
+    while index < len(tokens):
+        for words, option in table:
+            if tokens[index:index + len(words)] == words:
+                if option is not None:
+                    counts[option] += 1
+                index += len(words)
+                break
+        else:
+            index += 1
+    return counts
+
+
+def _lint_label_hints(scenario: Scenario) -> list[str]:
+    """The query does not single out the class an enum-valued field must give, by name or synonym."""
+    if scenario.task_type != DIAGNOSIS_TASK or not scenario.ground_truth_path.is_file():
+        return []
+    ground_truth = json.loads(scenario.ground_truth_path.read_text(encoding="utf-8"))
+    inputs = set(scenario.raw.get("query_inputs", ()))
+    text = _query_texts(scenario)
+    problems: list[str] = []
+    for spec in _value_checks(scenario):
+        if spec["kind"] != "categorical" or "gt_path" not in spec or "path" not in spec \
+                or _field(spec["path"]) in inputs:
+            continue
+        options = [o for o in _enum_of(scenario, spec["path"]) if isinstance(o, str)]
+        try:
+            expected = resolve_pointer(ground_truth, spec["gt_path"])
+        except KeyError:
+            continue  # reported by the ground_truth rule
+        synonyms = spec.get("synonyms")
+        canonical = {normalise_label(o, synonyms) for o in options}
+        label = normalise_label(expected, synonyms) if isinstance(expected, str) else None
+        if len(canonical) < 2 or label not in canonical or len(label) < 2:
+            continue
+        phrases: dict[str, set[str]] = {o: {o, *LABEL_HINTS.get(o, ())} for o in canonical}
+        for variant, target in dict(synonyms or {}).items():
+            # two-letter abbreviations (``or``, ``ir``) are ordinary words in a sentence
+            if normalise_label(target) in phrases and len(normalise_label(variant)) > 2:
+                phrases[normalise_label(target)].add(normalise_label(variant))
+        counts = _class_mentions(text, phrases)
+        alternatives = sorted(canonical - {label})
+        unnamed = [o for o in alternatives if not counts[o] and o not in NO_FINDING]
+        most_alternative = max(counts[o] for o in alternatives)
+        if counts[label] and (unnamed or counts[label] > most_alternative):
+            problems.append(f"label_hint: the query or context mentions {expected!r} ({counts[label]}x), the "
+                            f"class {spec['path']} must give, " + (f"but not {unnamed}" if unnamed else
+                            f"more often than any alternative (at most {most_alternative}x)")
+                            + "; name every option or none")
     return problems
 
 

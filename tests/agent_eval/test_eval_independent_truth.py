@@ -197,7 +197,7 @@ def test_independent_derivation_imports_no_kernel() -> None:
     tree = ast.parse(Path(independent_truth.__file__).read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    allowed_roots = {"__future__", "bisect", "collections", "functools", "gzip", "math", "pathlib", "re",
+    allowed_roots = {"__future__", "bisect", "collections", "functools", "gzip", "hashlib", "math", "pathlib", "re",
                      "typing", "numpy", "scipy", "pandas"}
     assert {name.split(".")[0] for name in imported} <= allowed_roots, imported
     script = (

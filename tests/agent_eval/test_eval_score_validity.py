@@ -144,6 +144,43 @@ def test_lint_fails_a_typed_in_answer_and_a_query_that_states_it(
     assert any("names 'outer_race'" in p for p in problems), problems
 
 
+#: The query of ``fault_cwru_outer_race`` before issue 33: it asked only for the frequency of the class
+#: it expected, so the question named the answer.
+OLD_OUTER_RACE_QUERY = ("Please diagnose drive-end recording cwru_bearing_ose from the motor test rig: is the bearing "
+                        "healthy or is there a defect, and if so where? Also give me the outer-race ball-pass "
+                        "frequency you expect at the recorded shaft speed so the technician can look for it.")
+
+
+@pytest.mark.parametrize("query, hinted", [
+    (OLD_OUTER_RACE_QUERY, True),
+    ("Diagnose cwru_bearing_ose and give its BPFO.", True),  # the class by its frequency's name
+    ("Diagnose cwru_bearing_ose; we suspect the outer ring.", True),  # a synonym
+    ("Diagnose cwru_bearing_ose: normal, inner race, outer race or ball defect?", False),  # a choice
+    ("Diagnose cwru_bearing_ose with envelope analysis.", False),  # names no class
+])
+def test_lint_fails_a_query_that_hints_at_the_class(tmp_path: Path, scenario_map: dict[str, Scenario],
+                                                    query: str, hinted: bool) -> None:
+    source = scenario_map["fault_cwru_outer_race"]
+    catalog = [*source.required_tools, *source.distractor_tools]
+    assert lint_static([source], catalog) == {}
+    raw = json.loads(json.dumps(source.raw))
+    raw["query"] = query
+    problems = lint_static([_copy_scenario(tmp_path, source, raw)], catalog).get(source.id, [])
+    assert [p for p in problems if not p.startswith("label_hint:")] == []
+    assert bool(problems) == hinted, problems
+    if hinted:
+        assert "'outer_race'" in problems[0], problems
+
+
+def test_every_cwru_diagnosis_names_the_classes_equally(scenarios: list[Scenario]) -> None:
+    """Each single-recording CWRU diagnosis names all four conditions, so none is singled out."""
+    diagnoses = [s for s in scenarios if s.id.startswith("fault_cwru_") and s.id != "fault_cwru_fleet_classification"]
+    assert len(diagnoses) == 6
+    for scenario in diagnoses:
+        text = " ".join(scenario.query.casefold().replace("-", " ").split())
+        assert all(word in text for word in ("healthy", "inner race", "outer race", "ball")), scenario.id
+
+
 def _labels_in(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
