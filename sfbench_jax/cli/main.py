@@ -43,7 +43,15 @@ from sfbench_jax.files import write_json
 from sfbench_jax.methods import get_method
 from sfbench_jax.outputs.startup import mark_startup
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
-from sfbench_jax.run_folder import check_run_folder, holds_completed_run, staging_folder, target_of_staging
+from sfbench_jax.run_folder import (
+    RunFolderBusyError,
+    check_run_folder,
+    holds_completed_run,
+    lock_run_folder,
+    staging_folder,
+    target_of_staging,
+    unlock_run_folder,
+)
 
 mark_startup("imports")  # the manifest's start-up phases: interpreter and imports up to here
 
@@ -124,6 +132,7 @@ class ClaimRunFolder(Callback):
         target = Path(str(OmegaConf.select(config, "hydra.run.dir")))
         overwrite = bool(OmegaConf.select(config, "overwrite", default=False))
         try:
+            lock_run_folder(target)  # held by this process until its run is sealed (or the process ends)
             check_run_folder(target, overwrite=overwrite)
         except INPUT_ERRORS as error:
             _refuse(error)
@@ -148,6 +157,18 @@ def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
         print(f"[sfbench] job {output_dir.name} skipped: method {cell['method']!r} does not apply to "
               f"{cell['architecture']!r} (not a cell of the benchmark)", file=sys.stderr, flush=True)
         return
+    try:
+        lock_run_folder(output_dir)  # a job still running there (a sweep re-submitted meanwhile) is left alone
+    except RunFolderBusyError as error:
+        print(f"[sfbench] job {output_dir.name} skipped: {error}", file=sys.stderr, flush=True)
+        return
+    try:
+        _run_locked_job(cfg, cell, output_dir)
+    finally:
+        unlock_run_folder(output_dir)
+
+
+def _run_locked_job(cfg: DictConfig, cell: dict[str, str], output_dir: Path) -> None:
     replacing = holds_completed_run(output_dir)
     if replacing and not bool(cfg.get("overwrite", False)):
         print(f"[sfbench] job {output_dir.name} skipped: {output_dir} already holds a completed run (kept; delete "
