@@ -177,6 +177,7 @@ def run(cfg: RunConfig, output_dir: Path, *, job_files: dict[str, dict] | None =
     clock = PhaseClock()
     log = log_to_stderr(cfg.eval.progress)
     check_run_config(cfg)
+    job_files = sweep_job_files(cfg, Path(output_dir)) if job_files is None else job_files
     folder = claim_run_folder(Path(output_dir), overwrite=cfg.overwrite)
     try:
         return _run_claimed(cfg, folder, clock, log, job_files)
@@ -209,9 +210,8 @@ def sweep_job_files(cfg: RunConfig, target: Path) -> dict[str, dict]:
 
 
 def _run_claimed(cfg: RunConfig, folder: RunFolder, clock: PhaseClock, log: Callable[[str], None],
-                 job_files: dict[str, dict] | None) -> RunResult:
+                 job_files: dict[str, dict]) -> RunResult:
     output_dir = folder.target
-    job_files = sweep_job_files(cfg, folder.target) if job_files is None else job_files
     for name, payload in job_files.items():
         write_json(payload, folder.work / name)
     store = candidate_store(cfg, folder.work)  # the default store lies in the run folder: it moves with the run
