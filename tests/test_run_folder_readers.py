@@ -102,6 +102,7 @@ def _lock_holder(lock: Path) -> int | None:
         return None
 
 
+@pytest.mark.slow  # two real runs (about 45 s on 2 cores)
 def test_a_second_writer_is_refused_and_the_first_run_stays_intact(tmp_path: Path, cache_dir: Path) -> None:
     # Issue 30, defect 7: DLinear and SeasonalNaive started into one hydra.run.dir both exited 0; the sealed
     # survivor carried the other run's files. Here the first run is paused right after it took the folder.
@@ -210,6 +211,7 @@ def test_a_symlink_cycle_is_refused_by_name(sweep: Path, tmp_path: Path, capsys:
 
 # --- defect 10: a sweep job re-made with overwrite=true stays a job ---------------------------------------------
 
+@pytest.mark.slow  # two real runs into the job folder (about 25-40 s on 2 cores)
 def test_overwriting_one_sweep_job_keeps_it_a_job(sweep: Path, tmp_path: Path, cache_dir: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     # Issue 30, defect 10: the fix a damaged job's message gives (re-run it with overwrite=true) wrote no
