@@ -348,10 +348,11 @@ def claim_run_folder(target: Path, *, overwrite: bool) -> RunFolder:
         PermissionError: a folder cannot be created or written.
     """
     target = Path(target)
+    check_run_folder(target, overwrite=overwrite)  # an unusable folder is named as such, before its lock file
     fresh = lock_file(target) not in _HELD_LOCKS
     lock_run_folder(target)
     try:
-        check_run_folder(target, overwrite=overwrite)
+        check_run_folder(target, overwrite=overwrite)  # again, now that no other writer can finish a run there
     except BaseException:
         if fresh:
             unlock_run_folder(target)

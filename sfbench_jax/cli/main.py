@@ -143,8 +143,9 @@ class ClaimRunFolder(Callback):
         target = Path(str(OmegaConf.select(config, "hydra.run.dir")))
         overwrite = bool(OmegaConf.select(config, "overwrite", default=False))
         try:
-            lock_run_folder(target)  # held by this process until its run is sealed (or the process ends)
             check_run_folder(target, overwrite=overwrite)
+            lock_run_folder(target)  # held by this process until its run is sealed (or the process ends)
+            check_run_folder(target, overwrite=overwrite)  # again, under the lock
         except INPUT_ERRORS as error:
             _refuse(error)
         if overwrite and holds_completed_run(target):
