@@ -112,7 +112,10 @@ def check_presets(argv: Sequence[str]) -> None:
               and not any(mark in value for mark in "()[]{}$")]
     if not wanted:
         return
-    options = _group_options(sorted({key for _, key, _ in wanted}))
+    try:
+        options = _group_options(sorted({key for _, key, _ in wanted}))
+    except Exception:  # noqa: BLE001 - e.g. a broken plug-in: Hydra and the plug-in registry report it themselves
+        return
     for prefix, key, value in wanted:
         if key not in options:
             continue
