@@ -99,8 +99,9 @@ def validate_frame(frame: pd.DataFrame, spec: DatasetSpec, *, origin: str) -> np
 
 
 def _line(origin: str, index: int) -> str:
-    """Where a data row lies in its file: the CSV line (the header is line 1) of a CSV, else the row number."""
-    return f"CSV line {index + 2}" if ".csv" in origin.lower() else f"row {index + 1}"
+    """Where a data row lies in its file: the CSV line (the header is line 1) of a CSV, else the frame's row index
+    (from 0, as `frame.loc[index]` reads it)."""
+    return f"CSV line {index + 2}" if ".csv" in origin.lower() else f"row {index}"
 
 
 def check_time_order(stamps: pd.Series, origin: str) -> None:
