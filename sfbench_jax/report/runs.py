@@ -1,6 +1,10 @@
 """Stored runs: find the run folders under some folders, verify each one, key every run by all the settings that
 change its numbers, and refuse ambiguous sets.
 
+`find_runs` is the one way every reader (`sfbench-collect`, `sfbench-report`, the API, the MCP tools) finds runs:
+a sweep folder yields exactly its jobs, a run inside another run folder or a stray run in a sweep is refused by
+name, symbolic links are followed with a cycle guard.
+
 A run folder holds `summary.csv` (one row) and `manifest.json` (its resolved config); `per_window.parquet` and
 `candidates.csv` lie beside them, and `run_record.json` (`sfbench_jax.run_folder`), written last, vouches for all
 of them. `load_run` is the one way a run is read: it verifies the record (every file's size and SHA-256) and then
