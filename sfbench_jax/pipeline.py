@@ -6,9 +6,10 @@ store) -> evaluate the winner under the eight scenarios -> write summary.csv, pe
 candidates.csv, training_curves.parquet (trained models), manifest.json and the heatmap, and last the completion
 record that vouches for exactly them (`run_folder`, `report.runs.seal_run`). The run claims its folder before any
 work, under an exclusive writer lock held until the seal (a second writer is refused): a folder holding a completed
-run is refused, or with `overwrite` replaced in one atomic swap at the end; a sweep job's `cell.json` is kept. The summary's
-reference-normalised scores (mCE, relative mCE) need the dataset's SeasonalNaive winner on the same windows and
-faults: it is selected and evaluated in the same run (no training; the run's own model when it is that winner).
+run is refused, or with `overwrite` replaced in one atomic swap at the end; a sweep job's `cell.json` is kept.
+The summary's reference-normalised scores (mCE, relative mCE) need the dataset's SeasonalNaive winner on the same
+windows and faults: it is selected and evaluated in the same run (no training; the run's own model when it is that
+winner).
 Nothing is written outside `output_dir` except finished candidates in the candidate store (`train.store_dir`) and
 derived data files under `cache_dir`.
 """
