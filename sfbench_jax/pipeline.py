@@ -4,10 +4,12 @@ check the config against the registries -> load and validate the data -> prepare
 model on clean validation (every model the same way; trainable ones through the resumable candidate
 store) -> evaluate the winner under the eight scenarios -> write summary.csv, per_window.parquet,
 candidates.csv, training_curves.parquet (trained models), manifest.json and the heatmap, and last the completion
-record that vouches for them (`run_folder`, `report.runs.seal_run`). The run claims its folder before any work: a
-folder holding a completed run is refused, or with `overwrite` replaced in one atomic swap at the end. The summary's
-reference-normalised scores (mCE, relative mCE) need the dataset's SeasonalNaive winner on the same windows and
-faults: it is selected and evaluated in the same run (no training; the run's own model when it is that winner).
+record that vouches for exactly them (`run_folder`, `report.runs.seal_run`). The run claims its folder before any
+work, under an exclusive writer lock held until the seal (a second writer is refused): a folder holding a completed
+run is refused, or with `overwrite` replaced in one atomic swap at the end; a sweep job's `cell.json` is kept.
+The summary's reference-normalised scores (mCE, relative mCE) need the dataset's SeasonalNaive winner on the same
+windows and faults: it is selected and evaluated in the same run (no training; the run's own model when it is that
+winner).
 Nothing is written outside `output_dir` except finished candidates in the candidate store (`train.store_dir`) and
 derived data files under `cache_dir`.
 """
@@ -15,6 +17,7 @@ derived data files under `cache_dir`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -37,7 +40,7 @@ from sfbench_jax.outputs.tables import (
     training_curves_table,
 )
 from sfbench_jax.report.runs import seal_run
-from sfbench_jax.run_folder import claim_run_folder
+from sfbench_jax.run_folder import JOB_FILE, RunFolder, claim_run_folder, unlock_run_folder
 from sfbench_jax.selection import (
     EvaluatedModel,
     Selection,
@@ -167,9 +170,10 @@ def run(cfg: RunConfig, output_dir: Path, *, job_files: dict[str, dict] | None =
         cfg: the run's configuration (`cfg.overwrite` replaces a completed run in `output_dir`).
         output_dir: the run folder.
         job_files: JSON files written into the run folder before any work and covered by its record (a
-            multirun job's `cell.json`).
+            multirun job's `cell.json`; None keeps the `cell.json` of a sweep job folder, `sweep_job_files`).
 
     Raises:
+        RunFolderBusyError: another process is writing a run into `output_dir` (before any work).
         RunFolderTakenError: `output_dir` holds a completed run and `cfg.overwrite` is false (before any work).
         PermissionError: `output_dir` or the candidate store cannot be written (before any work).
         ValueError / DataContractError: bad configuration or data (before any training or evaluation).
@@ -177,8 +181,42 @@ def run(cfg: RunConfig, output_dir: Path, *, job_files: dict[str, dict] | None =
     clock = PhaseClock()
     log = log_to_stderr(cfg.eval.progress)
     check_run_config(cfg)
+    job_files = sweep_job_files(cfg, Path(output_dir)) if job_files is None else job_files
     folder = claim_run_folder(Path(output_dir), overwrite=cfg.overwrite)
-    for name, payload in (job_files or {}).items():
+    try:
+        return _run_claimed(cfg, folder, clock, log, job_files)
+    finally:
+        unlock_run_folder(folder.target)
+
+
+def sweep_job_files(cfg: RunConfig, target: Path) -> dict[str, dict]:
+    """A sweep job's `cell.json` kept for a run re-made on its own in the job folder (e.g. with `overwrite=true`,
+    the fix a damaged job's message gives), so the folder stays a job of its sweep; {} for any other folder.
+
+    Raises:
+        ValueError: the run is of another (dataset, architecture, method) cell than the job (nothing written).
+    """
+    path = Path(target) / JOB_FILE
+    if not path.is_file():
+        return {}
+    try:
+        job = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} cannot be read ({error}): it was cut or changed. Delete the job folder and re-run "
+                         "the sweep, or choose another folder with hydra.run.dir=PATH.") from None
+    job = job if isinstance(job, dict) else {}
+    cell = {"dataset": cfg.dataset.name, "architecture": cfg.model.name, "method": cfg.method.name}
+    recorded = {name: job.get(name) for name in cell}
+    if recorded != cell:
+        raise ValueError(f"{target} is the sweep job of {recorded} (its {JOB_FILE}); this run is of {cell}. Run "
+                         "that job's cell into it, or choose another folder with hydra.run.dir=PATH.")
+    return {JOB_FILE: job}
+
+
+def _run_claimed(cfg: RunConfig, folder: RunFolder, clock: PhaseClock, log: Callable[[str], None],
+                 job_files: dict[str, dict]) -> RunResult:
+    output_dir = folder.target
+    for name, payload in job_files.items():
         write_json(payload, folder.work / name)
     store = candidate_store(cfg, folder.work)  # the default store lies in the run folder: it moves with the run
     if get_spec(cfg.model.name).is_trainable:
@@ -197,7 +235,7 @@ def run(cfg: RunConfig, output_dir: Path, *, job_files: dict[str, dict] | None =
     clock.lap("anchor")
     timings = clock.timings(model)
     files = write_outputs(cfg, data, model, selection, folder.work, timings, anchor)
-    seal_run(folder.work)
+    seal_run(folder.work, names=[*job_files, *(path.name for path in files.values())])  # what this run wrote
     replaced = folder.commit()
     scores = model.evaluation.scores
     log(phase_line(timings))

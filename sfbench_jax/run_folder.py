@@ -15,16 +15,23 @@ the complete new one; the earlier run is then kept in `.NAME.replaced-TIME-PID` 
 record (a run that was killed or failed there) is re-used: the files the earlier attempt left are removed first.
 Folders whose name starts with a dot (staging, replaced, `.hydra`) are never read as runs.
 
+One writer per folder: `lock_run_folder` takes an exclusive `flock` on `.NAME.lock` beside the folder, from the
+claim (before Hydra writes there, in the `sfbench` command) to the seal and swap; the operating system releases
+it when the process ends, kill -9 included. A second writer is refused in one line naming the folder and the
+holder (`RunFolderBusyError`). The record covers exactly the files the run wrote (`write_record(names=...)`).
+
 Nothing here knows what the files mean; `report.runs` checks the numbers of a verified folder.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+import socket
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -39,8 +46,9 @@ RECORD_FORMAT = "sfbench-run-record/1"
 RUN_OUTPUTS = ("summary.csv", "per_window.parquet", "candidates.csv", "training_curves.parquet",
                "scenario_heatmap.png", "manifest.json")
 #: What a record covers when present: the outputs and a multirun job's `cell.json` (its overrides).
-RECORDED_FILES = (*RUN_OUTPUTS, "cell.json")
-STAGING_MARK, REPLACED_MARK = ".staging-", ".replaced-"
+JOB_FILE = "cell.json"
+RECORDED_FILES = (*RUN_OUTPUTS, JOB_FILE)
+STAGING_MARK, REPLACED_MARK, LOCK_MARK = ".staging-", ".replaced-", ".lock"
 #: errno values of a system or file system that cannot swap two folders atomically.
 _NO_EXCHANGE = {errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}
 FIX = "Re-run the job (into a new folder, or into this one with overwrite=true) or delete the folder."
@@ -64,6 +72,86 @@ class RunFolderTakenError(ValueError):
     """The folder already holds a completed run and `overwrite` was not given."""
 
 
+class RunFolderBusyError(ValueError):
+    """Another process holds the folder's writer lock (it is writing a run there now)."""
+
+
+#: Writer locks this process holds: lock file -> open descriptor (closing it releases the lock).
+_HELD_LOCKS: dict[Path, int] = {}
+
+
+def lock_file(target: Path) -> Path:
+    """The writer lock of a run folder: `.NAME.lock` beside it (hidden, so never read as a run)."""
+    target = Path(target).expanduser().absolute()
+    return target.parent.resolve() / f".{target.name}{LOCK_MARK}"
+
+
+def _holder(descriptor: int) -> str:
+    try:
+        os.lseek(descriptor, 0, os.SEEK_SET)
+        holder = json.loads(os.read(descriptor, 4096).decode())
+        return f"pid {holder['pid']} on {holder['host']}, started {holder['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not yet said who it is"
+
+
+def lock_run_folder(target: Path) -> Path:
+    """Take the exclusive writer lock of the run folder `target` for this process (again: a no-op).
+
+    Returns:
+        The lock file.
+
+    Raises:
+        RunFolderBusyError: another process holds it (the folder and the holder named, with the fix).
+        PermissionError: the lock file cannot be created beside the folder.
+    """
+    path = lock_file(target)
+    if path in _HELD_LOCKS:
+        return path
+    while True:  # the lock file is removed at release: lock the file the path names now, not an unlinked one
+        descriptor = _open_lock(path)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(descriptor)
+            os.close(descriptor)
+            raise RunFolderBusyError(
+                f"The run folder {Path(target)} is being written by another run ({holder}); two runs never write "
+                "one folder. Wait for that run to end (or stop it), or choose another folder with "
+                "hydra.run.dir=PATH.") from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(descriptor).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(descriptor)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": stamp}).encode())
+    _HELD_LOCKS[path] = descriptor
+    return path
+
+
+def _open_lock(path: Path) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise PermissionError(f"Cannot create the run folder's lock file {path} ({error.strerror}). Choose "
+                              "another folder with hydra.run.dir=PATH.") from error
+
+
+def unlock_run_folder(target: Path) -> None:
+    """Release this process's writer lock of `target` and remove its lock file (nothing if it holds none; a
+    killed writer's lock file stays, unlocked, until the next writer's release)."""
+    path = lock_file(target)
+    descriptor = _HELD_LOCKS.pop(path, None)
+    if descriptor is not None:
+        path.unlink(missing_ok=True)  # while still locked: a writer that opened it meanwhile retries (see above)
+        os.close(descriptor)
+
+
 def file_digest(path: Path) -> dict[str, Any]:
     """`{"bytes": size, "sha256": hex digest}` of a file."""
     digest = hashlib.sha256()
@@ -84,7 +172,8 @@ def write_record(directory: Path, *, run_key: Mapping[str, Any], names: Iterable
     Args:
         directory: the run folder.
         run_key: the run's key (JSON-able), kept as its identity.
-        names: the files to cover (default: every `RECORDED_FILES` entry present).
+        names: the files the run wrote, all of which the record covers (default: every `RECORDED_FILES` entry
+            present, for records of folders written elsewhere).
     """
     directory = Path(directory)
     names = [n for n in RECORDED_FILES if (directory / n).is_file()] if names is None else list(names)
@@ -250,14 +339,24 @@ def _remove_leftovers(folder: Path) -> None:
 
 
 def claim_run_folder(target: Path, *, overwrite: bool) -> RunFolder:
-    """Take `target` for a new run, before any work (see the module docstring).
+    """Take `target` for a new run, before any work (see the module docstring): its writer lock first (held until
+    `unlock_run_folder` or the end of the process), then the checks.
 
     Raises:
+        RunFolderBusyError: another process is writing a run into `target`.
         RunFolderTakenError: `target` holds a completed run and `overwrite` is false.
         PermissionError: a folder cannot be created or written.
     """
     target = Path(target)
-    check_run_folder(target, overwrite=overwrite)
+    check_run_folder(target, overwrite=overwrite)  # an unusable folder is named as such, before its lock file
+    fresh = lock_file(target) not in _HELD_LOCKS
+    lock_run_folder(target)
+    try:
+        check_run_folder(target, overwrite=overwrite)  # again, now that no other writer can finish a run there
+    except BaseException:
+        if fresh:
+            unlock_run_folder(target)
+        raise
     if holds_completed_run(target):
         work = ensure_writable_dir(staging_folder(target), what="staging folder",
                                    fix=f"Make {target.parent} writable, or choose another folder with "

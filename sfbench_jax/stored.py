@@ -45,7 +45,7 @@ from sfbench_jax.pipeline import evaluate_anchor, load_data
 from sfbench_jax.predictors import CLEAN_CONTEXT, run_predictor
 from sfbench_jax.report.paper import label_of
 from sfbench_jax.report.runs import MANIFEST_FILE, StoredRun, load_run, seal_run
-from sfbench_jax.run_folder import claim_run_folder
+from sfbench_jax.run_folder import claim_run_folder, unlock_run_folder
 from sfbench_jax.selection import Selection, candidate_store, evaluate_model, select_model, winner_predictor
 from sfbench_jax.train import CandidateStore
 
@@ -63,6 +63,11 @@ HOST_HYPERPARAMETERS = ("target", "weights")
 #: Registered architectures configured by such a hyperparameter: the host models.
 HOST_MODELS = frozenset(name for name, spec in MODELS.items()
                         if set(HOST_HYPERPARAMETERS) & set(spec.hyperparameter_names))
+
+
+#: Where the `sfbench` command keeps finished candidates unless `train.store_dir` is set (conf/train/default.yaml).
+DEFAULT_STORE_TEXT = ("the sfbench command's default store is $SFBENCH_STORE_DIR, else "
+                      "~/.cache/sfbench-jax/candidates; untrained models such as SeasonalNaive need none")
 
 
 class UntrustedRunError(ValueError):
@@ -99,7 +104,7 @@ class RebuildPolicy:
             raise UntrustedRunError(f"{what} lies outside the folders this rebuild may read (the runs root and the "
                                     "candidate-store roots it was given); only runs and stores inside them are "
                                     "rebuilt. Move the run (and its store) inside, or give the store's folder as "
-                                    "a store root.")
+                                    f"a store root (sfbench-mcp --store-root; {DEFAULT_STORE_TEXT}).")
         return resolved
 
 
@@ -240,12 +245,20 @@ def restore_run(run: StoredRun | Path, *, data: PreparedData | None = None, log:
     cfg = run_config(run.manifest, policy=policy)
     data = load_data(cfg) if data is None else data
     store_root = candidate_store(cfg, run.directory).root
-    if policy is not None:
-        store_root = policy.confine(store_root, "the run's candidate store (train.store_dir)")
-    store = StoredOnly(store_root)
+    store: StoredOnly | None = StoredOnly(store_root)
+    if policy is not None and not reads_store(cfg):
+        store = None  # an untrained model's baseline reads no store: wherever the run's store lies, none is needed
+    elif policy is not None:
+        store = StoredOnly(policy.confine(store_root, f"the candidate store (train.store_dir) of the run "
+                                                      f"{run.directory.name!r}"))
     selection = select_model(data, cfg, store, log or (lambda message: None))
     predict, state = winner_predictor(data, selection, store)
     return RestoredRun(run=run, cfg=cfg, data=data, selection=selection, store=store, predict=predict, state=state)
+
+
+def reads_store(cfg: RunConfig) -> bool:
+    """Whether rebuilding a run reads its candidate store: a trained model, or a method over stored candidates."""
+    return MODELS[cfg.model.name].is_trainable or METHODS[cfg.method.name].kind != "baseline"
 
 
 def _read_manifest(folder: Path) -> Any:
@@ -362,14 +375,17 @@ def reselect_on_perturbed_validation(run: StoredRun | Path, output_dir: Path, *,
     write_csv(summary, folder.work / "summary.csv")
     write_parquet(per_window_table([model]), folder.work / "per_window.parquet")
     write_csv(candidates, folder.work / "candidates.csv")
+    written = {"summary": "summary.csv", "per_window": "per_window.parquet", "candidates": "candidates.csv"}
     manifest = {**restored.run.manifest, "timings": {"reselect_seconds": time.perf_counter() - started},
+                "files": written,
                 "selection_pressure": {
         "mode": mode, "source_run": str(restored.run.directory), "winner": winner.candidate_hash,
         "clean_winner": restored.selection.winner.candidate_hash, "changed": winner.candidate_hash !=
         restored.selection.winner.candidate_hash, "perturbation_seed": restored.data.spec.seeds.seed_eval}}
     write_json(manifest, folder.work / MANIFEST_FILE)
-    seal_run(folder.work)  # last: the completion record
+    seal_run(folder.work, names=[*written.values(), MANIFEST_FILE])  # last: the completion record
     folder.commit(keep_replaced=False)
+    unlock_run_folder(folder.target)
     return folder.target
 
 

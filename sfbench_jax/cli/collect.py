@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from sfbench_jax.report.collect import Cell, MissingCellsError, collect
-from sfbench_jax.report.runs import DamagedRunsError
+from sfbench_jax.report.runs import DamagedRunsError, ExtraRunsError
 from sfbench_jax.run_folder import DamagedRunError
 
 
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     except MissingCellsError as error:
         print(f"sfbench-collect: {error}", file=sys.stderr)
         return 1
-    except (DamagedRunError, DamagedRunsError) as error:
+    except (DamagedRunError, DamagedRunsError, ExtraRunsError) as error:
         print(f"sfbench-collect: {error} No table was written.", file=sys.stderr)
         return 2
     except (ValueError, FileNotFoundError) as error:

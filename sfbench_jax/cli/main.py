@@ -14,10 +14,12 @@ folder already holds a completed run is skipped (re-running a sweep fills in onl
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 from sfbench_jax.cli.cpu_devices import expose_cpu_cores
@@ -31,6 +33,15 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from sfbench_jax.cli.arguments import (
+    CommandLineError,
+    Stopped,
+    check_overrides,
+    disk_full_line,
+    is_disk_full,
+    stop_on_sigterm,
+    stopped_line,
+)
 from sfbench_jax.config import (
     DatasetConfig,
     EvalConfig,
@@ -43,7 +54,15 @@ from sfbench_jax.files import write_json
 from sfbench_jax.methods import get_method
 from sfbench_jax.outputs.startup import mark_startup
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
-from sfbench_jax.run_folder import check_run_folder, holds_completed_run, staging_folder, target_of_staging
+from sfbench_jax.run_folder import (
+    RunFolderBusyError,
+    check_run_folder,
+    holds_completed_run,
+    lock_run_folder,
+    staging_folder,
+    target_of_staging,
+    unlock_run_folder,
+)
 
 mark_startup("imports")  # the manifest's start-up phases: interpreter and imports up to here
 
@@ -141,6 +160,8 @@ class ClaimRunFolder(Callback):
         try:
             check_before_folder(config)  # before check_run_folder, which creates the folder
             check_run_folder(target, overwrite=overwrite)
+            lock_run_folder(target)  # held by this process until its run is sealed (or the process ends)
+            check_run_folder(target, overwrite=overwrite)  # again, under the lock
         except INPUT_ERRORS as error:
             _refuse(error)
         if overwrite and holds_completed_run(target):
@@ -164,6 +185,18 @@ def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
         print(f"[sfbench] job {output_dir.name} skipped: method {cell['method']!r} does not apply to "
               f"{cell['architecture']!r} (not a cell of the benchmark)", file=sys.stderr, flush=True)
         return
+    try:
+        lock_run_folder(output_dir)  # a job still running there (a sweep re-submitted meanwhile) is left alone
+    except RunFolderBusyError as error:
+        print(f"[sfbench] job {output_dir.name} skipped: {error}", file=sys.stderr, flush=True)
+        return
+    try:
+        _run_locked_job(cfg, cell, output_dir)
+    finally:
+        unlock_run_folder(output_dir)
+
+
+def _run_locked_job(cfg: DictConfig, cell: dict[str, str], output_dir: Path) -> None:
     replacing = holds_completed_run(output_dir)
     if replacing and not bool(cfg.get("overwrite", False)):
         print(f"[sfbench] job {output_dir.name} skipped: {output_dir} already holds a completed run (kept; delete "
@@ -193,21 +226,48 @@ def hydra_main(cfg: DictConfig) -> None:
     folder and swapped in at the end)."""
     hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
-    if hydra_config.mode == RunMode.MULTIRUN:
-        run_recorded(cfg, output_dir)
-        return
-    try:
-        run_job(cfg, target_of_staging(output_dir) or output_dir)
-    except INPUT_ERRORS as error:
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        _refuse(error)
+    with ending_in_one_line(output_dir, OmegaConf.select(cfg, "train.store_dir")):
+        if hydra_config.mode == RunMode.MULTIRUN:
+            run_recorded(cfg, output_dir)
+            return
+        try:
+            run_job(cfg, target_of_staging(output_dir) or output_dir)
+        except INPUT_ERRORS as error:
+            if os.environ.get("HYDRA_FULL_ERROR") == "1" or is_disk_full(error):
+                raise
+            _refuse(error)
     _FINISHED_RUNS.append(output_dir)
+
+
+@contextlib.contextmanager
+def ending_in_one_line(output_dir: Path, store: str | None) -> Iterator[None]:
+    """End a run stopped by SIGINT/SIGTERM (exit 130/143) or a full disk (exit 2) with one line saying what is kept
+    and how to resume, no traceback (`HYDRA_FULL_ERROR=1`: with it)."""
+    try:
+        yield
+    except (KeyboardInterrupt, Stopped) as error:
+        name = "SIGINT" if isinstance(error, KeyboardInterrupt) else "SIGTERM"
+        print(f"sfbench: {stopped_line(name, output_dir, store)}", file=sys.stderr, flush=True)
+        logging.shutdown()
+        os._exit(130 if name == "SIGINT" else 143)  # at once: background threads (Orbax, XLA) print nothing more
+    except Exception as error:
+        if not is_disk_full(error) or os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"sfbench: error: {disk_full_line(error, output_dir, store)}", file=sys.stderr, flush=True)
+        logging.shutdown()
+        os._exit(2)
 
 
 def main() -> None:
     """The `sfbench` entry point: Hydra's app (`hydra_main`); when it was a single run that finished, the process
-    ends at once (`exit_now`). Errors and multiruns (whose launchers may hold workers) end as usual."""
+    ends at once (`exit_now`). Errors and multiruns (whose launchers may hold workers) end as usual. The command
+    line is checked first (`cli.arguments.check_overrides`: renamed or unknown settings, preset typos)."""
+    try:
+        check_overrides(sys.argv[1:])
+    except CommandLineError as error:
+        print(f"sfbench: error: {error}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    stop_on_sigterm()
     hydra_main()
     if _FINISHED_RUNS:
         exit_now()

@@ -22,7 +22,7 @@ from pathlib import Path
 from sfbench_jax.report.collect import EXPECTED_FILE, check_sweep
 from sfbench_jax.report.outputs import OUTPUTS, Analysis, ReportOptions, Restorer, build_output
 from sfbench_jax.report.realisations import NotApplicable
-from sfbench_jax.report.runs import DamagedRunsError, RunConflictError, gather_runs
+from sfbench_jax.report.runs import DamagedRunsError, ExtraRunsError, RunConflictError, gather_runs
 from sfbench_jax.run_folder import DamagedRunError
 
 #: Names that are commands over the runs rather than tables (`sfbench_jax.cli.pages`).
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             use_compilation_cache(run_config(runs.runs[0].manifest))
         analysis = Analysis(runs, options, restorer=Restorer(fault_examples, run_severity_curves))
         written = build_all(names, analysis, args.output, skip_inapplicable=args.names == ["all"])
-    except (DamagedRunError, DamagedRunsError) as error:
+    except (DamagedRunError, DamagedRunsError, ExtraRunsError) as error:
         print(f"sfbench-report: {error} No table was written.", file=sys.stderr)
         return 2
     except (NotApplicable, RunConflictError, NotStoredError) as error:

@@ -7,3 +7,7 @@ class DataContractError(ValueError):
 
 class ChecksumMismatchWarning(UserWarning):
     """A supplied dataset's content differs from the reference content (results not comparable)."""
+
+
+class DataGapWarning(UserWarning):
+    """A user dataset's timestamps skip time steps (windows across a gap join times that are not consecutive)."""

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sfbench_jax.data.checksums import content_sha256
-from sfbench_jax.data.errors import ChecksumMismatchWarning, DataContractError
+from sfbench_jax.data.errors import ChecksumMismatchWarning, DataContractError, DataGapWarning
 from sfbench_jax.data.registry import get_dataset
 from sfbench_jax.data.sources import convert_traffic_csv
 from sfbench_jax.data.spec import TIME_COLUMN, DatasetSpec, RuntimeFrame
@@ -78,7 +78,7 @@ def validate_frame(frame: pd.DataFrame, spec: DatasetSpec, *, origin: str) -> np
         rows, cols = np.nonzero(bad)
         columns = sorted({spec.channels[c] for c in cols})[:10]
         raise DataContractError(
-            f"{origin}: {int(bad.sum())} NaN/inf values (first at row {int(rows[0])}, column "
+            f"{origin}: {int(bad.sum())} NaN/inf values (first at {_line(origin, int(rows[0]))}, column "
             f"{spec.channels[int(cols[0])]!r}; columns affected: {columns}). Fill or drop them before use.")
     for name, domain in spec.discrete_domains:
         column = values64[:, spec.channels.index(name)]
@@ -88,14 +88,63 @@ def validate_frame(frame: pd.DataFrame, spec: DatasetSpec, *, origin: str) -> np
                 f"{origin}: discrete channel {name!r} holds {int(outside.sum())} values outside its domain "
                 f"{domain[0]}..{domain[-1]} (first: {column[outside][0]!r}).")
     try:
-        stamps = pd.to_datetime(frame[TIME_COLUMN])
+        stamps = pd.to_datetime(frame[TIME_COLUMN]).reset_index(drop=True)
     except (ValueError, TypeError) as error:
         raise DataContractError(f"{origin}: column {TIME_COLUMN!r} is not a timestamp: {error}.") from error
-    if not stamps.is_monotonic_increasing or stamps.duplicated().any():
-        raise DataContractError(f"{origin}: timestamps are not strictly increasing; sort the rows and "
-                                "drop duplicates.")
+    check_time_order(stamps, origin)
+    if not spec.content_sha256 and not spec.is_synthetic:  # a user's file: a gap is worth a word
+        warn_about_gaps(stamps, origin)
     split_bounds(len(frame), input_len=spec.input_len, horizon=spec.horizon, origin=origin)
     return values64.astype(np.float32)
+
+
+def _line(origin: str, index: int) -> str:
+    """Where a data row lies in its file: the CSV line (the header is line 1) of a CSV, else the frame's row index
+    (from 0, as `frame.loc[index]` reads it)."""
+    return f"CSV line {index + 2}" if ".csv" in origin.lower() else f"row {index}"
+
+
+def check_time_order(stamps: pd.Series, origin: str) -> None:
+    """Every row has a timestamp, no timestamp repeats, and they increase (each problem named by its first line).
+
+    Raises:
+        DataContractError: naming the file, the first line concerned and the fix.
+    """
+    blank = stamps.isna().to_numpy()
+    if blank.any():
+        raise DataContractError(f"{origin}: {int(blank.sum())} row(s) have no timestamp (first at "
+                                f"{_line(origin, int(np.argmax(blank)))}); every row needs its time. Fill in the "
+                                "missing times or drop those rows.")
+    repeated = stamps.duplicated(keep="first").to_numpy()
+    if repeated.any():
+        first = int(np.argmax(repeated))
+        earlier = int(np.argmax((stamps == stamps.iloc[first]).to_numpy()))
+        raise DataContractError(f"{origin}: {int(repeated.sum())} row(s) repeat an earlier timestamp (first: "
+                                f"{stamps.iloc[first]} at {_line(origin, first)}, already at "
+                                f"{_line(origin, earlier)}); keep one row per time step (drop or merge the repeats).")
+    backwards = np.nonzero(np.diff(stamps.to_numpy()) < np.timedelta64(0))[0]
+    if backwards.size:
+        at = int(backwards[0]) + 1
+        raise DataContractError(f"{origin}: timestamps go back in time at {_line(origin, at)} ({stamps.iloc[at]} "
+                                f"after {stamps.iloc[at - 1]}); sort the rows by time.")
+
+
+def warn_about_gaps(stamps: pd.Series, origin: str) -> None:
+    """Warn (`DataGapWarning`) when increasing timestamps skip steps of their usual spacing, naming the largest gap."""
+    steps = np.diff(stamps.to_numpy())
+    if steps.size == 0:
+        return
+    usual = pd.Series(steps).mode().iloc[0]
+    gaps = np.nonzero(steps > usual)[0]
+    if not gaps.size:
+        return
+    largest = int(gaps[np.argmax(steps[gaps])])
+    missing = int(steps[largest] // usual) - 1
+    warnings.warn(f"{origin}: the timestamps skip time in {gaps.size} place(s) (usual step "
+                  f"{pd.Timedelta(usual)}; largest gap: {missing} missing step(s) between {stamps.iloc[largest]} at "
+                  f"{_line(origin, largest)} and {stamps.iloc[largest + 1]}); windows across a gap join times that "
+                  "are not consecutive. Fill the gaps (e.g. interpolate the missing rows) or supply a gap-free file.",
+                  DataGapWarning, stacklevel=3)
 
 
 def load(key_or_spec: str | DatasetSpec, *, data_root: Path | None = None,

@@ -100,5 +100,9 @@ def get_dataset(key: str) -> DatasetSpec:
     try:
         return DATASETS[key]
     except KeyError:
+        import difflib
+
         valid = ", ".join(sorted(DATASETS))
-        raise unknown_name_error("datasets", key, f"Unknown dataset {key!r}. Valid datasets: {valid}.") from None
+        close = difflib.get_close_matches(str(key), sorted(DATASETS), n=3, cutoff=0.6)
+        hint = f" Did you mean {' or '.join(close)}?" if close else ""
+        raise unknown_name_error("datasets", key, f"Unknown dataset {key!r}.{hint} Valid datasets: {valid}.") from None

@@ -10,7 +10,6 @@ not: loading, verifying and rebuilding a run (``sfbench_jax.stored``, ``sfbench_
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +24,17 @@ __all__ = ["NO_RUNS_ROOT", "RUNS_ROOT_VARIABLE", "StoredRuns", "check_run_name"]
 RUNS_ROOT_VARIABLE = "SFBENCH_RUNS_DIR"
 MANIFEST_FILE = "manifest.json"  # the run folder's marker (sfbench_jax.report.runs.MANIFEST_FILE)
 _RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=-]{0,127}")
-#: Deepest run folder looked at below the runs root (a multirun: root/<sweep>/<date>/<time>/<job>).
-MAX_DEPTH = 8
+
+#: What a refused run folder is, said without a path (`find_runs`'s kinds).
+_REFUSALS = {
+    "outside": "is, or holds, a symbolic link out of the server's runs root; runs are read only inside it. Ask the "
+               "operator to copy the run in instead",
+    "cycle": "is a symbolic link back to a folder it lies in (a cycle); ask the operator to remove the link",
+    "nested": "lies inside another run folder (a copied run?), so it is not read; ask the operator to move it into "
+              "a folder of its own",
+    "stray": "lies in a sweep folder without being one of its jobs, so it is not read; ask the operator to move it "
+             "out of the sweep",
+}
 
 NO_RUNS_ROOT = (f"this server has no runs root, so it cannot open stored runs. Restart it with --runs-root PATH "
                 f"(or {RUNS_ROOT_VARIABLE}=PATH), the folder holding the sfbench run folders, or use "
@@ -80,16 +88,20 @@ class StoredRuns:
                              allow_host_models=self.allow_host_models)
 
     def _candidates(self, name: str) -> list[Path]:
-        """Folders named ``name`` holding a manifest, at most `MAX_DEPTH` below the root; links are not entered."""
-        found: list[Path] = []
-        for folder, subfolders, files in os.walk(self.root, followlinks=False):
-            depth = len(Path(folder).relative_to(self.root).parts)
-            if MANIFEST_FILE in files:
-                subfolders.clear()  # a run folder's own folders (its candidate store) hold no runs
-            if depth >= MAX_DEPTH:
-                subfolders.clear()
-            found.extend(Path(folder) / sub for sub in subfolders if sub == name)
-        return [folder for folder in found if (folder / MANIFEST_FILE).exists() or folder.is_symlink()]
+        """Run folders named ``name`` at or below the root, found as every reader finds runs
+        (`sfbench_jax.report.runs.find_runs`; links are followed inside the root only).
+
+        Raises:
+            RefusedToolError: The folder of that name is a link out of the root or a cycle, lies inside another
+                run folder, or lies in a sweep without being one of its jobs (said without a path).
+        """
+        from sfbench_jax.report.runs import find_runs
+
+        found = find_runs([self.root], within=self.root)
+        for item in found.refused:
+            if item.folder.name == name:
+                raise RefusedToolError(f"run={name!r} {_REFUSALS[item.kind]}")
+        return [folder for folder in found.folders if folder.name == name]
 
     def _checked(self, folder: Path, run: str) -> dict[str, Any]:
         """The folder's manifest, once the folder and its files are known to stay inside the root."""

@@ -219,7 +219,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              f"(defaults to ${RUNS_ROOT_VARIABLE}; none: no stored runs)")
     parser.add_argument("--store-root", type=Path, action="append", default=None,
                         help="folder where stored runs' candidate stores may lie besides the runs "
-                             "root (repeatable)")
+                             "root (repeatable); runs of trained models need it, e.g. the sfbench "
+                             "command's default store $SFBENCH_STORE_DIR, else "
+                             "~/.cache/sfbench-jax/candidates (untrained models such as SeasonalNaive "
+                             "read no store)")
     parser.add_argument("--allow-host-models", action="store_true",
                         help="also rebuild stored runs of host models (external imports the code "
                              "their manifest names): only for a runs root you trust")

@@ -27,7 +27,7 @@ import pandas as pd
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.files import write_csv, write_json
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
-from sfbench_jax.report.runs import SUMMARY_FILE, DamagedRunsError, RunSet, gather_runs
+from sfbench_jax.report.runs import SUMMARY_FILE, DamagedRunsError, ExtraRunsError, Refused, RunSet, gather_runs
 from sfbench_jax.run_folder import DamagedRunError, holds_completed_run
 
 CELL_FILE, FAILED_FILE = "cell.json", "job_failed.json"
@@ -302,6 +302,8 @@ def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_d
         SweepFileError: a bookkeeping file of the sweep cannot be read.
         DamagedRunError / DamagedRunsError: a finished run is damaged (named; nothing but collect_report.json is
             written).
+        ExtraRunsError: a run folder in the sweep that is not one of its jobs (e.g. a run copied into a job's
+            folder), or a symbolic-link cycle (each named; nothing but collect_report.json is written).
         RunConflictError: two runs with the same settings hold different numbers.
     """
     from sfbench_jax.report.outputs import publish_views
@@ -312,11 +314,16 @@ def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_d
     if missing:
         raise MissingCellsError(missing, sweep_dir)
     try:
-        runs = gather_runs([job.directory for job in jobs if job.status == "done"])
-    except (DamagedRunError, DamagedRunsError) as error:
+        runs = gather_runs([sweep_dir])  # the same finder as sfbench-report: exactly the sweep's jobs
+    except (DamagedRunError, DamagedRunsError, ExtraRunsError) as error:
         report = json.loads((output_dir / REPORT_FILE).read_text())
         write_json({**report, "status": "damaged", "damaged": str(error)}, output_dir / REPORT_FILE)
         raise
+    done = {job.directory.resolve() for job in jobs if job.status == "done"}
+    strays = [Refused(run.directory, "stray", f"is not a job of the sweep {sweep_dir} (no {CELL_FILE}); move it out "
+                      "of the sweep folder, or delete it") for run in runs.runs if run.directory.resolve() not in done]
+    if strays:
+        raise ExtraRunsError(strays)
     summary = sorted_summary(runs.summary)
     files = {"report": output_dir / REPORT_FILE, "summary": write_csv(summary, output_dir / SUMMARY_FILE)}
     views = publish_views(runs, output_dir, figures=figures)

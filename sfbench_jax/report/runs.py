@@ -1,6 +1,10 @@
 """Stored runs: find the run folders under some folders, verify each one, key every run by all the settings that
 change its numbers, and refuse ambiguous sets.
 
+`find_runs` is the one way every reader (`sfbench-collect`, `sfbench-report`, the API, the MCP tools) finds runs:
+a sweep folder yields exactly its jobs, a run inside another run folder or a stray run in a sweep is refused by
+name, symbolic links are followed with a cycle guard.
+
 A run folder holds `summary.csv` (one row) and `manifest.json` (its resolved config); `per_window.parquet` and
 `candidates.csv` lie beside them, and `run_record.json` (`sfbench_jax.run_folder`), written last, vouches for all
 of them. `load_run` is the one way a run is read: it verifies the record (every file's size and SHA-256) and then
@@ -19,18 +23,26 @@ Nothing here computes a new score; `sfbench_jax.report.collect` checks a sweep's
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from sfbench_jax.evaluate.scores import robustness_scores
 from sfbench_jax.faults.registry import SCENARIO_KEYS
-from sfbench_jax.run_folder import RECORD_FILE, RECORDED_FILES, DamagedRunError, verify_record, write_record
+from sfbench_jax.run_folder import (
+    JOB_FILE,
+    RECORD_FILE,
+    RECORDED_FILES,
+    DamagedRunError,
+    verify_record,
+    write_record,
+)
 
 SUMMARY_FILE, MANIFEST_FILE = "summary.csv", "manifest.json"
 PER_WINDOW_FILE, CANDIDATES_FILE = "per_window.parquet", "candidates.csv"
@@ -184,28 +196,123 @@ def is_run_folder(directory: Path) -> bool:
     return any((directory / name).is_file() for name in (RECORD_FILE, *RECORDED_FILES) if name != "cell.json")
 
 
-def _is_hidden(path: Path, root: Path) -> bool:
-    """Whether `path` lies in a hidden folder below `root` (`.hydra`, a staging or replaced run folder)."""
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
+class ExtraRunsError(ValueError):
+    """Run folders where no run belongs (inside another run folder, or in a sweep but not one of its jobs), or a
+    symbolic link that cannot be followed (a cycle, or out of the folders a reader may read); each one named."""
+
+    def __init__(self, refused: Sequence[Refused]) -> None:
+        self.refused = list(refused)
+        super().__init__(f"{len(self.refused)} folder(s) cannot be read as runs: "
+                         + " | ".join(f"{item.folder} {item.reason}" for item in self.refused))
 
 
-def find_run_folders(roots: Iterable[Path]) -> list[Path]:
-    """Every run folder at or below `roots` (complete or not; hidden folders skipped), sorted, each once.
+class Refused(NamedTuple):
+    """A folder `find_runs` does not read: `kind` is "outside" (a link out of the folder read), "cycle", "nested"
+    (a run inside a run folder) or "stray" (a run in a sweep that is not one of its jobs); `reason` says why."""
+
+    folder: Path
+    kind: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class FoundRuns:
+    """What `find_runs` found.
+
+    Attributes:
+        folders: the run folders to read (resolved, sorted, each once): every run below a plain folder, exactly
+            the job folders of a sweep.
+        refused: each run folder that is not read and each link that is not followed, with the reason.
+    """
+
+    folders: tuple[Path, ...]
+    refused: tuple[Refused, ...] = ()
+
+
+def _is_sweep(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in SWEEP_FILES)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    """Not-hidden sub-folders (symbolic links to folders included), sorted."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError:
+        return []
+    return [Path(entry.path) for entry in entries if not entry.name.startswith(".") and entry.is_dir()]
+
+
+def find_runs(roots: Iterable[Path], *, within: Path | None = None) -> FoundRuns:
+    """The one way every reader (`sfbench-collect`, `sfbench-report`, the API, the MCP tools) finds the runs of
+    some folders (docs/reliability.md):
+
+    * below a plain folder, every run folder (complete or not; hidden folders, e.g. staging, skipped);
+    * in a sweep folder (one with `expected_cells.json` or `collect_report.json`), exactly its jobs: the direct
+      sub-folders holding `cell.json`; any other run folder there (a stray run beside the jobs) is refused;
+    * a run folder inside another run folder (e.g. a run copied into a job's folder) is refused, never merged;
+    * symbolic links are followed; one leading back to a folder it lies in (a cycle), or out of `within`, is
+      refused by name.
 
     Raises:
         FileNotFoundError: a root does not exist.
     """
     found: set[Path] = set()
+    refused: list[Refused] = []
+    limit = None if within is None else Path(within).resolve()
     for root in roots:
         root = Path(root)
         if not root.exists():
             raise FileNotFoundError(f"{root} does not exist; pass folders that hold sfbench runs (--runs FOLDER).")
         if root.is_file():
             continue
-        names = (RECORD_FILE, SUMMARY_FILE, MANIFEST_FILE, PER_WINDOW_FILE)
-        candidates = {root, *(path.parent for name in names for path in root.rglob(name))}
-        found.update(p.resolve() for p in candidates if not _is_hidden(p, root) and is_run_folder(p))
-    return sorted(found)
+        stack: list[tuple[Path, tuple[Path, ...], Path | None, Path | None]] = [(root, (), None, None)]
+        while stack:
+            folder, ancestors, run_above, sweep = stack.pop()
+            real = folder.resolve()
+            problem = _refusal(folder, real, ancestors, limit, run_above, sweep)
+            if problem is not None:
+                refused.append(problem)
+                if problem.kind in ("outside", "cycle"):
+                    continue
+            elif is_run_folder(folder):
+                found.add(real)
+            is_run = is_run_folder(folder)
+            inner_sweep = folder if _is_sweep(folder) else sweep
+            inner_run = folder if is_run else run_above
+            stack.extend((sub, (*ancestors, real), inner_run, inner_sweep) for sub in reversed(_subfolders(folder)))
+    return FoundRuns(folders=tuple(sorted(found)), refused=tuple(refused))
+
+
+def _refusal(folder: Path, real: Path, ancestors: tuple[Path, ...], limit: Path | None, run_above: Path | None,
+             sweep: Path | None) -> Refused | None:
+    """Why `find_runs` does not read (or enter) `folder`, if it does not."""
+    if limit is not None and not real.is_relative_to(limit):
+        return Refused(folder, "outside", "is a symbolic link out of the folder being read; copy the run in instead")
+    if real in ancestors:
+        return Refused(folder, "cycle", f"is a symbolic link back to {real}, a folder it lies in (a cycle); remove "
+                                        "the link")
+    if not is_run_folder(folder):
+        return None
+    if run_above is not None:
+        return Refused(folder, "nested", f"lies inside the run folder {run_above} (a copied run?); move it out, "
+                                         "into a folder of its own, or delete it")
+    if sweep is not None and not (folder.parent == sweep and (folder / JOB_FILE).is_file()):
+        return Refused(folder, "stray", f"is not a job of the sweep {sweep} (no {JOB_FILE} of that sweep); move it "
+                                        "out of the sweep folder, or delete it")
+    return None
+
+
+def find_run_folders(roots: Iterable[Path]) -> list[Path]:
+    """The run folders `find_runs` finds under `roots` (sorted, each once), refusing what it refuses.
+
+    Raises:
+        FileNotFoundError: a root does not exist.
+        ExtraRunsError: a run folder where no run belongs, or a link that cannot be followed (each named).
+    """
+    result = find_runs(roots)
+    if result.refused:
+        raise ExtraRunsError(result.refused)
+    return list(result.folders)
 
 
 def _read_json(directory: Path, name: str) -> dict[str, Any]:
@@ -248,34 +355,98 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 
 def load_run(directory: Path) -> StoredRun:
-    """Read one run folder, verified: its completion record, then its summary's scores against its per-window
-    losses (`check_numbers`).
+    """Read one run folder, verified: its completion record, the record's files against the manifest's
+    (`check_files_match_manifest`), then its summary's scores against its per-window losses (`check_numbers`)
+    and every point estimate against its own stored interval (`check_intervals`).
 
     Raises:
         DamagedRunError: no valid record, a file that differs from it, or a summary number its per-window losses
             do not give (the folder, the file and the fix are named).
     """
     directory = Path(directory)
-    verify_record(directory)
+    record = verify_record(directory)
     row = _read_row(directory)
     manifest = read_manifest(directory)
+    check_files_match_manifest(directory, record["files"], manifest)
     check_numbers(directory, row)
+    check_intervals(directory, row)
     return StoredRun(directory=directory, key=run_key(manifest, row), row=row, manifest=manifest)
 
 
-def seal_run(directory: Path) -> Path:
+def seal_run(directory: Path, names: Iterable[str] | None = None) -> Path:
     """Write the completion record of a run folder whose files are all written: the last write of every writer
     (the pipeline, the selector-pressure re-selection). The summary is checked against the per-window losses
-    first, so a run is never sealed with numbers its own losses do not give.
+    and the files against the manifest first, so a run is never sealed with numbers its own losses do not give
+    or with files it did not write.
+
+    Args:
+        directory: the run folder.
+        names: the files this run wrote (default: those its manifest lists, the manifest and a job's cell.json).
 
     Raises:
-        DamagedRunError: the summary and the per-window losses disagree (nothing is sealed).
+        DamagedRunError: the summary and the per-window losses disagree, or `names` are not the manifest's files
+            (nothing is sealed).
     """
     directory = Path(directory)
     row = _read_row(directory)
     check_numbers(directory, row)
-    key = json.loads(key_identity(run_key(read_manifest(directory), row)))
-    return write_record(directory, run_key=key)
+    check_intervals(directory, row)
+    manifest = read_manifest(directory)
+    if names is None:
+        names = [*manifest_files(directory, manifest), *([JOB_FILE] if (directory / JOB_FILE).is_file() else [])]
+    names = list(dict.fromkeys(names))
+    check_files_match_manifest(directory, names, manifest)
+    key = json.loads(key_identity(run_key(manifest, row)))
+    return write_record(directory, run_key=key, names=names)
+
+
+def manifest_files(directory: Path, manifest: Mapping[str, Any]) -> list[str]:
+    """The run files a manifest says its run wrote (`files`), with the manifest itself.
+
+    Raises:
+        DamagedRunError: the manifest lists no files.
+    """
+    listed = manifest.get("files")
+    if not isinstance(listed, dict) or not all(isinstance(name, str) for name in listed.values()):
+        raise DamagedRunError(directory, MANIFEST_FILE, "lists no `files` (the files its run wrote)")
+    return [*listed.values(), MANIFEST_FILE]
+
+
+def check_files_match_manifest(directory: Path, recorded: Iterable[str], manifest: Mapping[str, Any]) -> None:
+    """The files a record vouches for are exactly those the manifest's run wrote (a job's cell.json aside).
+
+    Raises:
+        DamagedRunError: naming the files only one of them lists (files of two runs mixed in one folder).
+    """
+    listed, recorded = set(manifest_files(directory, manifest)), set(recorded) - {JOB_FILE}
+    if listed != recorded:
+        extra, absent = sorted(recorded - listed), sorted(listed - recorded)
+        raise DamagedRunError(directory, RECORD_FILE, f"does not vouch for the files its manifest lists (recorded "
+                              f"but not written by this run: {extra or 'none'}; written but not recorded: "
+                              f"{absent or 'none'}): files of two runs are mixed in one folder")
+
+
+#: Tolerance of the interval check (float rounding of a quantile against its point estimate).
+INTERVAL_RTOL = 1e-9
+
+
+def check_intervals(directory: Path, row: Mapping[str, Any]) -> None:
+    """Every point estimate of a summary row with a stored 95% interval (`X`, `X_ci_lo`, `X_ci_hi`) lies inside it.
+
+    Raises:
+        DamagedRunError: naming the first estimate outside its interval.
+    """
+    for name in row:
+        if not name.endswith("_ci_lo"):
+            continue
+        point = name.removesuffix("_ci_lo")
+        value, low, high = (_as_float(row.get(n)) for n in (point, name, f"{point}_ci_hi"))
+        if value is None or low is None or high is None:
+            continue
+        slack = INTERVAL_RTOL * max(abs(value), abs(low), abs(high), 1e-300)
+        if not low - slack <= value <= high + slack:
+            raise DamagedRunError(directory, SUMMARY_FILE, f"says {point} = {value!r}, outside its own stored 95% "
+                                  f"interval [{low!r}, {high!r}]: the numbers were changed after the run")
 
 
 def _per_window_scores(directory: Path) -> tuple[list[str], Any, int, dict[str, tuple[float, float]]]:

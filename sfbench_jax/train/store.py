@@ -342,9 +342,12 @@ def checkpoint_files(target: Path) -> dict[str, list[Any]]:
 
 
 def _verify_checkpoint(target: Path, recorded: Mapping[str, Sequence[Any]], folder: Path) -> None:
-    """Raise a ValueError when the checkpoint's files differ from the record (nothing to check without one)."""
+    """Raise a ValueError when the checkpoint's files differ from the record, or there is no record to check them
+    against (an emptied `checkpoint_files` would switch the check off: it is refused, never trusted)."""
     if not recorded:
-        return
+        raise ValueError(f"The result.json of {folder} records no checkpoint checksums (`checkpoint_files` is empty "
+                         f"or missing), so its checkpoint {target} cannot be verified and is not used. "
+                         f"{_delete_fix(folder)}")
     found = checkpoint_files(target)
     missing, extra = sorted(set(recorded) - set(found)), sorted(set(found) - set(recorded))
     changed = sorted(name for name in set(recorded) & set(found) if list(recorded[name]) != found[name])

@@ -76,8 +76,8 @@ def test_reference_mode_on_beijing(tmp_path: Path, data_root: Path) -> None:
 
 
 @pytest.mark.parametrize(("override", "message"), [
-    ("dataset=ettm1", "Could not find 'dataset/ettm1'"),
-    ("model=lstm", "Could not find 'model/lstm'"),
+    ("dataset=ettm1", "there is no dataset preset 'ettm1'; did you mean etth1?"),  # one line, exit 2 (issue 30)
+    ("model=lstm", "there is no model preset 'lstm'; the model presets: "),
     ("eval.chunk_size=0", "eval.chunk_size must be >= 1"),
     ("eval.rng_mode=torch", "Unknown eval.rng_mode 'torch'"),
     ("eval.k=0", "eval.k must be in [1, 1,000,000]"),

@@ -116,7 +116,7 @@ def test_multirun_missing_cell_is_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("overrides", "message"), [
     (["model=gru", "model.hparams={dropout:0.1,n_layers:1}"],
      "GRU dropout=0.1 with n_layers=1 is an invalid combination"),
-    (["method=pgd"], "Could not find 'method/pgd'"),
+    (["method=pgd"], "there is no method preset 'pgd'; the method presets: "),  # one line, exit 2 (issue 30)
 ])
 def test_cli_reports_bad_input_before_work(tmp_path: Path, overrides: list[str], message: str) -> None:
     completed = _sfbench(*overrides, f"hydra.run.dir={tmp_path / 'run'}", f"train.store_dir={tmp_path / 'store'}")

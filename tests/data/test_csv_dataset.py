@@ -72,7 +72,7 @@ def test_relative_path_under_data_root_and_parquet(frame: pd.DataFrame, tmp_path
 
 @pytest.mark.parametrize(("change", "message"), [
     (lambda f: f.assign(OT=f.OT.where(f.index != 50)), "NaN/inf values"),
-    (lambda f: f.iloc[::-1], "not strictly increasing"),
+    (lambda f: f.iloc[::-1], "timestamps go back in time at CSV line 3 .*; sort the rows by time"),
     (lambda f: f.head(300), "too few"),
     (lambda f: f.drop(columns="LUFL"), "missing columns 'LUFL'"),
     (lambda f: f.rename(columns={"time": "stamp"}), "no time column 'time'"),

@@ -132,7 +132,8 @@ def test_unordered_timestamps(tmp_path: Path) -> None:
     frame = _penmanshiel_frame()
     frame.loc[5, "datetime"] = frame.loc[3, "datetime"]
     root = _penmanshiel_root(tmp_path, frame)
-    with pytest.raises(DataContractError, match="timestamps are not strictly increasing"):
+    with pytest.raises(DataContractError, match=r"1 row\(s\) repeat an earlier timestamp \(first: .+ at row 5, already "
+                       r"at row 3\); keep one row per time step"):  # a Parquet file: the frame's row index
         load("penmanshiel_wt08", data_root=root)
 
 

@@ -126,7 +126,6 @@ async def test_runs_root_is_explicit_and_the_real_run_works(tree: dict[str, Path
     (".hidden", "[unknown_run]"),
     ("=x", "[unknown_run]"),
     ("linked", "[refused]"),                 # a symlink out of the runs root
-    ("far_store", "[refused]"),              # its manifest's train.store_dir lies outside the roots
 ])
 async def test_run_names_reveal_nothing(tree: dict[str, Path], run: str, code: str) -> None:
     # Issue 21, defect 7: an unknown run name answered with the absolute runs path and the other runs' names.
@@ -172,3 +171,11 @@ def test_rebuild_policy_refuses_before_anything_is_built(tmp_path: Path) -> None
     with pytest.raises(UntrustedRunError, match="the run's candidate store lies outside") as outside:
         policy.confine(Path("/etc"), "the run's candidate store")
     assert "/etc" not in str(outside.value)
+
+
+async def test_an_untrained_run_needs_no_store_wherever_its_store_lies(tree: dict[str, Path]) -> None:
+    # Issue 30, defect 11: a SeasonalNaive run, which reads no candidate store, was refused because its manifest's
+    # train.store_dir lay outside the roots (as the sfbench command's default store does).
+    (result,) = await _curves(_params(tree), "far_store")
+    assert not result.is_error, result.content
+    assert result.structured_content["curves"]["model"] == "seasonal_naive"

@@ -42,5 +42,7 @@ def rewrite_consistently(run_dir: Path, *, scale: float) -> None:
     for index, key in enumerate(keys):
         summary.loc[0, [f"mse_{key}", f"d_{key}"]] = [scores.mse_p[index], scores.d_p[index]]
     summary.loc[0, "worst_scenario"] = keys[scores.worst_index]
+    for column in [c for c in summary.columns if c.startswith(("mse_", "mpc_")) and c.endswith(("_ci_lo", "_ci_hi"))]:
+        summary.loc[0, column] = summary.loc[0, column] * scale  # the intervals of the scaled losses scale too
     summary.to_csv(run_dir / "summary.csv", index=False)
     seal_run(run_dir)

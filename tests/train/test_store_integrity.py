@@ -109,22 +109,25 @@ def test_nan_weights_are_refused(etth1, store: CandidateStore) -> None:
         store.restore(result)
 
 
-def test_older_record_without_checksums_still_gives_one_line(etth1, store: CandidateStore,
-                                                             capfd: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("emptied", ["deleted", "empty"])
+def test_a_record_without_checksums_is_refused_not_trusted(etth1, store: CandidateStore, emptied: str,
+                                                           capfd: pytest.CaptureFixture[str]) -> None:
+    # Issue 30, defect 13: an empty `checkpoint_files` in result.json switched the checkpoint hash check off, so a
+    # changed checkpoint with an emptied record was restored and trusted.
     folder = _candidate(store)
     record = json.loads((folder / "result.json").read_text())
-    del record["checkpoint_files"]
+    if emptied == "deleted":
+        del record["checkpoint_files"]
+    else:
+        record["checkpoint_files"] = {}
     (folder / "result.json").write_text(json.dumps(record))
+    _scramble_largest_checkpoint_file(folder)
     (result,) = _search(etth1, store)
     assert result.checkpoint_files == {}
-    store.restore(result)  # an intact older candidate is still usable
-    largest = max((path for path in (folder / "checkpoint").rglob("*") if path.is_file()),
-                  key=lambda path: path.stat().st_size)
-    largest.write_bytes(largest.read_bytes()[:10])  # Orbax itself fails on it: its error becomes one line
-    with pytest.raises(ValueError, match=rf"Cannot read the checkpoint {folder}/checkpoint \(.+\)\. Delete the "
-                       rf"candidate folder {folder}"):
+    with pytest.raises(ValueError, match=rf"The result\.json of {folder} records no checkpoint checksums .* is not "
+                       rf"used\. Delete the candidate folder {folder} \(the next run retrains that candidate\)"):
         store.restore(result)
-    assert "Traceback" not in capfd.readouterr().err
+    assert "Traceback" not in capfd.readouterr().err  # refused before Orbax read a byte
 
 
 # Orbax's in-process save (the first run) leaves tensorstore callbacks aimed at its closed asyncio loop; under xdist

@@ -175,6 +175,7 @@ def _check_curve_cost(k: int, severities: list[float] | None) -> None:
 
 def _stored_curves(api: Any, store: DataStore, dataset: str, run: str, k: int,
                    severities: list[float] | None) -> dict[str, Any]:
+    from sfbench_jax.run_folder import DamagedRunError
     from sfbench_jax.stored import NotStoredError, UntrustedRunError
 
     if store.runs is None:
@@ -185,6 +186,9 @@ def _stored_curves(api: Any, store: DataStore, dataset: str, run: str, k: int,
                                      policy=store.runs.policy(store.data_root))
     except UntrustedRunError as exc:
         raise RefusedToolError(f"the stored run {run!r}: {exc}") from None
+    except DamagedRunError as exc:
+        raise UnavailableToolError(f"the stored run {run!r} is damaged: {exc.file} {exc.problem}. Re-run its job "
+                                   "(or ask the operator to)") from None
     except NotStoredError:
         raise UnavailableToolError(f"the stored run {run!r} lacks candidates in its candidate store (the tool "
                                    "never trains). Re-run its job, or ask the operator to give the server the "

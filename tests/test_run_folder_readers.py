@@ -1,0 +1,263 @@
+"""Run folders where two things meet (issue 30, part B, defects 7-10 and 13): two writers into one folder, the
+two readers (`sfbench-collect`, `sfbench-report`) on one sweep folder, a sweep job re-made on its own with
+`overwrite=true`, and the cheap cross-checks every reader makes (the record's files against the manifest's, each
+point estimate against its own stored interval).
+
+Every run here is real (SeasonalNaive on ETTh1, `eval=quick`, written by the `sfbench` command); the sweep is one
+real two-job multirun, copied before each test damages it. The readers are called in-process through their
+command-line entry points, the writers as real processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sfbench_jax.cli.collect import main as collect_main
+from sfbench_jax.cli.report import main as report_main
+from sfbench_jax.evaluate.scores import robustness_scores
+from sfbench_jax.report.runs import load_run
+from sfbench_jax.run_folder import RECORD_FILE, DamagedRunError, write_record
+
+#: The cheap real run of these tests (SeasonalNaive on ETTh1, 1,000 windows).
+COMMON = ["model=seasonal_naive", "eval=quick", "dataset=etth1", "eval.bootstrap_draws=200", "figures=false"]
+
+
+def _sfbench_command(*overrides: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "sfbench"), *overrides]
+
+
+def _sfbench(*overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run(_sfbench_command(*overrides), capture_output=True, text=True, timeout=900, check=False)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One derived-data and compilation cache for the module's runs."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Path:
+    """A real two-job multirun (eval.seed=1,2) with the CLI's default settings otherwise, collected."""
+    folder = tmp_path_factory.mktemp("sweep") / "sweep"
+    completed = _sfbench("-m", "eval.seed=1,2", *COMMON, f"cache_dir={cache_dir}", f"hydra.sweep.dir={folder}")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return folder
+
+
+@pytest.fixture(scope="module")
+def other_run(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Path:
+    """A completed run of other settings (eval.seed=3), made on its own."""
+    folder = tmp_path_factory.mktemp("other") / "run"
+    completed = _sfbench(*COMMON, "eval.seed=3", f"cache_dir={cache_dir}", f"hydra.run.dir={folder}")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return folder
+
+
+def _jobs(sweep_dir: Path) -> list[Path]:
+    return sorted(path for path in sweep_dir.iterdir() if (path / "cell.json").is_file())
+
+
+def _copy(sweep_dir: Path, target: Path) -> Path:
+    """The sweep's jobs and expected jobs, without its merged outputs."""
+    target.mkdir(parents=True)
+    shutil.copy(sweep_dir / "expected_cells.json", target)
+    for job in _jobs(sweep_dir):
+        shutil.copytree(job, target / job.name)
+    return target
+
+
+def _both_readers(sweep_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, tuple]:
+    """`sfbench-collect` and `sfbench-report longform` on one sweep: `{reader: (exit status, stderr, table)}`."""
+    answers = {}
+    for name, call in (("collect", lambda out: collect_main([str(sweep_dir), "--no-figures", "--output", str(out)])),
+                       ("report", lambda out: report_main(["longform", "--runs", str(sweep_dir), "--output",
+                                                           str(out)]))):
+        output = tmp_path / f"{name}_output"
+        output.mkdir()
+        status = call(output)
+        table = output / "full_results.csv"
+        answers[name] = (status, capsys.readouterr().err, pd.read_csv(table) if table.is_file() else None)
+    return answers
+
+
+# --- defect 7: one writer per run folder -----------------------------------------------------------------------
+
+def _lock_holder(lock: Path) -> int | None:
+    try:
+        return int(json.loads(lock.read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+@pytest.mark.slow  # two real runs (about 45 s on 2 cores)
+def test_a_second_writer_is_refused_and_the_first_run_stays_intact(tmp_path: Path, cache_dir: Path) -> None:
+    # Issue 30, defect 7: DLinear and SeasonalNaive started into one hydra.run.dir both exited 0; the sealed
+    # survivor carried the other run's files. Here the first run is paused right after it took the folder.
+    folder = tmp_path / "run"
+    first = subprocess.Popen(_sfbench_command(*COMMON, f"cache_dir={cache_dir}", f"hydra.run.dir={folder}"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while _lock_holder(tmp_path / ".run.lock") != first.pid:
+            assert first.poll() is None and time.monotonic() < deadline, "the first run never took its folder"
+            time.sleep(0.02)
+        os.kill(first.pid, signal.SIGSTOP)
+        try:
+            second = _sfbench("model=dlinear", "profile=tiny", "eval=quick", f"cache_dir={cache_dir}",
+                              f"hydra.run.dir={folder}")
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
+        _, first_err = first.communicate(timeout=900)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, first_err[-3000:]
+    assert second.returncode == 2, second.stderr[-3000:]
+    [line] = [line for line in second.stderr.splitlines() if line.startswith("sfbench: error:")]
+    assert (f"The run folder {folder} is being written by another run (pid {first.pid} on {socket.gethostname()}, "
+            "started 20") in line and "hydra.run.dir=PATH" in line, line
+    assert "Traceback" not in second.stderr and "[sfbench]" not in second.stderr  # refused before any work
+    run = load_run(folder)  # verified: record, files, numbers
+    assert run.row["architecture"] == "seasonal_naive"
+    record = json.loads((folder / RECORD_FILE).read_text())
+    assert sorted(record["files"]) == ["candidates.csv", "manifest.json", "per_window.parquet", "summary.csv"]
+    assert not (folder / "training_curves.parquet").exists()
+    assert not (tmp_path / ".run.lock").exists()  # released and removed at the end of the run
+
+
+def test_a_record_vouching_for_another_runs_file_is_refused(sweep: Path, tmp_path: Path) -> None:
+    # Issue 30, defect 7: the record sealed whichever known files were present (a DLinear training_curves.parquet
+    # in a SeasonalNaive run), and the verifier did not compare the record's files with the manifest's.
+    folder = tmp_path / "run"
+    shutil.copytree(_jobs(sweep)[0], folder)
+    pd.DataFrame({"trial_number": [0], "epoch": [0], "val_loss": [0.5]}).to_parquet(
+        folder / "training_curves.parquet")
+    write_record(folder, run_key=json.loads((folder / RECORD_FILE).read_text())["run_key"])  # a fresh, valid record
+    with pytest.raises(DamagedRunError, match=r"run_record.json does not vouch for the files its manifest lists "
+                       r"\(recorded but not written by this run: \['training_curves.parquet'\]; written but not "
+                       r"recorded: none\): files of two runs are mixed in one folder"):
+        load_run(folder)
+
+
+# --- defects 8 and 9: one way to find runs ----------------------------------------------------------------------
+
+def test_both_readers_give_the_same_table_for_a_sweep(sweep: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    answers = _both_readers(_copy(sweep, tmp_path / "sweep"), tmp_path, capsys)
+    (collect_status, _, collected), (report_status, _, reported) = answers["collect"], answers["report"]
+    assert collect_status == 0 and report_status == 0
+    assert len(collected) == 2 and collected.equals(reported)
+
+
+def test_a_run_copied_into_a_job_folder_is_refused_by_both_readers(sweep: Path, other_run: Path, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 30, defect 8: a run copied into a sub-folder of a job became a third row of the sweep's tables, exit 0.
+    copied = _copy(sweep, tmp_path / "sweep")
+    nested = _jobs(copied)[0] / "copied" / "run"
+    shutil.copytree(other_run, nested)
+    answers = _both_readers(copied, tmp_path, capsys)
+    for name, (status, stderr, table) in answers.items():
+        assert status == 2 and table is None, (name, stderr)
+        assert f"{nested} lies inside the run folder {_jobs(copied)[0]} (a copied run?)" in stderr, (name, stderr)
+        assert "Traceback" not in stderr
+
+
+def test_a_stray_run_in_the_sweep_root_is_refused_by_both_readers(sweep: Path, other_run: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 30, defect 9: a stray run in the sweep root was ignored by collect and included by report.
+    copied = _copy(sweep, tmp_path / "sweep")
+    shutil.copytree(other_run, copied / "stray")
+    for name, (status, stderr, table) in _both_readers(copied, tmp_path, capsys).items():
+        assert status == 2 and table is None, (name, stderr)
+        assert f"{copied / 'stray'} is not a job of the sweep {copied}" in stderr, (name, stderr)
+
+
+def test_a_symlinked_job_is_read_by_both_readers(sweep: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 30, defect 9: sfbench-report dropped a job folder moved away and linked back (its rows were missing,
+    # exit 0), while sfbench-collect included it.
+    copied = _copy(sweep, tmp_path / "sweep")
+    job = _jobs(copied)[1]
+    moved = tmp_path / "elsewhere" / job.name
+    moved.parent.mkdir()
+    job.rename(moved)
+    job.symlink_to(moved, target_is_directory=True)
+    answers = _both_readers(copied, tmp_path, capsys)
+    (collect_status, _, collected), (report_status, stderr, reported) = answers["collect"], answers["report"]
+    assert collect_status == 0 and report_status == 0, stderr
+    assert sorted(collected["eval_data_seed"]) == [1, 2] and collected.equals(reported)
+
+
+def test_a_symlink_cycle_is_refused_by_name(sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copied = _copy(sweep, tmp_path / "sweep")
+    loop = _jobs(copied)[0] / "loop"
+    loop.symlink_to(copied, target_is_directory=True)
+    for name, (status, stderr, _) in _both_readers(copied, tmp_path, capsys).items():
+        assert status == 2 and f"{loop} is a symbolic link back to {copied.resolve()}" in stderr, (name, stderr)
+
+
+# --- defect 10: a sweep job re-made with overwrite=true stays a job ---------------------------------------------
+
+@pytest.mark.slow  # two real runs into the job folder (about 25-40 s on 2 cores)
+def test_overwriting_one_sweep_job_keeps_it_a_job(sweep: Path, tmp_path: Path, cache_dir: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 30, defect 10: the fix a damaged job's message gives (re-run it with overwrite=true) wrote no
+    # cell.json; collect then said the job "never started or its folder was deleted", for ever.
+    copied = _copy(sweep, tmp_path / "sweep")
+    job = _jobs(copied)[0]
+    cell = json.loads((job / "cell.json").read_text())
+    completed = _sfbench(*COMMON, "eval.seed=1", "overwrite=true", f"cache_dir={cache_dir}", f"hydra.run.dir={job}")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert json.loads((job / "cell.json").read_text()) == cell
+    assert "cell.json" in json.loads((job / RECORD_FILE).read_text())["files"]
+    assert collect_main([str(copied), "--no-figures"]) == 0, capsys.readouterr().err
+    assert sorted(pd.read_csv(copied / "summary.csv")["eval_seed"]) == [1, 2]
+    wrong = _sfbench("model=dlinear", "profile=tiny", "eval=quick", "overwrite=true", f"cache_dir={cache_dir}",
+                     f"hydra.run.dir={job}")
+    assert wrong.returncode == 2 and "is the sweep job of {'dataset': 'etth1', 'architecture': 'seasonal_naive'" \
+        in wrong.stderr, wrong.stderr[-2000:]
+
+
+# --- defect 13: each point estimate inside its own stored interval ----------------------------------------------
+
+def test_a_point_estimate_outside_its_own_interval_is_refused(sweep: Path, tmp_path: Path) -> None:
+    # Issue 30, defect 13: a consistently edited and re-sealed run whose D_w lay outside its own stored 95%
+    # interval was accepted. Here the worst scenario's losses are scaled down, the summary recomputed from them.
+    folder = tmp_path / "run"
+    shutil.copytree(_jobs(sweep)[0], folder)
+    per_window = pd.read_parquet(folder / "per_window.parquet")
+    summary = pd.read_csv(folder / "summary.csv")
+    worst = summary.loc[0, "worst_scenario"]
+    per_window[f"mse_{worst}"] = (per_window[f"mse_{worst}"] * 0.8).astype(per_window[f"mse_{worst}"].dtype)
+    per_window.to_parquet(folder / "per_window.parquet", index=False)
+    keys = [c.removeprefix("mse_") for c in per_window.columns if c.startswith("mse_") and c != "mse_clean"]
+    scores = robustness_scores(per_window["mse_clean"].to_numpy(),
+                               np.stack([per_window[f"mse_{key}"].to_numpy() for key in keys]))
+    summary.loc[0, ["mse_c", "d_w", "mse_w", "d_mean", "mpc"]] = [scores.mse_c, scores.d_w, scores.mse_w,
+                                                                   scores.d_mean, scores.mpc]
+    for index, key in enumerate(keys):
+        summary.loc[0, [f"mse_{key}", f"d_{key}"]] = [scores.mse_p[index], scores.d_p[index]]
+    summary.loc[0, "worst_scenario"] = keys[scores.worst_index]
+    summary.to_csv(folder / "summary.csv", index=False)
+    write_record(folder, run_key=json.loads((folder / RECORD_FILE).read_text())["run_key"])
+    with pytest.raises(DamagedRunError, match=rf"{folder} is damaged: summary.csv says \w+ = [0-9.e-]+, outside "
+                       r"its own stored 95% interval \[[0-9.e-]+, [0-9.e-]+\]"):
+        load_run(folder)
+
+
+def test_every_real_run_lies_inside_its_intervals(sweep: Path, other_run: Path) -> None:
+    for folder in [*_jobs(sweep), other_run]:
+        load_run(folder)  # the check passes on what the engine wrote
