@@ -130,7 +130,7 @@ def _refuse(error: Exception) -> None:
     """Report bad input as one line (HYDRA_FULL_ERROR=1: with the traceback) and exit with status 2."""
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
         traceback.print_exception(error)
-    print(f"sfbench: error: {error}\n(set HYDRA_FULL_ERROR=1 for the traceback)", file=sys.stderr, flush=True)
+    print(f"sfbench: error: {error}", file=sys.stderr, flush=True)
     sys.exit(2)
 
 
