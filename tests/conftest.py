@@ -1,7 +1,11 @@
 """Shared pytest fixtures for the whole suite.
 
-`data_root` is the folder laid out like `../shared/data` (CI points SFBENCH_DATA_ROOT at it). Tests that
-need real data request this fixture; a missing or wrong root is a failure with a clear message, never a skip.
+`data_root` is a folder laid out like a full data root (`scripts/fetch_data.py`). Without SFBENCH_DATA_ROOT it is
+the repository's compact copy, `tests/fixtures/data_root/`, checked against its SHA256SUMS and unpacked once per
+session into a temporary folder; with SFBENCH_DATA_ROOT set it is that folder. A wrong root is a failure with a clear
+message, never a skip. Tests marked `full_data` need the whole datasets (numbers of the full files): they run only
+when SFBENCH_DATA_ROOT is set and are skipped, with the reason shown, otherwise (docs/testing.md, "Data").
+`parity_dir` (tests/models/conftest.py) works the same way for the PyTorch parity fixtures.
 `load_script` imports a file of `scripts/` as a module (scripts are not a package).
 
 Shape annotations (jaxtyping) are checked at test time, not in production: pytest's
@@ -19,8 +23,11 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bundled_data import bundled_data_root
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+FULL_DATA_REASON = ("needs the full datasets: set SFBENCH_DATA_ROOT to a full data folder "
+                    "(python scripts/fetch_data.py --to DIR); docs/testing.md, 'Data'")
 
 
 #: Modules of the optional extras (module -> extra) whose tests skip where the extra is not installed. `.ci/run`
@@ -34,6 +41,7 @@ OPTIONAL_EXTRAS |= {"playwright": "test-browser", "mlflow": "mlflow"}  # the HTM
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "full_data: needs the full datasets (runs only with SFBENCH_DATA_ROOT set)")
     if os.environ.get("SFBENCH_REQUIRE_EXTRAS") != "1":
         return
     missing = [f"{module} ({INSTALL_HINTS.get(module, f'pip install -e .[{extra}]')})"
@@ -58,19 +66,27 @@ def _check_model_forwards() -> None:
                 setattr(module_cls, name, jaxtyped(typechecker=beartype)(method))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the `full_data` tests, saying why, when no full data root is given."""
+    if os.environ.get("SFBENCH_DATA_ROOT"):
+        return
+    skip = pytest.mark.skip(reason=FULL_DATA_REASON)
+    for item in items:
+        if item.get_closest_marker("full_data") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
-def data_root() -> Path:
-    """The benchmark data root taken from SFBENCH_DATA_ROOT."""
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data root: SFBENCH_DATA_ROOT if set, else the repository's compact copy (unpacked once per session)."""
     value = os.environ.get("SFBENCH_DATA_ROOT")
     if not value:
-        pytest.fail(
-            "SFBENCH_DATA_ROOT is not set. Point it at the shared data folder, e.g. "
-            "`export SFBENCH_DATA_ROOT=../shared/data` (CI does this in .ci/run)."
-        )
+        return bundled_data_root(tmp_path_factory.mktemp("data_root"))
     root = Path(value).expanduser().resolve()
     if not (root / "forecasting").is_dir() and not (root / "phm").is_dir():
-        pytest.fail(f"SFBENCH_DATA_ROOT={root} does not look like the shared data folder "
-                    "(expected sub-folders 'forecasting/' and/or 'phm/').")
+        pytest.fail(f"SFBENCH_DATA_ROOT={root} does not look like a data folder (expected sub-folders "
+                    "'forecasting/' and/or 'phm/'); unset it to use the repository's copy, or fetch the full data "
+                    "with `python scripts/fetch_data.py --to DIR`.")
     return root
 
 

@@ -1,20 +1,20 @@
-"""Shared fixtures for the model tests: the parity-fixture folder and small input batches."""
+"""Shared fixtures for the model tests: the parity-fixture folder (`parity_cases.py` says where it comes from)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PARITY_DIR = REPO_ROOT.parent / "shared" / "parity"
+from parity_cases import full_parity_dir, parity_folder, verify_bundled_parity
 
 
 @pytest.fixture(scope="session")
 def parity_dir() -> Path:
-    """`<repo>/../shared/parity`, where CI puts the PyTorch parity fixtures (`*.npz`)."""
-    if not PARITY_DIR.is_dir():
-        pytest.fail(f"Parity fixtures not found at {PARITY_DIR}. The model parity tests need the "
-                    "shared folder beside the repository (`../shared/parity/*.npz`, see its "
-                    "README); CI checks it out next to the clean clone.")
-    return PARITY_DIR
+    """The PyTorch parity fixtures (`*.npz`): SFBENCH_PARITY_DIR if set, else the repository's subset (verified)."""
+    folder = parity_folder()
+    if not folder.is_dir() or not any(folder.glob("*.npz")):
+        pytest.fail(f"Parity fixtures not found in {folder}. Unset SFBENCH_PARITY_DIR to use the repository's "
+                    "subset (tests/fixtures/parity), or point it at the full folder of 48 .npz files.")
+    if full_parity_dir() is None:
+        verify_bundled_parity()
+    return folder

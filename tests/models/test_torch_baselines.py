@@ -17,13 +17,13 @@ pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import torch
 import torch_models
+from parity_cases import parity_folder
 
 from sfbench_jax.evaluate import predict_fn
 from sfbench_jax.models.parity import load_state, parity_error
 from sfbench_jax.models.registry import build_model
 
-FIXTURES = [path.name for path in torch_models.fixture_paths(Path(__file__).resolve().parents[3] / "shared"
-                                                                / "parity")]
+FIXTURES = [path.name for path in torch_models.fixture_paths(parity_folder())]
 
 
 def test_the_fixtures_cover_every_architecture(parity_dir: Path) -> None:
