@@ -38,10 +38,11 @@ ALLOWED_IMPORTS = {
     "pipeline": _ENGINE | {"outputs", "report.runs"},
     "report": _ENGINE | {"outputs"},
     "stored": _ENGINE | {"outputs", "pipeline", "report"},
+    "tracking": _ENGINE | {"outputs", "report"},
     "api": _ENGINE | {"outputs", "pipeline", "report", "stored"},
     "mcp": _ENGINE | {"api", "outputs", "pipeline", "report", "stored"},
     "agent_eval": _ENGINE | {"api", "mcp", "outputs", "pipeline", "report", "stored"},
-    "cli": _ENGINE | {"agent_eval", "api", "mcp", "outputs", "pipeline", "report", "stored"},
+    "cli": _ENGINE | {"agent_eval", "api", "mcp", "outputs", "pipeline", "report", "stored", "tracking"},
 }
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 MAX_FUNCTION_LINES = 60
