@@ -95,7 +95,8 @@ def validate_frame(frame: pd.DataFrame, spec: DatasetSpec, *, origin: str) -> np
         raise DataContractError(f"{origin}: timestamps are not strictly increasing; sort the rows and "
                                 "drop duplicates.")
     split_bounds(len(frame), input_len=spec.input_len, horizon=spec.horizon, origin=origin)
-    return values64.astype(np.float32)
+    values32: np.ndarray = values64.astype(np.float32)
+    return values32
 
 
 def load(key_or_spec: str | DatasetSpec, *, data_root: Path | None = None,

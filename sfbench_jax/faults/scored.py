@@ -126,7 +126,8 @@ def drift_offset(units: jax.Array) -> jax.Array:
 def attenuation_factor(units: jax.Array) -> jax.Array:
     """theta = 1 - 0.75 s (= (2**26 - 3 j) / 2**26)."""
     numerator = jnp.int32(4 * SEVERITY_ONE) - 3 * units.astype(jnp.int32)
-    return numerator.astype(jnp.float32) * jnp.float32(2.0 ** -(SEVERITY_BITS + 2))
+    factor: jax.Array = numerator.astype(jnp.float32) * jnp.float32(2.0 ** -(SEVERITY_BITS + 2))
+    return factor
 
 
 def spike_magnitude(units: jax.Array) -> jax.Array:
