@@ -42,7 +42,7 @@ def smallest_k_mask(keys: jax.Array, count: jax.Array) -> jax.Array:
     selected = (keys <= threshold) & (count > 0)
     # materialise the mask: otherwise XLA fuses this search into every (time, channel) element of the
     # consumers and repeats it n times per window
-    materialised: jax.Array = jax.lax.optimization_barrier(selected)  # type: ignore[no-untyped-call]  # jax leaves it unannotated
+    materialised: jax.Array = jax.lax.optimization_barrier(selected)
     return materialised
 
 
