@@ -281,7 +281,7 @@ class RegimeStats(NamedTuple):
 
     mean: Float[Array, "regimes channels"]
     std: Float[Array, "regimes channels"]
-    count: Float[Array, "regimes"]
+    count: Float[Array, "regimes"]  # type: ignore[assignment]  # shadows tuple.count; the field name is public API
 
 
 @functools.partial(jax.jit, static_argnames=("n_regimes",))

@@ -454,7 +454,7 @@ def load_cwru(data_root: str | Path, record: str, *,
     if not 100.0 < rpm < 10_000.0:
         raise DomainError(f"{path.name}: implausible rpm {rpm:g}.")
     fs_assumed = info.fs_hz is None
-    fs = float(normal_baseline_fs_hz) if fs_assumed else float(info.fs_hz)
+    fs = float(normal_baseline_fs_hz) if info.fs_hz is None else float(info.fs_hz)
     if fs not in (12_000.0, 48_000.0):
         raise DomainError(f"normal_baseline_fs_hz must be 12000 or 48000 (CWRU rates); got {fs:g}.")
     return CwruRecord(key, info.label, drive_end, fan_end, fs, rpm, fs_assumed)

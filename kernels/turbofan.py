@@ -107,8 +107,8 @@ def component_health_core(component, eff_dev, flow_dev,
 
 def component_health(component: str | int | Int[ArrayLike, "*batch"],
                      eff_dev: Real[ArrayLike, "*batch"], flow_dev: Real[ArrayLike, "*batch"], *,
-                     thresholds: Real[ArrayLike, "5 3"] = DEFAULT_HEALTH_THRESHOLDS
-                     ) -> ComponentHealth:
+                     thresholds: Real[ArrayLike, "5 3"] | tuple[tuple[float, float, float], ...]
+                     = DEFAULT_HEALTH_THRESHOLDS) -> ComponentHealth:
     """Health band of a turbofan module from efficiency and flow deviations [CONV bands].
 
     ``m = max(|eff_dev|, |flow_dev|)`` (either loss alone consumes margin); HEALTHY m < 0.01,

@@ -171,7 +171,9 @@ def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | 
     if data_root is not None:
         cfg = dataclasses.replace(cfg, data_root=str(data_root))
     restored = restore_run(run, data=load_data(cfg), policy=policy)
-    options = dataclasses.replace(restored.cfg.eval, rng_mode="jax", progress=False, **({} if k is None else {"k": k}))
+    options = dataclasses.replace(restored.cfg.eval, rng_mode="jax", progress=False)
+    if k is not None:
+        options = dataclasses.replace(options, k=k)
     curves = severity_curves(restored.predict, restored.state, restored.data, options,
                              severities=severities or DEFAULT_SEVERITIES)
     return {"dataset": run.row["dataset"], "run": run.directory.name, "model": run.row["architecture"],

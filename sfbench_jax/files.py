@@ -44,7 +44,7 @@ def _current_umask() -> int:
     return mask
 
 
-def write_atomically(target: Path, write: Callable[[Path], None]) -> Path:
+def write_atomically(target: Path, write: Callable[[Path], object]) -> Path:
     """Call `write(temporary_path)` and rename the result onto `target`."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -176,7 +176,7 @@ def _binds_spec(module_name: str) -> bool:
     """Whether the module binds `SPEC` at top level: read from its source, else (an installation without sources)
     from the names its compiled module code uses; a module with neither is imported to find out."""
     found = importlib.util.find_spec(module_name)
-    loader = found.loader if found is not None else None
+    loader: Any = found.loader if found is not None else None  # any loader: probed with hasattr below
     source = loader.get_source(module_name) if hasattr(loader, "get_source") else None
     if source is not None:
         return _SPEC_BINDING.search(source) is not None

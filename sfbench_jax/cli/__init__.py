@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import TracebackType
 
 from sfbench_jax.plugins import PluginError
 
 _previous_hook = sys.excepthook
 
 
-def _plugin_errors_in_one_line(kind: type[BaseException], error: BaseException, trace: object) -> None:
+def _plugin_errors_in_one_line(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
     if isinstance(error, PluginError) and os.environ.get("HYDRA_FULL_ERROR") != "1":
         print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr, flush=True)
         return

@@ -33,7 +33,8 @@ def use_compilation_cache(cfg: RunConfig) -> Path | None:
         folder = ensure_writable_dir(Path(cfg.cache_dir).expanduser() / "xla", what="compilation cache folder",
                                      fix="Set cache_dir=PATH to a writable folder, or compilation_cache=false.")
     wanted = None if folder is None else str(folder)
-    if jax.config.jax_compilation_cache_dir != wanted:  # an earlier run in the same process may have set another
+    # an earlier run in the same process may have set another (jax declares the option at run time: the ignore)
+    if jax.config.jax_compilation_cache_dir != wanted:  # type: ignore[attr-defined]
         compilation_cache.set_cache_dir(wanted)
         compilation_cache.reset_cache()
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_CACHED_COMPILE_SECONDS)

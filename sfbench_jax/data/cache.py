@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -52,7 +53,7 @@ def record_path(cached: Path) -> Path:
     return cached.with_suffix(".json")
 
 
-def _read_verified(cached: Path) -> tuple[bytes, dict] | str:
+def _read_verified(cached: Path) -> tuple[bytes, dict[str, Any]] | str:
     """The cache file's bytes and its record when they agree, else the reason they cannot be used."""
     record_file = record_path(cached)
     if not record_file.is_file():

@@ -95,7 +95,8 @@ def validate_frame(frame: pd.DataFrame, spec: DatasetSpec, *, origin: str) -> np
     if not spec.content_sha256 and not spec.is_synthetic:  # a user's file: a gap is worth a word
         warn_about_gaps(stamps, origin)
     split_bounds(len(frame), input_len=spec.input_len, horizon=spec.horizon, origin=origin)
-    return values64.astype(np.float32)
+    values32: np.ndarray = values64.astype(np.float32)
+    return values32
 
 
 def _line(origin: str, index: int) -> str:

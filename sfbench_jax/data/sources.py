@@ -146,9 +146,11 @@ def load_synthetic(spec: DatasetSpec, data_root: Path | None, cache_dir: Path | 
     """The synthetic series, generated once per cache folder (Traffic's 15 M values take seconds to generate and
     a fraction of a second to read back; the float32 values are the same bit for bit)."""
     del data_root
+    num_rows = spec.expected_rows
+    assert num_rows is not None, f"{spec.key}: a synthetic dataset declares its row count (expected_rows)"
     if cache_dir is None:
-        return RuntimeFrame(synthetic_frame(channels=spec.channels, num_rows=spec.expected_rows), "synthetic")
+        return RuntimeFrame(synthetic_frame(channels=spec.channels, num_rows=num_rows), "synthetic")
     cached = Path(cache_dir).expanduser() / f"{spec.key}-v{SYNTHETIC_VERSION}-{SYNTHETIC_SEED}.parquet"
-    result = cached_frame(cached, lambda: synthetic_frame(channels=spec.channels, num_rows=spec.expected_rows),
+    result = cached_frame(cached, lambda: synthetic_frame(channels=spec.channels, num_rows=num_rows),
                           source=f"the {spec.key} generator (seed {SYNTHETIC_SEED})", checksum=False)
     return RuntimeFrame(result.frame, "synthetic")

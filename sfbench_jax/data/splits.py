@@ -79,7 +79,8 @@ def standardisation_stats(values: np.ndarray, train_end: int) -> tuple[np.ndarra
 
 def standardise(values: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
     """`(x - mean) / std` in float32."""
-    return ((np.asarray(values, np.float32) - mean) / std).astype(np.float32)
+    standardised: np.ndarray = ((np.asarray(values, np.float32) - mean) / std).astype(np.float32)
+    return standardised
 
 
 def sample_starts(num_starts: int, count: int, seed: int) -> np.ndarray:

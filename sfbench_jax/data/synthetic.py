@@ -37,8 +37,9 @@ def seasonal_series(*, num_rows: int, num_channels: int, seed: int = SYNTHETIC_S
     innovations = rng.standard_normal((num_rows, num_channels)) * 0.1
     from scipy.signal import lfilter  # here, not at import: scipy.signal takes ~1 s to import, most runs never need it
 
-    noise = lfilter([1.0], [1.0, -ar_coefficient], innovations, axis=0)
-    return seasonal + noise
+    noise: np.ndarray = lfilter([1.0], [1.0, -ar_coefficient], innovations, axis=0)
+    series: np.ndarray = seasonal + noise
+    return series
 
 
 def synthetic_frame(*, channels: tuple[str, ...], num_rows: int, seed: int = SYNTHETIC_SEED,

@@ -78,7 +78,7 @@ class CurveProgram:
     uses_window_ids = True
 
     def block(self, state: Any, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
-              prepared: tuple) -> tuple:
+              prepared: tuple[Any, ...]) -> tuple[jax.Array, jax.Array]:
         """`(clean (c,), faulted (c, G, P))` of one block of windows; `prepared` holds the stream words."""
         model_state, units = state
         x, y = gather_windows(series, starts, self.shape)
@@ -130,8 +130,10 @@ class SeverityCurves:
         it estimates the evaluation's D_p, whose severities are uniform on [0, 1)."""
         span = float(self.severities[-1] - self.severities[0])
         if span <= 0:
-            return self.d[0].copy()
-        return np.trapezoid(self.d, self.severities, axis=0) / span
+            first: np.ndarray = self.d[0].copy()
+            return first
+        average: np.ndarray = np.trapezoid(self.d, self.severities, axis=0) / span
+        return average
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: one row per (scenario, severity) with `mse`, `d`, `d_ci_lo`, `d_ci_hi`."""
@@ -187,6 +189,7 @@ def severity_curves(predict: Predictor, state: Any, data: PreparedData, options:
     means = rows.mean(axis=1)
     shape = (len(units), len(faults))
     started = time.perf_counter()
+    assert options.seed is not None  # for_dataset resolved it
     low, high = _ratio_intervals(rows, bootstrap_seed(options.seed), options.bootstrap_draws)
     return SeverityCurves(severities=np.asarray(list(severities), np.float64),
                           scenario_keys=tuple(f.key for f in faults), mse_c=float(means[0]),
@@ -200,4 +203,5 @@ def _ratio_intervals(rows: np.ndarray, seed: int, draws: int) -> tuple[np.ndarra
     window resamples (`scores.bootstrap_means`)."""
     means = bootstrap_means(rows, seed, draws)
     tail = (1.0 - CONFIDENCE) / 2.0
-    return np.quantile(means[:, 1:] / means[:, :1], [tail, 1.0 - tail], axis=0, method="linear")
+    low, high = np.quantile(means[:, 1:] / means[:, :1], [tail, 1.0 - tail], axis=0, method="linear")
+    return low, high

@@ -19,9 +19,9 @@ import functools
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -114,7 +114,7 @@ class ScoreProgram:
     uses_window_ids = True
 
     def block(self, state: Any, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
-              prepared: tuple) -> tuple:
+              prepared: tuple[Any, ...]) -> tuple[jax.Array, ...]:
         """`(clean (c,), faulted (c, P), severity units (c, P))` of one block of windows; a channel-independent
         model runs only on the channels the faults touched (`channel_sparse`)."""
         if self.channel_sparse and isinstance(self.predict, ChannelIndependentPredictor):
@@ -133,7 +133,7 @@ class ChecksumProgram:
     ctx: FaultContext
     shape: WindowShape
 
-    def block(self, state: Any, series: jax.Array, starts: jax.Array, prepared: tuple) -> tuple:
+    def block(self, state: Any, series: jax.Array, starts: jax.Array, prepared: tuple[Any, ...]) -> tuple[jax.Array]:
         """`(sums of squares (c, P),)` of one block of windows."""
         del state
         x, _ = gather_windows(series, starts, self.shape)
@@ -142,7 +142,24 @@ class ChecksumProgram:
         return (jnp.stack(sums, axis=1),)
 
 
-WindowProgram = ScoreProgram | ChecksumProgram
+class WindowProgram(Protocol):
+    """What stage two computes per block (`ScoreProgram`, `ChecksumProgram`, `curves.CurveProgram`): the scenarios
+    and their context, the window shape, and `block(state, series, starts, [window ids,] prepared)`, whose window
+    ids come only where the program sets `uses_window_ids`."""
+
+    @property
+    def scenarios(self) -> tuple[Fault, ...]: ...
+
+    @property
+    def ctx(self) -> FaultContext: ...
+
+    @property
+    def shape(self) -> WindowShape: ...
+
+    @property
+    def block(self) -> Callable[..., tuple[jax.Array, ...]]: ...
+
+    def __hash__(self) -> int: ...  # it keys the kernel cache
 
 
 def fault_context(data: PreparedData, channel_fraction: float | None = None) -> FaultContext:
@@ -200,6 +217,7 @@ class ChunkPlan:
 def plan_chunks(data: PreparedData, options: EvalConfig, test_starts: np.ndarray | None) -> ChunkPlan:
     """The chunk plan of an evaluation (`options.seed` resolved): the seeded test draw (or the given
     starts), the device mesh, and the platform's default block size."""
+    assert options.seed is not None  # resolved by the caller (EvalConfig.for_dataset)
     starts = (data.test_starts(options.seed, options.k) if test_starts is None
               else np.asarray(test_starts, np.int32))
     mesh = make_mesh(options.num_devices or automatic_device_count(data, len(starts)))
@@ -255,17 +273,22 @@ def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: j
     """
     scenarios, ctx = program.scenarios, program.ctx
 
-    def stage_two(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array, prepared: tuple) -> tuple:
+    def stage_two(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array,
+                  prepared: tuple[Any, ...]) -> tuple[Any, ...]:
         batched = (starts, ids, prepared) if getattr(program, "uses_window_ids", False) else (starts, prepared)
-        return map_blocks(functools.partial(program.block, state, series), batched, block_size)
+        outputs: tuple[Any, ...] = map_blocks(functools.partial(program.block, state, series), batched, block_size)
+        return outputs
 
+    local: Callable[..., tuple[Any, ...]]  # its arguments differ between the two RNG modes
     if rng_mode == "jax":
-        def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array, ids: jax.Array) -> tuple:
+        def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array,
+                  ids: jax.Array) -> tuple[Any, ...]:
             draw = functools.partial(draw_block, base_key, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(draw, (ids,), block_size))
         specs = (P(), P(), P(), P("data"), P("data"))
     else:
-        def local(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array, params: tuple) -> tuple:
+        def local(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array,
+                  params: tuple[Any, ...]) -> tuple[Any, ...]:
             prepare = functools.partial(prepare_block, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(prepare, (params,), block_size))
         specs = (P(), P(), P("data"), P("data"), P("data"))
@@ -286,7 +309,7 @@ class DeviceInputs:
     scenarios: tuple[Fault, ...]
     ctx: FaultContext
 
-    def chunk_arguments(self, plan: ChunkPlan, ids: np.ndarray) -> tuple:
+    def chunk_arguments(self, plan: ChunkPlan, ids: np.ndarray) -> tuple[Any, ...]:
         """The kernel's arguments for the windows `ids`, padded to the chunk size by repeating the last."""
         ids = _padded(ids, plan.chunk_size)
         sharded = NamedSharding(plan.mesh, P("data"))
@@ -294,6 +317,7 @@ class DeviceInputs:
         window_ids = jax.device_put(ids.astype(np.int32), sharded)
         if self.options.rng_mode == "jax":
             return (self.state, self.series, self.base_key, starts, window_ids)
+        assert self.options.seed is not None  # resolved (EvalConfig.for_dataset)
         params = tuple(jax.device_put(reference_params(
             fault, scenario_seeds(self.options.seed, fault.index, ids), self.ctx), sharded)
             for fault in self.scenarios)
@@ -324,7 +348,7 @@ class CompiledChunk:
 
     compiled: Any
     plan: ChunkPlan
-    first_arguments: tuple
+    first_arguments: tuple[Any, ...]
     temp_bytes: int | None
     program_cache: str | None = None
 
@@ -339,7 +363,8 @@ def compile_chunk(program: WindowProgram, inputs: DeviceInputs, plan: ChunkPlan)
                          program_cache=source)
 
 
-def cached_program(program: WindowProgram, rng_mode: str, plan: ChunkPlan, arguments: tuple) -> tuple[Any, str | None]:
+def cached_program(program: WindowProgram, rng_mode: str, plan: ChunkPlan,
+                   arguments: tuple[Any, ...]) -> tuple[Any, str | None]:
     """The chunk kernel compiled for `arguments` and where it came from (`EngineStats.program_cache`): loaded from
     the program cache (`program_cache.py`: no trace, no lowering), else traced and compiled, and stored there."""
     def compile_now() -> Any:
@@ -410,14 +435,14 @@ class Progress:
               f"{rate:,.0f} windows/s, ETA {eta:,.1f} s", file=sys.stderr, flush=True)
 
 
-def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -> list:
+def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -> list[Any]:
     """Run the compiled program over every chunk, one chunk in flight while the next is dispatched.
 
     Returns:
         Per chunk, the host outputs with the padding dropped.
     """
     plan = chunk.plan
-    outputs = []
+    outputs: list[tuple[int, Any]] = []
     for index in range(plan.num_chunks):
         ids = plan.window_ids(index)
         arguments = chunk.first_arguments if index == 0 else inputs.chunk_arguments(plan, ids)
@@ -432,7 +457,7 @@ def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -
 
 
 def run_window_program(program: WindowProgram, state: Any, data: PreparedData, options: EvalConfig, *,
-                       label: str, test_starts: np.ndarray | None) -> tuple[list, np.ndarray, EngineStats]:
+                       label: str, test_starts: np.ndarray | None) -> tuple[list[Any], np.ndarray, EngineStats]:
     """Run stage one and `program` over all test windows (or `test_starts`).
 
     Returns:
@@ -453,7 +478,7 @@ def run_window_program(program: WindowProgram, state: Any, data: PreparedData, o
     return outputs, plan.starts, stats
 
 
-def _concatenate(outputs: list, index: int) -> np.ndarray:
+def _concatenate(outputs: list[Any], index: int) -> np.ndarray:
     return np.concatenate([out[index] for out in outputs])
 
 

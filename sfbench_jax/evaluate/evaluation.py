@@ -70,6 +70,7 @@ def evaluate_predictor(predict: Predictor, state: Any, data: PreparedData, optio
         HostModelError: a model that runs on the host (an external predictor, Chronos-2) failed on a block.
     """
     options = options.for_dataset(data.spec)
+    assert options.seed is not None  # for_dataset resolved it
     with reporting_host_failures():
         losses, stats = score_windows(predict, state, data, options, label=label)
     scores = robustness_scores(losses.clean, losses.faulted)
@@ -89,6 +90,7 @@ def score_extra_scenarios(predict: Predictor, state: Any, data: PreparedData, op
                           clean: np.ndarray, label: str) -> ExtraScenarios:
     """Score `options.extra_scenarios` on the same windows, relative to the eight's clean losses `clean`."""
     faults = scored_scenarios(options.extra_scenarios)[len(SCENARIOS):]
+    assert options.seed is not None  # the caller resolved it (EvalConfig.for_dataset)
     losses, stats = score_windows(predict, state, data, options, scenarios=faults, label=f"{label} (extra scenarios)")
     losses = dataclasses.replace(losses, clean=clean)
     return ExtraScenarios(losses=losses, scores=robustness_scores(clean, losses.faulted),

@@ -64,7 +64,9 @@ def clean_mse(predict: Predictor, state: Any, series: Float[Array, "row channel"
             rows = jnp.stack([jnp.int32(VALIDATION_CONTEXT), position])[None]
             return window_mse(predict.apply(state, x, rows), y)[0]
 
-        return jax.lax.map(lambda args: one(*args), (positions, starts), batch_size=ROW_AWARE_VALIDATION_BLOCK)
+        losses: jax.Array = jax.lax.map(lambda args: one(*args), (positions, starts),
+                                        batch_size=ROW_AWARE_VALIDATION_BLOCK)
+        return losses
     x, y = gather_windows(series, starts, shape)
     return window_mse(predict(state, x), y)
 
@@ -108,11 +110,14 @@ def model_inputs_block(x: Windows, prepared: Sequence[Any], *, scenarios: Sequen
     into a model such as SeasonalNaive, which reads an input step several times, XLA would recompute the
     fault (noise included) for every read.
     """
-    branches = [lambda x, prepared: x]
-    branches += [lambda x, prepared, fault=fault, index=index: apply_scenario(fault, x, prepared[index], ctx)
-                 for index, fault in enumerate(scenarios)]
+    branches: list[Callable[[jax.Array, Any], jax.Array]] = [lambda x, prepared: x]
+    def faulting(fault: Fault, index: int) -> Callable[[jax.Array, Any], jax.Array]:
+        return lambda x, prepared: apply_scenario(fault, x, prepared[index], ctx)
+
+    branches += [faulting(fault, index) for index, fault in enumerate(scenarios)]
     branch_ids = jnp.arange(len(branches), dtype=jnp.int32)
-    return jax.lax.map(lambda index: jax.lax.switch(index, branches, x, tuple(prepared)), branch_ids)
+    faulted: jax.Array = jax.lax.map(lambda index: jax.lax.switch(index, branches, x, tuple(prepared)), branch_ids)
+    return faulted
 
 
 def score_block(predict: Predictor, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
@@ -247,8 +252,10 @@ def touched_row_errors(predict: ChannelIndependentPredictor, state: Any, touched
             faulted = predict.channels(state, rows, ids)[..., 0].astype(jnp.float32)
             return jnp.sum(squared_errors(faulted, target), axis=1), jnp.any(faulted != clean, axis=1)
 
-        return jax.lax.cond(index * sub_batch < valid_count, forecast,
-                            lambda: (jnp.zeros((sub_batch,), jnp.float32), jnp.zeros((sub_batch,), bool)))
+        sums_and_changed: tuple[jax.Array, jax.Array] = jax.lax.cond(
+            index * sub_batch < valid_count, forecast,
+            lambda: (jnp.zeros((sub_batch,), jnp.float32), jnp.zeros((sub_batch,), bool)))
+        return sums_and_changed
 
     errors, changed = jax.lax.map(one, inputs)
     changed = changed.reshape(-1)[:total] & (jnp.arange(total) < valid_count)

@@ -52,7 +52,8 @@ def binned_errors(faulted: np.ndarray, severity: np.ndarray) -> np.ndarray:
         sums[scenario] = np.bincount(bins[scenario], weights=faulted[scenario], minlength=SEVERITY_BIN_COUNT)
         counts[scenario] = np.bincount(bins[scenario], minlength=SEVERITY_BIN_COUNT)
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
-    return means.sum(axis=1)
+    total: np.ndarray = means.sum(axis=1)
+    return total
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ def _supported_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarr
     """`numerator / denominator`, all NaN when any denominator is <= 0 (the family is unsupported)."""
     if np.any(denominator <= 0):
         return np.full(numerator.shape, np.nan)
-    return numerator / denominator
+    ratio: np.ndarray = numerator / denominator
+    return ratio
 
 
 def relative_performance(mse_c: float, mpc: float) -> float:

@@ -42,23 +42,25 @@ def predict_fn(model: nnx.Module, *, channel_sparse: bool = False) -> tuple[Pred
 
 
 @functools.lru_cache(maxsize=PREDICT_CACHE_SIZE)
-def predict_with(graphdef: nnx.GraphDef) -> PredictFn:
+def predict_with(graphdef: nnx.GraphDef[nnx.Module]) -> PredictFn:
     """The pure predict function of one model structure."""
 
     def predict(state: Any, x: jax.Array) -> jax.Array:
-        return nnx.merge(graphdef, state)(x)
+        forecast: jax.Array = nnx.merge(graphdef, state)(x)
+        return forecast
 
     describe(predict, ("predict_with", graphdef))  # the program cache's key
     return predict
 
 
 @functools.lru_cache(maxsize=PREDICT_CACHE_SIZE)
-def channels_with(graphdef: nnx.GraphDef) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
+def channels_with(graphdef: nnx.GraphDef[Any]) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
     """The channel forecast `channels(state, x (B, n, k), ids (B, k)) -> (B, H, k)` of a channel-independent
     model structure."""
 
     def channels(state: Any, x: jax.Array, channel_ids: jax.Array) -> jax.Array:
-        return nnx.merge(graphdef, state).predict_channels(x, channel_ids)
+        forecast: jax.Array = nnx.merge(graphdef, state).predict_channels(x, channel_ids)
+        return forecast
 
     describe(channels, ("channels_with", graphdef))
     return channels

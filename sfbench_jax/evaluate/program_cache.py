@@ -64,7 +64,7 @@ VERSIONED = ("jax", "jaxlib", "flax", "numpy", "ml_dtypes")
 
 #: Descriptions of predict functions, by the function object itself (`describe`): a wrapper around a described
 #: function (even one made with `functools.wraps`, which copies attributes) is another object, so it has none.
-_DESCRIPTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_DESCRIPTIONS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def use_program_cache(folder: Path | None) -> None:
@@ -93,9 +93,9 @@ def describe_predictor(predict: Any) -> Any:
         return None
 
 
-def _argument_layout(arguments: tuple) -> tuple:
+def _argument_layout(arguments: tuple[Any, ...]) -> tuple[str, tuple[tuple[Any, ...], ...]]:
     leaves, tree = jax.tree.flatten(arguments)
-    layout = []
+    layout: list[tuple[tuple[Any, ...], str, bool, str]] = []
     for leaf in leaves:
         sharding = getattr(leaf, "sharding", None)
         layout.append((tuple(np.shape(leaf)), str(getattr(leaf, "dtype", type(leaf))),
@@ -103,10 +103,10 @@ def _argument_layout(arguments: tuple) -> tuple:
     return str(tree), tuple(layout)
 
 
-def _platform(mesh: jax.sharding.Mesh) -> tuple:
+def _platform(mesh: jax.sharding.Mesh) -> tuple[Any, ...]:
     devices = list(mesh.devices.flat)
     client = devices[0].client
-    versions = []
+    versions: list[tuple[str, str | None]] = []
     for name in VERSIONED:
         try:
             versions.append((name, metadata.version(name)))
@@ -129,7 +129,7 @@ def _cpu_flags() -> str:
 
 
 def program_key(program: Any, rng_mode: str, block_size: int, mesh: jax.sharding.Mesh,
-                arguments: tuple) -> str | None:
+                arguments: tuple[Any, ...]) -> str | None:
     """The entry's key (see the module docstring), or None when the program cannot be described."""
     predict = getattr(program, "predict", None)
     description = describe_predictor(predict) if predict is not None else None
@@ -145,7 +145,12 @@ def program_key(program: Any, rng_mode: str, block_size: int, mesh: jax.sharding
     return hashlib.sha256(payload).hexdigest()
 
 
-def _file_state(path: str) -> tuple | None:
+#: A module file's `(size, modification time, inode)`; the modules loaded when a program was traced, with them.
+FileState = tuple[int, int, int]
+LoadedCode = tuple[tuple[str, str, FileState | None], ...]
+
+
+def _file_state(path: str) -> FileState | None:
     try:
         stat = os.stat(path)
     except OSError:
@@ -153,15 +158,15 @@ def _file_state(path: str) -> tuple | None:
     return stat.st_size, stat.st_mtime_ns, stat.st_ino
 
 
-def loaded_code(*, with_state: bool = True) -> tuple[tuple[str, str, tuple | None], ...]:
+def loaded_code(*, with_state: bool = True) -> LoadedCode:
     """Every loaded module with a file: `(name, path, (size, modification time, inode))` (the state None
     without `with_state`)."""
-    modules = sorted((name, module.__file__) for name, module in list(sys.modules.items())
-                     if isinstance(getattr(module, "__file__", None), str))
+    modules = sorted((name, file) for name, module in list(sys.modules.items())
+                     if isinstance(file := getattr(module, "__file__", None), str))
     return tuple((name, path, _file_state(path) if with_state else None) for name, path in modules)
 
 
-def code_unchanged(code: tuple[tuple[str, str, tuple | None], ...]) -> bool:
+def code_unchanged(code: LoadedCode) -> bool:
     """Whether every module file recorded with an entry is as it was: the same size, modification time and inode,
     or still absent when it was already gone while the program was traced (a module imported from a temporary
     folder since deleted: no process can import a changed copy from there without the file reappearing)."""
@@ -210,7 +215,7 @@ def fresh_compilation() -> Iterator[None]:
     """JAX's persistent cache off for the block (its executables do not serialise again intact)."""
     from jax.experimental.compilation_cache import compilation_cache
 
-    folder = jax.config.jax_compilation_cache_dir
+    folder = jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]  # jax declares its options at run time
     if folder is None:
         yield
         return
@@ -231,7 +236,7 @@ def _same_outputs(first: Any, second: Any) -> bool:
                for a, b in zip(left, right, strict=True))
 
 
-def store(key: str, compiled: Any, code: tuple, mesh: jax.sharding.Mesh, arguments: tuple) -> bool:
+def store(key: str, compiled: Any, code: LoadedCode, mesh: jax.sharding.Mesh, arguments: tuple[Any, ...]) -> bool:
     """Serialise a freshly compiled program under `key`, after checking that the bytes load back and give the same
     outputs on `arguments` bit for bit. Returns whether it was stored. A program that cannot be (a host callback, an
     executable that already ran, whose CPU sort kernels no longer serialise) is recorded as such, so later runs with
@@ -241,7 +246,8 @@ def store(key: str, compiled: Any, code: tuple, mesh: jax.sharding.Mesh, argumen
         return False
     try:
         executable = serialize_executable.serialize(compiled)
-        loaded = serialize_executable.deserialize_and_load(*executable, execution_devices=list(mesh.devices.flat))
+        loaded = serialize_executable.deserialize_and_load(  # type: ignore[misc]  # serialize() is unannotated
+            *executable, execution_devices=list(mesh.devices.flat))
         if not _same_outputs(compiled(*arguments), loaded(*arguments)):
             executable = None
     except Exception:  # noqa: BLE001 - a program that cannot be serialised is not cached

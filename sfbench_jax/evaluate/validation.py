@@ -37,7 +37,7 @@ def validation_kernel(predictors: tuple[Predictor, ...], shape: WindowShape, blo
     """The jitted per-window clean MSE `(P, V)` of several predict functions over `V` windows (padded to whole
     blocks of `block` windows by the caller)."""
 
-    def blocked(states: tuple, series: jax.Array, starts: jax.Array) -> jax.Array:
+    def blocked(states: tuple[Any, ...], series: jax.Array, starts: jax.Array) -> jax.Array:
         def one_block(block_starts: jax.Array) -> jax.Array:
             return jnp.stack([clean_mse(predict, state, series, block_starts, shape)
                               for predict, state in zip(predictors, states, strict=True)])

@@ -13,6 +13,8 @@ from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION, largest_channe
 
 #: One window `(n, m)` as the fault functions see it (time first, then channels).
 Window = Float[Array | np.ndarray, "time channel"]
+#: A faulted window: what an apply function returns (always computed by JAX).
+FaultedWindow = Float[Array, "time channel"]
 #: The two uint32 words of a (scenario, window) key that every JAX-mode draw is expanded from.
 StreamWords = UInt32[Array, "2"]
 

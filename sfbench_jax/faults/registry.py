@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from sfbench_jax.faults import reference_rng, scored, transfer
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.severity import severity_to_units
-from sfbench_jax.faults.spec import RESERVED_SCENARIO_IDS, FaultSpec
+from sfbench_jax.faults.spec import RESERVED_SCENARIO_IDS, Applier, FaultSpec, Preparer, ReferenceDraw, Sampler
 from sfbench_jax.faults.streams import stream_words
 from sfbench_jax.plugins import PluginError, discovered, package_specs, register_specs, unknown_name_error
 
@@ -24,10 +24,10 @@ from sfbench_jax.plugins import PluginError, discovered, package_specs, register
 Fault = FaultSpec
 
 
-def _scored(index: int, name: str, label: str, fault_class: str, sample: object, apply: object, *,
-            reference: reference_rng.ReferenceDraw, group: str, rank: int, scoped: bool = True,
-            prepare: object = None) -> FaultSpec:
-    extra = {} if prepare is None else {"prepare": prepare}
+def _scored(index: int, name: str, label: str, fault_class: str, sample: Sampler, apply: Applier, *,
+            reference: ReferenceDraw, group: str, rank: int, scoped: bool = True,
+            prepare: Preparer | None = None) -> FaultSpec:
+    extra: dict[str, Preparer] = {} if prepare is None else {"prepare": prepare}
     return FaultSpec(name=name, label=label, fault_class=fault_class, sample=sample, apply=apply,
                      is_channel_scoped=scoped, group=group, group_rank=rank, reference=reference,
                      scenario_id=index, **extra)
@@ -57,7 +57,7 @@ SCENARIOS: tuple[FaultSpec, ...] = (
 SCENARIO_KEYS: tuple[str, ...] = tuple(fault.key for fault in SCENARIOS)
 
 
-def _transfer(index: int, name: str, label: str, sample: object, apply: object) -> FaultSpec:
+def _transfer(index: int, name: str, label: str, sample: Sampler, apply: Applier) -> FaultSpec:
     return FaultSpec(name=name, label=label, fault_class="Transfer", sample=sample, apply=apply, scenario_id=index)
 
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sfbench_jax.faults.context import FaultContext, StreamWords, Window
+from sfbench_jax.faults.context import FaultContext, FaultedWindow, StreamWords, Window
 from sfbench_jax.faults.selection import distinct_keys, pool_to_channels, smallest_k_mask
 from sfbench_jax.faults.severity import (
     SEVERITY_BITS,
@@ -126,7 +126,8 @@ def drift_offset(units: jax.Array) -> jax.Array:
 def attenuation_factor(units: jax.Array) -> jax.Array:
     """theta = 1 - 0.75 s (= (2**26 - 3 j) / 2**26)."""
     numerator = jnp.int32(4 * SEVERITY_ONE) - 3 * units.astype(jnp.int32)
-    return numerator.astype(jnp.float32) * jnp.float32(2.0 ** -(SEVERITY_BITS + 2))
+    factor: jax.Array = numerator.astype(jnp.float32) * jnp.float32(2.0 ** -(SEVERITY_BITS + 2))
+    return factor
 
 
 def spike_magnitude(units: jax.Array) -> jax.Array:
@@ -153,13 +154,13 @@ def missing_duration(units: jax.Array, input_len: int) -> jax.Array:
 # Apply functions: (x (n, m), params, ctx) -> x'
 
 
-def apply_drift(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
+def apply_drift(x: Window, params: ChannelFault, ctx: FaultContext) -> FaultedWindow:
     """Add `0.75 s` to every step of the selected channels."""
     del ctx
     return jnp.where(params.selected[None, :], x + drift_offset(params.severity_units), x)
 
 
-def apply_attenuation(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
+def apply_attenuation(x: Window, params: ChannelFault, ctx: FaultContext) -> FaultedWindow:
     """Scale the selected channels by `1 - 0.75 s`."""
     del ctx
     return jnp.where(params.selected[None, :], x * attenuation_factor(params.severity_units), x)
@@ -172,7 +173,7 @@ def noise_values(params: NoiseFault | NoiseDraw, ctx: FaultContext) -> jax.Array
     return params.noise.reshape(-1)
 
 
-def apply_noise(x: Window, params: NoiseFault | NoiseDraw, ctx: FaultContext) -> Window:
+def apply_noise(x: Window, params: NoiseFault | NoiseDraw, ctx: FaultContext) -> FaultedWindow:
     """Add `s * z` (z standard normal) to the selected channels.
 
     Works on the flattened window `(n*m,)`: the normals are generated where they are used, and their
@@ -184,7 +185,7 @@ def apply_noise(x: Window, params: NoiseFault | NoiseDraw, ctx: FaultContext) ->
     return jnp.where(selected, flat + scale * noise_values(params, ctx), flat).reshape(x.shape)
 
 
-def apply_spike(x: Window, params: SpikeFault, ctx: FaultContext) -> Window:
+def apply_spike(x: Window, params: SpikeFault, ctx: FaultContext) -> FaultedWindow:
     """Add `7.5 s` at one step `p_j in [1, n-1]` of each selected channel."""
     steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
     hit = (steps == params.positions[None, :]) & params.selected[None, :]
@@ -255,7 +256,7 @@ def plan_time_compress(params: TimeWarpFault, ctx: FaultContext) -> TimeWarpPlan
     return plan_time_warp(params, ctx, stretch=False)
 
 
-def apply_time_warp(x: Window, plan: TimeWarpPlan, ctx: FaultContext) -> Window:
+def apply_time_warp(x: Window, plan: TimeWarpPlan, ctx: FaultContext) -> FaultedWindow:
     """Replace steps `a .. a+D-1` of the selected channels by the channel linearly interpolated between
     the planned source steps (row gathers: the same source step for every channel)."""
     duration = time_warp_duration(ctx.input_len)
@@ -266,7 +267,7 @@ def apply_time_warp(x: Window, plan: TimeWarpPlan, ctx: FaultContext) -> Window:
     return jax.lax.dynamic_update_slice_in_dim(x, segment, plan.start, axis=0)
 
 
-def apply_stuck_sensor(x: Window, params: StuckFault, ctx: FaultContext) -> Window:
+def apply_stuck_sensor(x: Window, params: StuckFault, ctx: FaultContext) -> FaultedWindow:
     """Hold `x[a_j - 1, j]` for `L = ceil(s (n-1))` steps from `a_j` on each selected channel."""
     duration = stuck_duration(params.severity_units, ctx.input_len)
     steps = jnp.arange(ctx.input_len, dtype=jnp.int32)[:, None]
@@ -275,7 +276,7 @@ def apply_stuck_sensor(x: Window, params: StuckFault, ctx: FaultContext) -> Wind
     return jnp.where(inside & params.selected[None, :], held, x)
 
 
-def apply_missing_data(x: Window, params: MissingFault, ctx: FaultContext) -> Window:
+def apply_missing_data(x: Window, params: MissingFault, ctx: FaultContext) -> FaultedWindow:
     """Forward-fill a gap of `L = ceil(0.5 s (n-1))` steps from `a` on all channels."""
     duration = missing_duration(params.severity_units, ctx.input_len)
     steps = jnp.arange(ctx.input_len, dtype=jnp.int32)

@@ -42,7 +42,8 @@ def smallest_k_mask(keys: jax.Array, count: jax.Array) -> jax.Array:
     selected = (keys <= threshold) & (count > 0)
     # materialise the mask: otherwise XLA fuses this search into every (time, channel) element of the
     # consumers and repeats it n times per window
-    return jax.lax.optimization_barrier(selected)
+    materialised: jax.Array = jax.lax.optimization_barrier(selected)
+    return materialised
 
 
 def pool_to_channels(pool_values: jax.Array, ctx: FaultContext, fill: bool | int = False) -> jax.Array:

@@ -34,7 +34,8 @@ def severity_to_units(severity: float | np.ndarray) -> np.ndarray | np.int32:
 
 def units_to_severity(units: jax.Array) -> jax.Array:
     """Units -> float32 severity `j / 2**24` (exact)."""
-    return units.astype(jnp.float32) * jnp.float32(1.0 / SEVERITY_ONE)
+    severity: jax.Array = units.astype(jnp.float32) * jnp.float32(1.0 / SEVERITY_ONE)
+    return severity
 
 
 def scaled_units(units: jax.Array, numerator: int, shift_bits: int) -> jax.Array:
@@ -44,7 +45,8 @@ def scaled_units(units: jax.Array, numerator: int, shift_bits: int) -> jax.Array
     float32 parameter equals the reference's double value rounded to float32.
     """
     product = units.astype(jnp.int32) * jnp.int32(numerator)
-    return product.astype(jnp.float32) * jnp.float32(2.0 ** -shift_bits)
+    scaled: jax.Array = product.astype(jnp.float32) * jnp.float32(2.0 ** -shift_bits)
+    return scaled
 
 
 def _floor_product(units: jax.Array, factor: int, shift_bits: int) -> tuple[jax.Array, jax.Array]:

@@ -52,7 +52,8 @@ def stream_bits(words: jax.Array, offset: int, shape: tuple[int, ...]) -> jax.Ar
 
 def bits_to_unit_interval(bits: jax.Array) -> jax.Array:
     """uint32 -> float32 uniform on the open interval (0, 1) (24-bit grid, centred cells)."""
-    return ((bits >> 8).astype(jnp.float32) + 0.5) * jnp.float32(2.0 ** -24)
+    uniform: jax.Array = ((bits >> 8).astype(jnp.float32) + 0.5) * jnp.float32(2.0 ** -24)
+    return uniform
 
 
 # Giles (2010), "Approximating the erfinv function", single precision: erfinv(v) = v * p(w) with
@@ -84,7 +85,8 @@ def bits_to_normal(bits: jax.Array) -> jax.Array:
     w = -jnp.log((1 - v) * (1 + v))
     central = _horner(_ERFINV_CENTRAL, w - jnp.float32(2.5))
     tail = _horner(_ERFINV_TAIL, jnp.sqrt(w) - jnp.float32(3.0))
-    return jnp.float32(2.0 ** 0.5) * jnp.where(w < 5, central, tail) * v
+    normal: jax.Array = jnp.float32(2.0 ** 0.5) * jnp.where(w < 5, central, tail) * v
+    return normal
 
 
 def bits_to_int(bits: jax.Array, low: int | jax.Array, high: int | jax.Array) -> jax.Array:

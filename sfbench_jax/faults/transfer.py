@@ -12,7 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sfbench_jax.faults.context import FaultContext, StreamWords, Window
+from sfbench_jax.faults.context import FaultContext, FaultedWindow, StreamWords, Window
 from sfbench_jax.faults.scored import ChannelFault, _severity, draw_selection
 from sfbench_jax.faults.severity import units_to_severity
 from sfbench_jax.faults.streams import POSITION_OFFSET, UNIFORM_OFFSET, bits_to_int, stream_bits
@@ -35,40 +35,40 @@ def _ramp(ctx: FaultContext) -> jax.Array:
     return (jnp.arange(ctx.input_len, dtype=jnp.float32) / max(ctx.input_len - 1, 1))[:, None]
 
 
-def apply_linear_drift(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
+def apply_linear_drift(x: Window, params: ChannelFault, ctx: FaultContext) -> FaultedWindow:
     """`x + s t / T`: a ramp from 0 to s at the last step."""
     s = units_to_severity(params.severity_units)
     return jnp.where(params.selected[None, :], x + s * _ramp(ctx), x)
 
 
-def apply_nonlinear_drift(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
+def apply_nonlinear_drift(x: Window, params: ChannelFault, ctx: FaultContext) -> FaultedWindow:
     """`x + 0.5 s t/T + 0.5 s (t/T)**2`."""
     s = units_to_severity(params.severity_units)
     ramp = _ramp(ctx)
     return jnp.where(params.selected[None, :], x + 0.5 * s * ramp + 0.5 * s * ramp * ramp, x)
 
 
-def apply_scaling(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
+def apply_scaling(x: Window, params: ChannelFault, ctx: FaultContext) -> FaultedWindow:
     """`(1 + s) x`."""
     del ctx
     s = units_to_severity(params.severity_units)
     return jnp.where(params.selected[None, :], (1.0 + s) * x, x)
 
 
-def apply_time_varying_scaling(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
+def apply_time_varying_scaling(x: Window, params: ChannelFault, ctx: FaultContext) -> FaultedWindow:
     """`x (1 + s t / T)`."""
     s = units_to_severity(params.severity_units)
     return jnp.where(params.selected[None, :], x * (1.0 + s * _ramp(ctx)), x)
 
 
-def apply_trimming_constant(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
+def apply_trimming_constant(x: Window, params: ChannelFault, ctx: FaultContext) -> FaultedWindow:
     """Clip to `[-b, b]` with `b = 3 - 2 s` (standardised units)."""
     del ctx
     bound = 3.0 - 2.0 * units_to_severity(params.severity_units)
     return jnp.where(params.selected[None, :], jnp.clip(x, -bound, bound), x)
 
 
-def apply_trimming_varying(x: Window, params: ChannelFault, ctx: FaultContext) -> Window:
+def apply_trimming_varying(x: Window, params: ChannelFault, ctx: FaultContext) -> FaultedWindow:
     """Compress beyond `+-b` by the factor `d = 1 - 0.4 s` (`b = 3 - 2 s`)."""
     del ctx
     s = units_to_severity(params.severity_units)
@@ -99,7 +99,7 @@ def packet_loss_bursts(anchors: jax.Array, uniforms: jax.Array, *, start_probabi
     return jnp.concatenate([jnp.zeros((1, anchors.shape[0]), bool), bursts], axis=0)
 
 
-def apply_packet_loss(x: Window, params: PacketLossFault, ctx: FaultContext) -> Window:
+def apply_packet_loss(x: Window, params: PacketLossFault, ctx: FaultContext) -> FaultedWindow:
     """Forward-fill burst steps from the last step outside a burst (cascading fill)."""
     s = units_to_severity(params.severity_units)
     bursts = packet_loss_bursts(params.anchors, params.uniforms,

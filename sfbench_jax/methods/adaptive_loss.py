@@ -82,9 +82,9 @@ def log_partition_table() -> tuple[np.ndarray, np.ndarray, float]:
 
 def log_partition(alpha: jax.Array) -> jax.Array:
     """`ln Z(alpha)` for alpha in [0, 2] by cubic Hermite interpolation of the regenerated table."""
-    values, tangents, step = log_partition_table()
-    values = jnp.asarray(values, jnp.float32)
-    tangents = jnp.asarray(tangents, jnp.float32)
+    table_values, table_tangents, step = log_partition_table()
+    values = jnp.asarray(table_values, jnp.float32)
+    tangents = jnp.asarray(table_tangents, jnp.float32)
     position = jnp.clip(alpha / step, 0.0, TABLE_KNOTS - 1.0)
     index = jnp.clip(jnp.floor(position).astype(jnp.int32), 0, TABLE_KNOTS - 2)
     t = position - index

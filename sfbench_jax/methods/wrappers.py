@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from sfbench_jax.faults.streams import bits_to_normal, stream_bits, stream_words
 from sfbench_jax.methods.spec import WrapperSpec
-from sfbench_jax.predictors import PredictFn, RowAwarePredictor
+from sfbench_jax.predictors import PredictFn, Predictor, RowAwarePredictor
 
 COMBINERS = ("mean", "median")
 
@@ -136,7 +136,7 @@ def _ensemble(recipe: Mapping[str, Any], members: Sequence[tuple[PredictFn, Any]
 
 
 def _smoothed(recipe: Mapping[str, Any], members: Sequence[tuple[PredictFn, Any]], *,
-              seed: int) -> tuple[PredictFn, Any]:
+              seed: int) -> tuple[Predictor, Any]:
     (backbone, state), = members
     samples = int(recipe["samples"])
     smoothing = SmoothingPredictor(backbone=backbone, sigma=float(recipe["sigma"]), samples=samples,

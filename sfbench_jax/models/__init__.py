@@ -8,13 +8,13 @@ each, with its config dataclass and grid), `revin` (the RevIN wrapper), `layers`
 
 from sfbench_jax.models.registry import (
     MODELS,
-    ModelSpec,
     build_model,
     expand_grid,
     is_valid_combination,
     make_config,
 )
 from sfbench_jax.models.revin import RevIN, RevINConfig
+from sfbench_jax.models.spec import ModelSpec
 
 __all__ = ["MODELS", "ModelSpec", "RevIN", "RevINConfig", "build_model", "expand_grid",
            "is_valid_combination", "make_config"]

@@ -29,7 +29,7 @@ def require_int(name: str, value: Any, *, minimum: int = 1, odd: bool = False,
         raise ValueError(f"{name} must be >= {minimum}, got {value}.")
     if odd and value % 2 == 0:
         raise ValueError(f"{name} must be odd, got {value}.")
-    return value
+    return int(value)
 
 
 def require_bool(name: str, value: Any, *, choices: Sequence[bool] = (False, True)) -> bool:
@@ -39,7 +39,7 @@ def require_bool(name: str, value: Any, *, choices: Sequence[bool] = (False, Tru
     value = bool(value)
     if value not in choices:
         raise ValueError(f"{name}={value!r} is not supported; valid values: {list(choices)}.")
-    return value
+    return bool(value)
 
 
 def require_rate(name: str, value: Any) -> float:
@@ -49,7 +49,7 @@ def require_rate(name: str, value: Any) -> float:
     value = float(value)
     if not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {value}.")
-    return value
+    return float(value)
 
 
 def require_choice(name: str, value: Any, choices: Sequence[str]) -> str:

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.typing import DTypeLike
 
 Initializer = nnx.initializers.Initializer
 
@@ -51,7 +52,7 @@ def torch_uniform_init(fan_in: int) -> Initializer:
     """
     bound = 1.0 / math.sqrt(fan_in)
 
-    def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+    def init(key: jax.Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> jax.Array:
         return uniform(key, shape, -bound, bound).astype(dtype)
 
     return init
@@ -60,7 +61,7 @@ def torch_uniform_init(fan_in: int) -> Initializer:
 def uniform_init(low: float, high: float) -> Initializer:
     """`U(low, high)` initialiser (PatchTST's positional table uses `U(-0.02, 0.02)`)."""
 
-    def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+    def init(key: jax.Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> jax.Array:
         return uniform(key, shape, low, high).astype(dtype)
 
     return init
@@ -72,7 +73,7 @@ def glorot_uniform_init() -> Initializer:
     Same law as Keras' default and `torch.nn.init.xavier_uniform_` on the transposed weight.
     """
 
-    def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+    def init(key: jax.Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> jax.Array:
         fan_in, fan_out = int(shape[-2]), int(shape[-1])
         bound = math.sqrt(6.0 / (fan_in + fan_out))
         return uniform(key, shape, -bound, bound).astype(dtype)
@@ -133,7 +134,7 @@ class TorchBatchNorm(nnx.Module):
             shape[axis] = size
         return reduce_axes, tuple(shape)
 
-    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
+    def __call__(self, x: jax.Array) -> jax.Array:
         """Normalise `x`; in train mode also update the running statistics."""
         reduce_axes, shape = self._layout(x.ndim)
         if self.use_running_average:
@@ -172,7 +173,7 @@ class SlabLayerNorm(nnx.Module):
         self.scale = nnx.Param(jnp.ones(shape, jnp.float32))
         self.bias = nnx.Param(jnp.zeros(shape, jnp.float32))
 
-    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
+    def __call__(self, x: jax.Array) -> jax.Array:
         """Normalise each `(time, channel)` slab of `x` `(batch, time, channel)`."""
         mean = jnp.mean(x, axis=(-2, -1), keepdims=True)
         var = jnp.mean(jnp.square(x - mean), axis=(-2, -1), keepdims=True)
@@ -202,7 +203,7 @@ def validate_dataset_shape(*, input_len: int, horizon: int, num_channels: int,
     return targets
 
 
-def check_input(x: jax.Array, *, input_len: int, num_channels: int, model: str) -> None:
+def check_input(x: jax.Array | np.ndarray, *, input_len: int, num_channels: int, model: str) -> None:
     """Raise a clear error when `x` is not `(batch, input_len, num_channels)` (trace-time check)."""
     if x.ndim != 3 or x.shape[1] != input_len or x.shape[2] != num_channels:
         raise ValueError(f"{model} expects input of shape (batch, {input_len}, {num_channels}), "
@@ -237,7 +238,7 @@ def map_in_slices(fn: Callable[[jax.Array], jax.Array], x: jax.Array, slice_rows
     pad = count * size - rows
     if pad:
         x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (pad, *x.shape[1:]))])
-    out = jax.lax.map(fn, x.reshape(count, size, *x.shape[1:]))
+    out: jax.Array = jax.lax.map(fn, x.reshape(count, size, *x.shape[1:]))
     return out.reshape(count * size, *out.shape[2:])[:rows]
 
 
@@ -267,7 +268,8 @@ def bernoulli(key: jax.Array, p: float, shape: Sequence[int]) -> jax.Array:
     """
     shape = tuple(int(s) for s in shape)
     size = math.prod(shape)
-    if (str(jax.random.key_impl(key)) != "threefry2x32" or not jax.config.jax_threefry_partitionable
+    if (str(jax.random.key_impl(key)) != "threefry2x32"
+            or not jax.config.jax_threefry_partitionable  # type: ignore[attr-defined]  # declared at run time
             or size >= 2**32):
         return jax.random.bernoulli(key, p, shape)
     k = jax.random.key_data(key)
@@ -281,7 +283,7 @@ def bernoulli(key: jax.Array, p: float, shape: Sequence[int]) -> jax.Array:
     # Two halves in a loop: the loop's output is the mask in memory. Inline, XLA copies the hash (a chain of
     # cheap integer operations) into every fusion that reads the mask, forward and backward.
     half = -(-size // 2)
-    keep = jax.lax.map(draw, jax.lax.iota(np.uint32, 2 * half).reshape(2, half))
+    keep: jax.Array = jax.lax.map(draw, jax.lax.iota(np.uint32, 2 * half).reshape(2, half))
     return keep.reshape(-1)[:size].reshape(shape)
 
 

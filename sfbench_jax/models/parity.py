@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
@@ -59,15 +60,15 @@ class _Loader:
         self.model_name = model_name
         self.expected: dict[str, tuple[int, ...]] = {}
         self.ignored: set[str] = set()
-        self.assignments: list[tuple[nnx.Variable, tuple[str, ...], Callable[..., np.ndarray]]] = []
+        self.assignments: list[tuple[nnx.Variable[jax.Array], tuple[str, ...], Callable[..., np.ndarray]]] = []
 
-    def add(self, key: str, variable: nnx.Variable, torch_shape: Sequence[int],
+    def add(self, key: str, variable: nnx.Variable[jax.Array], torch_shape: Sequence[int],
             transform: _Transform = lambda w: w) -> None:
         """Assign `transform(state[key])` to `variable`."""
         self.expected[key] = tuple(int(s) for s in torch_shape)
         self.assignments.append((variable, (key,), transform))
 
-    def add_stacked(self, keys: Sequence[str], variable: nnx.Variable,
+    def add_stacked(self, keys: Sequence[str], variable: nnx.Variable[jax.Array],
                     torch_shape: Sequence[int], transform: _Transform = lambda w: w) -> None:
         """Assign `stack([transform(state[k]) for k in keys])` (one torch layer per channel)."""
         for key in keys:
@@ -78,12 +79,14 @@ class _Loader:
     def linear(self, prefix: str, layer: nnx.Linear) -> None:
         """`nn.Linear`: `weight (out, in)` -> `kernel (in, out)`."""
         in_features, out_features = layer.kernel[...].shape
+        assert layer.bias is not None  # the reference's layers all have a bias
         self.add(f"{prefix}.weight", layer.kernel, (out_features, in_features), _transpose)
         self.add(f"{prefix}.bias", layer.bias, (out_features,))
 
     def pointwise_conv(self, prefix: str, layer: nnx.Linear) -> None:
         """`Conv1d(k=1)` used as a Dense: `weight (out, in, 1)` -> `kernel (in, out)`."""
         in_features, out_features = layer.kernel[...].shape
+        assert layer.bias is not None  # the reference's layers all have a bias
         self.add(f"{prefix}.weight", layer.kernel, (out_features, in_features, 1),
                  lambda w: w[:, :, 0].T)
         self.add(f"{prefix}.bias", layer.bias, (out_features,))
@@ -127,6 +130,13 @@ class _Loader:
 
 def _transpose(w: np.ndarray) -> np.ndarray:
     return w.T
+
+
+def _grouped_bias(groups: int) -> _Transform:
+    """Grouped bias `(G·out,)` -> `(G, out)`."""
+    def transform(w: np.ndarray) -> np.ndarray:
+        return w.reshape(groups, -1)
+    return transform
 
 
 def _grouped_pointwise(groups: int) -> _Transform:
@@ -195,7 +205,7 @@ def _moderntcn_entries(model: ModernTCN, loader: _Loader, prefix: str = "") -> N
             loader.add(p + name + ".weight", layer.kernel, (groups * out, inp, 1),
                        _grouped_pointwise(groups))
             loader.add(p + name + ".bias", layer.bias, (groups * out,),
-                       lambda w, g=groups: w.reshape(g, -1))
+                       _grouped_bias(groups))
     loader.add(f"{prefix}forecast_head.linear.weight", model.head_kernel,
                (model.horizon, d * model.patch_count), _flat_head(d, model.patch_count))
     loader.add(f"{prefix}forecast_head.linear.bias", model.head_bias, (model.horizon,))

@@ -35,7 +35,7 @@ def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:
         missing, extra = sorted(set(expected) - set(flat)), sorted(set(flat) - set(expected))
         raise ValueError(f"Checkpoint {what} do not match the model: missing {missing}, unexpected {extra}.")
     for name, path in expected.items():
-        node = pure
+        node: Any = pure  # a nested pure dict, indexed by the path's keys
         for part in path[:-1]:
             node = node[part]
         value = np.asarray(flat[name])
@@ -55,9 +55,10 @@ def restore_model(data: PreparedData, architecture: str, hparams: Mapping[str, A
         ValueError: the checkpoint does not fit the architecture (names or shapes).
     """
     model = build_for(data, architecture, hparams, seed, revin)
-    graphdef, params, batch_stats, other = nnx.split(model, nnx.Param, nnx.BatchStat, ...)
+    graphdef, params, batch_stats, other = nnx.split(  # type: ignore[misc]  # flax: a variadic result tuple
+        model, nnx.Param, nnx.BatchStat, ...)
     _assign_flat(params, checkpoint["params"], "parameters")
     _assign_flat(batch_stats, checkpoint.get("batch_stats", {}), "batch statistics")
-    model = nnx.merge(graphdef, params, batch_stats, other)
-    model.eval()
-    return model
+    restored: nnx.Module = nnx.merge(graphdef, params, batch_stats, other)
+    restored.eval()
+    return restored

@@ -77,7 +77,7 @@ def _keras_dense(in_features: int, out_features: int, *, rngs: nnx.Rngs) -> nnx.
                       bias_init=nnx.initializers.zeros_init(), rngs=rngs)
 
 
-def _norm(config: TSMixerConfig, input_len: int, num_channels: int) -> nnx.Module:
+def _norm(config: TSMixerConfig, input_len: int, num_channels: int) -> SlabLayerNorm | TorchBatchNorm:
     if config.norm_type == "L":
         return SlabLayerNorm((input_len, num_channels), epsilon=NORM_EPS)
     # Every (time, channel) cell has its own statistics: features are the last two axes.

@@ -47,6 +47,7 @@ def scenario_heatmap(summary: pd.DataFrame, target: Path) -> Path:
     values = np.array([[row[f"d_{fault.key}"] for fault in SCENARIOS] for _, row in summary.iterrows()])
     cmap, norm = heatmap_scale(values)
     lower = norm.vmin
+    assert lower is not None  # heatmap_scale sets both limits
     height = 1.2 + 0.45 * len(labels)
     fig, ax = plt.subplots(figsize=(9.0, height))
     image = ax.imshow(np.clip(values, lower, 2.0), cmap=cmap, norm=norm, aspect="auto")

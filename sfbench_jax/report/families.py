@@ -37,7 +37,7 @@ def _realisation(row: pd.Series | dict) -> tuple:
 
 def anchor_runs(runs: RunSet) -> dict[tuple, StoredRun]:
     """The SeasonalNaive baseline run of every (dataset, realisation) in the set."""
-    anchors = {}
+    anchors: dict[tuple, StoredRun] = {}
     for run in runs.runs:
         if run.row["architecture"] == ANCHOR_ARCHITECTURE and run.row["method"] == "baseline":
             anchors.setdefault(_realisation(run.row), run)

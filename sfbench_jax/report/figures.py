@@ -125,6 +125,7 @@ def build_scenario_facets(baselines: pd.DataFrame) -> plt.Figure:
         ax.set_title(dataset_label(dataset), fontsize=9, pad=16)
         ax.set_xlabel("scenario", fontsize=8)
     axes[0][0].set_ylabel("architecture", fontsize=8)
+    assert image is not None and norm.vmin is not None  # one facet per dataset; heatmap_scale sets both limits
     colorbar = fig.colorbar(image, ax=list(axes[0]), ticks=[t for t in (1.0, 1.5, 2.0) if t >= norm.vmin],
                             fraction=0.025)
     colorbar.set_label("degradation D", fontsize=8)

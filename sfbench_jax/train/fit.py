@@ -314,8 +314,9 @@ class EpochProgram:
                                                     self.keys[0], self._epoch(epoch), self.lrs[0],
                                                     self._active(active), self.values[0])
             metrics = jax.device_get(metrics)
-            return tuple(np.asarray(values)[: self.size] for values in
-                         (metrics.train_loss, metrics.val_loss, metrics.improved))
+            train_loss, val_loss, improved = (np.asarray(values)[: self.size] for values in
+                                              (metrics.train_loss, metrics.val_loss, metrics.improved))
+            return train_loss, val_loss, improved
         train = np.full(self.size, np.nan, np.float32)
         val = np.full(self.size, np.nan, np.float32)
         improved = np.zeros(self.size, bool)
@@ -392,7 +393,8 @@ def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any
     size = len(members)
     states = [StoppingState() for _ in members]
     curves: list[tuple[list[float], list[float]]] = [([], []) for _ in members]
-    slots, finished = list(range(size)), {}  # the member at each program position; stopped members' checkpoints
+    slots = list(range(size))  # the member at each program position
+    finished: dict[int, dict] = {}  # stopped members' checkpoints
     started = time.perf_counter()
     for epoch in range(options.max_epochs):
         active = [not state.stopped for state in states]

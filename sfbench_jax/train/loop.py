@@ -125,7 +125,8 @@ def split_model(model: nnx.Module) -> tuple[nnx.GraphDef, nnx.GraphDef, Any, Any
         streams, which the epoch reseeds from explicit keys at every step.
     """
     model.train()
-    train_graphdef, params, batch_stats, other = nnx.split(model, nnx.Param, nnx.BatchStat, ...)
+    train_graphdef, params, batch_stats, other = nnx.split(  # type: ignore[misc]  # flax: a variadic result tuple
+        model, nnx.Param, nnx.BatchStat, ...)
     model.eval()
     eval_graphdef = nnx.split(model, nnx.Param, nnx.BatchStat, ...)[0]
     model.train()

@@ -287,7 +287,9 @@ class CandidateStore:
     @contextlib.contextmanager
     def locked(self, dataset: str, architecture: str, keys: Sequence[str]) -> Iterator[None]:
         """Hold the claim of `keys` for the block (waiting until no other process holds any of them)."""
-        with self.claim(dataset, architecture, keys, wait=True):
+        claim = self.claim(dataset, architecture, keys, wait=True)
+        assert claim is not None  # a waiting claim always returns one
+        with claim:
             yield
 
 

@@ -152,7 +152,7 @@ def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int,
         candidate = plan.candidates[position]
         config = (json.dumps(candidate.architecture_hparams, sort_keys=True), recipes[position].structure)
         by_config.setdefault(config, []).append(position)
-    groups = []
+    groups: list[list[int]] = []
     for positions in by_config.values():
         groups.extend(positions[i:i + group_size] for i in range(0, len(positions), group_size))
     return sorted(groups, key=lambda group: group[0])
