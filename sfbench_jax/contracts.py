@@ -136,7 +136,8 @@ def check_model(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shapes, *, 
     graphdef, state = nnx.split(model)
     x = jax.ShapeDtypeStruct((BATCH, shapes.input_len, shapes.num_channels), jnp.float32)
     section = "Model (ModelSpec)"
-    promised = [("__call__", (x,), (BATCH, shapes.horizon, len(shapes.target_indices)))]
+    promised: list[tuple[str, tuple[jax.ShapeDtypeStruct, ...], tuple[int, ...]]] = [
+        ("__call__", (x,), (BATCH, shapes.horizon, len(shapes.target_indices)))]
     if spec.supports_revin or hasattr(model, "predict_all_channels"):
         promised.append(("predict_all_channels", (x,), (BATCH, shapes.horizon, shapes.num_channels)))
     if spec.channel_sparse:
@@ -169,7 +170,7 @@ def check_fault(fault: FaultSpec, shapes: Shapes) -> None:
         f" and selected bool ({shapes.num_channels},)" if fault.is_channel_scoped else "")
     params = _traced("Fault", fault, "sample(words, ctx, None)", fields, section,
                      lambda w: fault.sample(w, ctx, None), words)
-    expected = {"severity_units": ((), jnp.int32)}
+    expected: dict[str, tuple[tuple[int, ...], Any]] = {"severity_units": ((), jnp.int32)}
     if fault.is_channel_scoped:
         expected["selected"] = ((shapes.num_channels,), jnp.bool_)
     for name, (shape, dtype) in expected.items():
@@ -228,8 +229,10 @@ def check_wrapper(method: MethodSpec, recipe: Mapping[str, Any], model: ModelSpe
     abstract = _abstract_model(model, hparams, shapes, None)
     graphdef, state = nnx.split(abstract)
     ranked = [(predict_with(graphdef), state) for _ in range(max(1, num_candidates))]
-    members = method.wrapper.members(recipe, ranked)
-    predict, wrapped_state = method.wrapper.predictor(recipe, list(members), seed=0)
+    wrapper = method.wrapper
+    assert wrapper is not None, "check_wrapper is called for wrap-kind methods, which have a wrapper"
+    members = wrapper.members(recipe, ranked)
+    predict, wrapped_state = wrapper.predictor(recipe, list(members), seed=0)
     x = jax.ShapeDtypeStruct((BATCH, shapes.input_len, shapes.num_channels), jnp.float32)
     expected = (BATCH, shapes.horizon, len(shapes.target_indices))
     if isinstance(predict, RowAwarePredictor):

@@ -298,6 +298,8 @@ def _module_digest(name: str) -> str:
     try:
         if path is None:
             path = getattr(importlib.util.find_spec(name), "origin", None)
+        if path is None:
+            raise ValueError(f"{name} has no source file")
         with open(path, "rb") as handle:
             return hashlib.sha256(handle.read()).hexdigest()[:16]
     except (OSError, TypeError, ValueError, ImportError):  # no file (an interactive session): named, not hashed

@@ -339,7 +339,8 @@ def _tokens(text: str) -> list[str]:
 
 def _class_mentions(text: str, phrases: Mapping[str, set[str]]) -> dict[str, int]:
     """How often the text mentions each class (option -> count), longest phrase first, each word once."""
-    table = [(p.split("_"), option) for option, names in phrases.items() for p in names]
+    table: list[tuple[list[str], str | None]] = [(p.split("_"), option) for option, names in phrases.items()
+                                                 for p in names]
     table += [(p.split("_"), None) for p in NEUTRAL_PHRASES]
     table.sort(key=lambda item: (-len(item[0]), item[1] is not None))  # neutral phrases win ties
     tokens, counts, index = _tokens(text), dict.fromkeys(phrases, 0), 0

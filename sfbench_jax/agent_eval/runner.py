@@ -186,10 +186,10 @@ async def _agent_result(agent: Any, task: AgentTask, toolbox: Any, timeout_s: fl
         return AgentResult(final_answer=None, stop_reason="max_steps", usage={}), ""
     except TimeoutError as exc:
         text = str(exc) or f"the run passed its wall-clock budget of {timeout_s:g} s (--run-timeout-s)"
-        return (AgentResult(final_answer=None, stop_reason="timeout", usage=getattr(exc, "usage", {})),
+        return (AgentResult(final_answer=None, stop_reason="timeout", usage=getattr(exc, "usage", None) or {}),
                 f"{type(exc).__name__}: {text}")
     except Exception as exc:  # noqa: BLE001 - any agent/endpoint failure is recorded as harness_error
-        return (AgentResult(final_answer=None, stop_reason="error", usage=getattr(exc, "usage", {})),
+        return (AgentResult(final_answer=None, stop_reason="error", usage=getattr(exc, "usage", None) or {}),
                 f"{type(exc).__name__}: {exc}")
 
 
@@ -357,7 +357,7 @@ async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session,
     """
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    records = []
+    records: list[dict[str, Any]] = []
     for scenario in scenarios:
         for run_index in range(repeats):
             if halt is not None and halt() is not None:

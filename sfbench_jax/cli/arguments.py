@@ -142,7 +142,10 @@ def is_disk_full(error: BaseException) -> bool:
         if isinstance(error, OSError) and (error.errno in (errno.ENOSPC, errno.EDQUOT)
                                            or "No space left on device" in str(error)):
             return True
-        error = error.__cause__ or error.__context__
+        cause = error.__cause__ or error.__context__
+        if cause is None:
+            return False
+        error = cause
     return False
 
 

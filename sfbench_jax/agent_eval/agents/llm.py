@@ -142,7 +142,10 @@ class LLMConfig:
 
 
 class ChatBackendError(RuntimeError):
-    """The endpoint answered with an HTTP error or something that is not a chat completion."""
+    """The endpoint answered with an HTTP error or something that is not a chat completion. ``usage``: the turns
+    and tokens the run had spent when it was raised (set by the agent, read by the runner)."""
+
+    usage: dict[str, int] | None = None
 
 
 class ChatTimeoutError(ChatBackendError, TimeoutError):

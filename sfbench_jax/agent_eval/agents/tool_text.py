@@ -98,7 +98,8 @@ def json_values(text: str) -> list[Any]:
         The decoded values; an object or array cut short (a truncated reply) is not among them.
     """
     decoder = json.JSONDecoder()
-    values, index = [], 0
+    values: list[Any] = []
+    index = 0
     while True:
         starts = [i for i in (text.find("{", index), text.find("[", index)) if i >= 0]
         if not starts:
