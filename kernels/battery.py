@@ -1,4 +1,4 @@
-"""Li-ion battery kernels for the NASA PCoE cells (spec section 5).
+"""Li-ion battery kernels for the NASA PCoE cells (phm-reference 5).
 
 What lives here: state of health against the first cycle and the rated capacity with the
 1.4 Ah end-of-life rule (5.2), the four-stage degradation classifier with optional rate
@@ -679,7 +679,7 @@ def compare_to_baseline_core(target, fleet, threshold=3.0, eps=1e-8, *, min_pers
 def compare_to_baseline(target: Real[ArrayLike, "time"], fleet: Real[ArrayLike, "members time"],
                         *, threshold: float = 3.0, min_persistence: int = 3,
                         eps: float = 1e-8) -> BaselineComparison:
-    """Robust per-cycle comparison of one cell's feature against a fleet (spec 5.7).
+    """Robust per-cycle comparison of one cell's feature against a fleet (phm-reference 5.7).
 
     ``z = (x - median_fleet) / (1.4826 MAD_fleet)`` per cycle; an outlier is at least
     ``min_persistence`` consecutive cycles with ``|z| > threshold`` (the 5.4 debounce,

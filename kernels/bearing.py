@@ -1,4 +1,4 @@
-"""Rolling-element bearing kernels: defect frequencies and envelope analysis (spec section 4).
+"""Rolling-element bearing kernels: defect frequencies and envelope analysis (phm-reference 4).
 
 What lives here: characteristic defect frequencies (FTF, BPFO, BPFI, BSF and 2 x BSF) from the
 bearing geometry, the CWRU drive-end and fan-end geometries, the FFT-based envelope spectrum

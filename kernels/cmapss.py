@@ -512,7 +512,7 @@ def linear_health_index_rul(x: Real[ArrayLike, "time channels"],
                             weights: Real[ArrayLike, "channels_plus_1"], *,
                             mask: Bool[ArrayLike, "time"] | None = None, alpha: float = 0.1,
                             window: int = 30, cap: float = DEFAULT_RUL_CAP) -> HealthIndexRul:
-    """Deterministic health-index RUL baseline for one unit (spec 1.7; not tuned).
+    """Deterministic health-index RUL baseline for one unit (phm-reference 1.7; not tuned).
 
     ``HI_t = w_0 + x_t @ w``; EWMA smoothing (``alpha``); OLS line over the last ``window``
     valid cycles; RUL = cycles until the line reaches HI = 0, clipped to [0, cap] (cap when the
@@ -594,7 +594,7 @@ def fit_linear_health_index_baseline(data: CmapssData, *, alpha: float = 0.1, wi
                                      cap: float = DEFAULT_RUL_CAP,
                                      sensor_indices: tuple[int, ...] = DEFAULT_FD001_SENSOR_INDICES
                                      ) -> LinearHealthIndexModel:
-    """Fits the spec 1.7 baseline on a sub-dataset's training units.
+    """Fits the phm-reference 1.7 baseline on a sub-dataset's training units.
 
     Args:
         data: Loaded sub-dataset.

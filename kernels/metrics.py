@@ -1,8 +1,8 @@
 """Scoring kernels: RUL regression metrics, the PHM08 score and classification metrics.
 
-What lives here: RMSE / MAE / bias (spec 1.5), the asymmetric PHM08 / NASA scoring function
+What lives here: RMSE / MAE / bias (phm-reference 1.5), the asymmetric PHM08 / NASA scoring function
 (Saxena et al. 2008), the ground-truth verification behind PHMForge's ``verify_ground_truth``
-(metrics plus range checks), and confusion-matrix based classification metrics (spec 8:
+(metrics plus range checks), and confusion-matrix based classification metrics (phm-reference 8:
 accuracy, per-class precision / recall / F1, macro and weighted F1, 0/0 defined as 0).
 
 Error convention: ``d = y_pred - y_true``; positive d is a *late* prediction (life overestimated),

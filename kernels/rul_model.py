@@ -6,7 +6,7 @@ sensors, units front-padded so every cycle ends a window, piecewise-linear targe
 R_max), the training loop (one compiled ``lax.scan`` per epoch over pre-drawn batch indices,
 AdamW with cosine decay, model selection on held-out training units), the last-cycle test
 protocol (one prediction per test unit scored against the official, uncapped RUL unless
-``clip_truth``), Orbax checkpointing and the published baselines of spec section 1.6.
+``clip_truth``), Orbax checkpointing and the published baselines of phm-reference 1.6.
 
 Randomness: one explicit seed becomes a typed key ``jax.random.key(seed)``; sub-keys are derived
 by folding in fixed identifiers (parameter init, validation split, epoch number), so a run is
@@ -77,7 +77,7 @@ __all__ = [
 
 #: Registered architectures.
 ARCHITECTURES = ("mlp", "cnn")
-#: Published last-cycle test results (RMSE, PHM08 score), spec 1.6; reference only. Only the
+#: Published last-cycle test results (RMSE, PHM08 score), phm-reference 1.6; reference only. Only the
 #: LSTM FD001/FD003 values were cross-checked by the spec authors; the rest are [VERIFY].
 PUBLISHED_BASELINES = {
     "CNN (Babu et al. 2016)": {"FD001": (18.45, 1286.7), "FD002": (30.29, 13570.0),
@@ -675,7 +675,7 @@ def results_table(results: list[RulTrainResult]):
 
 
 def baselines_table():
-    """Published last-cycle results of spec section 1.6 as a DataFrame (reference only)."""
+    """Published last-cycle results of phm-reference 1.6 as a DataFrame (reference only)."""
     import pandas as pd
 
     rows = [{"model": name, "subset": subset, "rmse": rmse, "phm08_score": score}

@@ -373,7 +373,7 @@ def mann_kendall(y: Real[ArrayLike, "n"], *, alpha: float = 0.05,
 
 
 # ---------------------------------------------------------------------------------------------
-# Debounced rolling z-score anomaly detection (spec 5.4)
+# Debounced rolling z-score anomaly detection (phm-reference 5.4)
 # ---------------------------------------------------------------------------------------------
 
 

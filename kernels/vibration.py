@@ -1,4 +1,4 @@
-"""Vibration severity kernels: ISO 10816 / ISO 20816 zones and unit conversions (spec section 3).
+"""Vibration severity kernels: ISO 10816 / ISO 20816 zones and unit conversions (phm-reference 3).
 
 What lives here: ISO 10816-1 Annex B zones by machine class (I-IV), ISO 10816-3 Annex A zones by
 machine group (1, 2) and foundation (rigid, flexible) with the operational ALARM/TRIP guidance,

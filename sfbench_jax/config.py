@@ -20,11 +20,11 @@ from sfbench_jax.data.registry import DATASETS, DatasetSpec, get_dataset
 from sfbench_jax.faults.registry import SCENARIO_KEYS, scored_scenarios
 from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION
 
-#: Evaluation RNG modes: on-device folded keys, or the reference's MT19937 streams (spec 2.5).
+#: Evaluation RNG modes: on-device folded keys, or the reference's MT19937 streams (protocol 2.5).
 RNG_MODES = ("jax", "reference")
 #: Most test windows per evaluation (per-window losses are kept on the host: (1 + 2P) x K numbers).
 MAX_WINDOWS = 1_000_000
-#: Largest fixed channel fraction q: the severity rule's gamma (spec 2.1).
+#: Largest fixed channel fraction q: the severity rule's gamma (protocol 2.1).
 MAX_CHANNEL_FRACTION = DEFAULT_CHANNEL_FRACTION
 #: Fewest bootstrap draws: the 95% percentile interval's ends are the 2.5% and 97.5% quantiles of the B resampled
 #: values, and only from B = 40 on does each 2.5% tail hold at least one draw (below, the ends are the extreme
@@ -146,10 +146,10 @@ def _is_positive_number(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class MethodConfig:
-    """Which robustness method the architecture is trained or wrapped with (spec 4).
+    """Which robustness method the architecture is trained or wrapped with (protocol 4).
 
     Attributes:
-        name: method registry key: baseline (plain training, spec 5.3), adversarial_training,
+        name: method registry key: baseline (plain training, protocol 5.3), adversarial_training,
             randomized_training, fault_augmentation, revin, adaptive_robust_loss (train kind: inherit the
             baseline winner's hyperparameters and train each recipe from scratch), ensemble,
             randomized_smoothing (wrap kind: wrap stored baseline predictors).
@@ -170,7 +170,7 @@ class MethodConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Training and selection of trainable architectures (spec 5.1-5.4).
+    """Training and selection of trainable architectures (protocol 5.1-5.4).
 
     Attributes:
         max_epochs: epoch limit (200).
@@ -184,7 +184,7 @@ class TrainConfig:
             candidates: 1 on CPU, where vectorising pays little, 8 on GPU/TPU; method variants: 40, all of them).
         num_devices: devices a vectorised group's candidates are split over; null = every local device, at most
             one per candidate (the `sfbench` CLI exposes every CPU core as a device).
-        master_seed: master seed of the model and tuning seeds (spec 1.6: 42); other values train independent
+        master_seed: master seed of the model and tuning seeds (protocol 1.6: 42); other values train independent
             replicates on the same data windows.
         store_dir: candidate store (finished candidates are never retrained); null = `candidates/` inside the
             run directory.
@@ -222,7 +222,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Monte Carlo evaluation settings (spec 6).
+    """Monte Carlo evaluation settings (protocol 6).
 
     Attributes:
         rng_mode: "jax" (folded on-device keys; fast) or "reference" (the reference's MT19937 streams; exact);

@@ -51,7 +51,7 @@ from sfbench_jax.selection import (
 )
 from sfbench_jax.train import CandidateResult, check_search_space, expand_space, search_space
 
-#: The reference model of the normalised scores (spec 6.5).
+#: The reference model of the normalised scores (protocol 6.5).
 ANCHOR_MODEL = "seasonal_naive"
 
 

@@ -1,4 +1,4 @@
-"""Clean-validation selection of one (dataset, architecture, method) cell (spec 4, 5.3-5.4) and the
+"""Clean-validation selection of one (dataset, architecture, method) cell (protocol 4, 5.3-5.4) and the
 evaluation of its winner: the same path for every model and method.
 
 * baseline: sample the architecture's candidates, fit the trainable ones through the resumable candidate

@@ -1,7 +1,7 @@
 """Stored runs back in memory, without training: rebuild a run folder's configuration and winner (from the
 candidate store, every candidate already finished) and compute from it what the analysis needs beyond the
 stored numbers: severity-response curves, per-window fault examples (paper Figures 3/4) and the
-selector-pressure re-selection (spec 5.5: the stored candidates chosen on perturbed validation, the new winner
+selector-pressure re-selection (protocol 5.5: the stored candidates chosen on perturbed validation, the new winner
 evaluated in full).
 
 A `RebuildPolicy` makes a rebuild safe for a caller who only names a run folder (the MCP server): the stored
@@ -50,7 +50,7 @@ from sfbench_jax.selection import Selection, candidate_store, evaluate_model, se
 from sfbench_jax.train import CandidateStore
 
 Log = Callable[[str], None]
-#: Channels left out of the Figure 3 ranking of affected channels (spec 7.3).
+#: Channels left out of the Figure 3 ranking of affected channels (protocol 7.3).
 EXAMPLE_EXCLUDED_CHANNELS = {"beijing_air_tiantan": ("CO", "PRES")}
 
 
@@ -316,7 +316,7 @@ def fault_examples(run: StoredRun | Path, *, scenarios: Sequence[str], severity:
     return examples
 
 
-# --- selector pressure (spec 5.5) ------------------------------------------------------------------------
+# --- selector pressure (protocol 5.5) ------------------------------------------------------------------------
 
 SELECTION_MODES = ("perturbed_worst", "perturbed_mean")
 

@@ -123,7 +123,7 @@ PLUGIN_OWN_MODULES = {"models": ("models/registry.py",), "methods": ("methods/",
 PROTOCOL_NAMES = {"baseline"}
 #: Name branches that are data about the protocol or a published figure, each with its reason.
 ALLOWED_NAME_BRANCHES = {
-    ("report/longform.py", "seasonal_naive"): "the reference normalisation anchors are SeasonalNaive's (spec 3.8)",
+    ("report/longform.py", "seasonal_naive"): "the reference normalisation anchors are SeasonalNaive's (protocol 3.8)",
     ("report/outputs.py", "seasonal_naive"): "the fault examples (Figures 3/4) default to the paper's anchor model",
     ("report/outputs.py", "adversarial_training"): "Figure 6 is the paper's PGD trajectory figure",
     ("mcp/tools/benchmark.py", "seasonal_naive"): "severity curves of the anchor model need no stored run",

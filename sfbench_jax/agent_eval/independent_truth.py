@@ -231,7 +231,7 @@ def _bearing_peak_match(params: Mapping[str, Any], data: TruthData) -> dict[str,
 
 
 # =============================================================================================
-# Turbofan module health (spec 2.2-2.3 conventions)
+# Turbofan module health (protocol 2.2-2.3 conventions)
 # =============================================================================================
 
 
@@ -607,7 +607,7 @@ def _read_cwru(path: str, number: int) -> tuple[np.ndarray, float]:
 
 
 # =============================================================================================
-# C-MAPSS: true RUL, the linear health-index baseline (spec 1.7), per-engine signals
+# C-MAPSS: true RUL, the linear health-index baseline (phm-reference 1.7), per-engine signals
 # =============================================================================================
 
 
@@ -809,7 +809,7 @@ def _engine_signals(params: Mapping[str, Any], data: TruthData) -> dict[str, Any
 
 
 # =============================================================================================
-# NASA PCoE batteries (spec 5.1-5.8)
+# NASA PCoE batteries (phm-reference 5.1-5.8)
 # =============================================================================================
 
 _FEATURES = ("capacity_ah", "max_temperature_c", "avg_temperature_c", "min_voltage_v", "duration_s")
@@ -944,7 +944,7 @@ def _battery_labels(params: Mapping[str, Any], data: TruthData) -> dict[str, Any
     cell = data.battery(params["battery_id"])
     re_ohm, rct_ohm = cell["re_ohm"], cell["rct_ohm"]
     resistance = re_ohm + rct_ohm
-    # Impedance trend analyser (spec 5.8): sensor fault first, then the cleaned Mann-Kendall trend.
+    # Impedance trend analyser (phm-reference 5.8): sensor fault first, then the cleaned Mann-Kendall trend.
     jumps = _reverting_jumps(re_ohm) | _reverting_jumps(rct_ohm)
     bad = jumps | {i for i in range(re_ohm.size) if re_ohm[i] <= 0 or rct_ohm[i] <= 0}
     cleaned = _mann_kendall([v for i, v in enumerate(resistance) if i not in bad])
@@ -1002,7 +1002,7 @@ def _battery_schedule(params: Mapping[str, Any], data: TruthData) -> dict[str, A
 
 
 # =============================================================================================
-# CWRU: envelope analysis (Randall & Antoni 2011) with harmonic matching (spec 4.3 conventions)
+# CWRU: envelope analysis (Randall & Antoni 2011) with harmonic matching (protocol 4.3 conventions)
 # =============================================================================================
 
 

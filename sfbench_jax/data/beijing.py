@@ -1,4 +1,4 @@
-"""Derivation of the Beijing Air Tiantan runtime frame from the raw UCI PRSA Tiantan CSV (spec 1.2).
+"""Derivation of the Beijing Air Tiantan runtime frame from the raw UCI PRSA Tiantan CSV (protocol 1.2).
 
 Steps: hourly timestamps and the `wd` compass code; reindex onto a complete hourly grid; split the
 timeline at long gaps (PM2.5 runs > 24 h, any other channel > 72 h) and keep the longest segment;
@@ -18,7 +18,7 @@ from sfbench_jax.data.errors import DataContractError
 BEIJING_CHANNELS = ("PM2.5", "PM10", "SO2", "NO2", "CO", "O3", "TEMP", "PRES", "DEWP", "RAIN", "WSPM",
                     "wd")
 
-#: Beijing's wind direction: 16 compass points, integer code clockwise from north (spec 1.2).
+#: Beijing's wind direction: 16 compass points, integer code clockwise from north (protocol 1.2).
 WIND_DIRECTIONS = ("N", "NNE", "NE", "ENE", "E", "ESE", "SE", "SSE", "S", "SSW", "SW", "WSW", "W",
                    "WNW", "NW", "NNW")
 

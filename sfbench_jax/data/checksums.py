@@ -1,4 +1,4 @@
-"""File and content checksums (spec 1.1)."""
+"""File and content checksums (protocol 1.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Loading datasets into validated `Series` (spec 1.1-1.2).
+"""Loading datasets into validated `Series` (protocol 1.1-1.2).
 
 `load` asks the dataset spec's loader for its runtime frame (`datetime` + channels, in the spec's channel
 order; the built-in loaders live in `sources.py`, a user file's in `spec.FileLoader`), validates the frame's
@@ -34,7 +34,7 @@ class Series:
         spec: the dataset's registry entry.
         values: float32 `(rows, channels)` in the spec's channel order (raw units).
         timestamps: datetime64 `(rows,)`.
-        content_sha256: content checksum of the runtime frame (spec 1.1; synthetic: of the values).
+        content_sha256: content checksum of the runtime frame (protocol 1.1; synthetic: of the values).
         matches_reference: whether the checksum is one of the spec's reference checksums.
         source_path: where the data came from (file path, "package:..." or "synthetic").
     """

@@ -1,4 +1,4 @@
-"""`PreparedData`: a standardised series plus its fixed train/validation windows (spec 1.3-1.5)."""
+"""`PreparedData`: a standardised series plus its fixed train/validation windows (protocol 1.3-1.5)."""
 
 from __future__ import annotations
 
@@ -47,12 +47,12 @@ class PreparedData:
         return self.series.spec
 
     def test_starts(self, eval_seed: int, count: int) -> np.ndarray:
-        """Absolute starts of the `count` evaluation windows drawn with `eval_seed` (spec 6.2)."""
+        """Absolute starts of the `count` evaluation windows drawn with `eval_seed` (protocol 6.2)."""
         relative = sample_starts(self.bounds.num_starts("test"), count, eval_seed)
         return self.bounds.absolute_starts("test", relative)
 
     def val_starts_drop_last(self, batch_size: int) -> np.ndarray:
-        """The validation windows a drop-last loader of `batch_size` visits (spec 1.5)."""
+        """The validation windows a drop-last loader of `batch_size` visits (protocol 1.5)."""
         usable = (len(self.val_starts) // batch_size) * batch_size
         return self.val_starts[:usable]
 

@@ -3,7 +3,7 @@ paper's four and their synthetic stand-ins here, then each further dataset added
 its own module of this package (collected by `plugins.package_specs`, by name; no list to edit), then the plug-in
 datasets that installed packages register (entry-point group `sfbench_jax.datasets`).
 
-`DATASETS[key]` is the single source of truth for a dataset's contract (spec 1.1; the type is `spec.DatasetSpec`).
+`DATASETS[key]` is the single source of truth for a dataset's contract (protocol 1.1; the type is `spec.DatasetSpec`).
 Built-in loading lives in `sources.py`, validation in `loaders.py`, split arithmetic in `splits.py`.
 """
 
@@ -65,7 +65,7 @@ DATASETS: dict[str, DatasetSpec] = {
             key="etth1", reference_key="ETTh1", label="ETTh1", loader=sources.load_etth1,
             channels=ETTH1_CHANNELS, discrete_channels=(), target_channels=None, horizon=96,
             batch_size=16, expected_rows=17_420,
-            # The reference checksum, and the one pandas >= 3 gives for the same verbatim file (spec 1.1).
+            # The reference checksum, and the one pandas >= 3 gives for the same verbatim file (protocol 1.1).
             content_sha256=("f6183ff793de4f47893e0edc709f8b94766b391ef3b36ccc51e3458655f3863f",
                             "47bf6a7f383b97d7c115d7cdab4fb4e29cf5d4cdd772a63bc35be3125a4baf1f")),
         DatasetSpec(

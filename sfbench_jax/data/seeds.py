@@ -1,4 +1,4 @@
-"""Seed derivation and data-config signatures (spec 1.6).
+"""Seed derivation and data-config signatures (protocol 1.6).
 
 Every seed of the benchmark is derived from the master seed 42 and a text key, so runs are reproducible
 without any global random state. Nothing here touches arrays.
@@ -61,7 +61,7 @@ class DatasetSeeds:
     def canonical_eval_seed(self) -> int:
         """The evaluation seed (`eval.seed`, the spec's `eval_data_seed`) of the published runs: the data seed.
         Not to be confused with `seed_eval`, the per-dataset seed of the smoothing noise and the
-        perturbed-validation selector (spec 1.6)."""
+        perturbed-validation selector (protocol 1.6)."""
         return self.data_seed
 
 
@@ -75,10 +75,10 @@ def dataset_seeds(reference_key: str, signature: str) -> DatasetSeeds:
 
 
 def bootstrap_seed(eval_seed: int) -> int:
-    """Seed of the per-run bootstrap CI resampling (spec 6.3)."""
+    """Seed of the per-run bootstrap CI resampling (protocol 6.3)."""
     return derive_seed(eval_seed, "bootstrap_ci:degradation:MSE:shared_anchor_percentile")
 
 
 def perturbation_seed(eval_seed: int, scenario_index: int, sample_id: int) -> int:
-    """Seed of the reference's per-(scenario, sample) perturbation generator (spec 6.2 step 3)."""
+    """Seed of the reference's per-(scenario, sample) perturbation generator (protocol 6.2 step 3)."""
     return derive_seed(eval_seed, f"degradation:scenario:{scenario_index}:sample:{sample_id}")

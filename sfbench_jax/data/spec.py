@@ -126,7 +126,7 @@ class DatasetSpec:
 
     @property
     def signature(self) -> str:
-        """The data-config signature (spec 1.6)."""
+        """The data-config signature (protocol 1.6)."""
         return data_config_signature(
             reference_key=self.reference_key, input_channels=self.channels,
             target_channels=self.target_channels, input_len=self.input_len, horizon=self.horizon)

@@ -1,4 +1,4 @@
-"""Chronological splits, train-only standardisation and window sampling (spec 1.3-1.5).
+"""Chronological splits, train-only standardisation and window sampling (protocol 1.3-1.5).
 
 A window is its start row: `x = rows[s : s+n]`, `y = rows[s+n : s+n+H, targets]`. Windows never straddle a
 split boundary. Start indices here are absolute row indices of the whole series.

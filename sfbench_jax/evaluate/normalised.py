@@ -1,4 +1,4 @@
-"""Reference-normalised and cross-model scores (spec 6.4-6.6), host-side NumPy in float64.
+"""Reference-normalised and cross-model scores (protocol 6.4-6.6), host-side NumPy in float64.
 
 * mCE and relative mCE against an anchor model (the dataset's SeasonalNaive winner) from per-window losses
   and the drawn severities, binned into ten severity bins (6.5);
@@ -58,7 +58,7 @@ def binned_errors(faulted: np.ndarray, severity: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class NormalisedScores:
-    """Anchor-normalised scores of one model (spec 6.5).
+    """Anchor-normalised scores of one model (protocol 6.5).
 
     Attributes:
         ce: `(P,)` corruption error `E_i / E_i^ref` per scenario.
@@ -118,7 +118,7 @@ def relative_performance(mse_c: float, mpc: float) -> float:
 
 @dataclass(frozen=True)
 class RhoFit:
-    """The per-dataset log-log frontier `ln mPC = intercept + slope ln MSE_c` (spec 6.6).
+    """The per-dataset log-log frontier `ln mPC = intercept + slope ln MSE_c` (protocol 6.6).
 
     Attributes:
         slope, intercept: the least-squares line (NaN when it cannot be fitted).
@@ -165,7 +165,7 @@ def effective_robustness(fit: RhoFit, mse_c: float, mpc: float) -> tuple[float, 
 
 
 def pair_group_seed(eval_seed: int, *, dataset_reference_key: str, signature: str, method: str) -> int:
-    """The seed of one (dataset, method) group of the pair bootstrap (spec 6.4)."""
+    """The seed of one (dataset, method) group of the pair bootstrap (protocol 6.4)."""
     return derive_seed(int(eval_seed), f"bootstrap_ci:method_delta:MSE:{dataset_reference_key}:{signature}:{method}:"
                                        "method_delta_pair_percentile")
 

@@ -1,4 +1,4 @@
-"""Reported quantities from per-window losses (spec 6.2 step 5) and their bootstrap intervals (6.3).
+"""Reported quantities from per-window losses (protocol 6.2 step 5) and their bootstrap intervals (6.3).
 
 Host-side NumPy in float64: the kernel returns per-window losses, means are taken here once.
 """
@@ -115,7 +115,7 @@ def _column_intervals(values: np.ndarray, confidence: float) -> tuple[Interval, 
 
 def bootstrap_intervals(clean: np.ndarray, faulted: np.ndarray, *, eval_seed: int,
                         draws: int = BOOTSTRAP_DRAWS, confidence: float = CONFIDENCE) -> BootstrapIntervals:
-    """Percentile bootstrap intervals (spec 6.3): each resample draws K test windows with replacement,
+    """Percentile bootstrap intervals (protocol 6.3): each resample draws K test windows with replacement,
     shared by the clean mean and every scenario, and takes its own worst scenario.
 
     Raises:

@@ -1,4 +1,4 @@
-"""Clean validation MSE, as the reference's drop-last validation loader computes it (spec 1.5, 5.2).
+"""Clean validation MSE, as the reference's drop-last validation loader computes it (protocol 1.5, 5.2).
 
 `validation_mses` scores several predictors in one compiled pass that gathers each block of validation
 windows once (SeasonalNaive's ten seasons on Traffic read 2 GB of windows once instead of ten times);

@@ -1,5 +1,5 @@
 """The reference RNG mode: the reference's per-(scenario, sample) MT19937 streams, reproduced exactly
-on the host (spec 2.5) and turned into the same parameter pytrees the JAX samplers produce.
+on the host (protocol 2.5) and turned into the same parameter pytrees the JAX samplers produce.
 
 The reference seeds one PyTorch CPU generator (MT19937, `init_genrand`) per (scenario, test sample) with
 `derive_seed(eval_seed, "degradation:scenario:{i}:sample:{k}")`, draws the severity first, then

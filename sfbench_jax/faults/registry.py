@@ -107,7 +107,7 @@ def scenario_group(group: str) -> tuple[str, ...]:
     return tuple(fault.key for fault in members)
 
 
-#: Profiles of the fault-augmentation recipe (spec 2.3).
+#: Profiles of the fault-augmentation recipe (protocol 2.3).
 TRANSFER_PROFILES: dict[str, tuple[str, ...]] = {
     "holdout_simple": ("linear_drift", "scaling", "trimming_constant", "packet_loss"),
     "holdout_varying": ("nonlinear_drift", "time_varying_scaling", "trimming_varying", "packet_loss"),

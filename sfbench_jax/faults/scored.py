@@ -1,4 +1,4 @@
-"""The eight scored fault scenarios (spec 2.2) as pure functions on one window.
+"""The eight scored fault scenarios (protocol 2.2) as pure functions on one window.
 
 Each scenario is split in two: a *sampler* turns randomness into a small fixed-shape parameter pytree
 (severity units, the selected channels, positions, noise), and an *apply* function maps

@@ -1,4 +1,4 @@
-"""Severity model shared by every fault (spec 2.1).
+"""Severity model shared by every fault (protocol 2.1).
 
 Severities live on the reference's 24-bit grid: `s = j / 2**24` with integer *severity units*
 `j in [0, 2**24]` (`j = 2**24` is s = 1, which evaluation never draws). Working in units keeps the
@@ -80,7 +80,7 @@ def max_channel_count(pool_size: int, *, max_fraction: float = DEFAULT_CHANNEL_F
 
 def channel_count(units: jax.Array, *, pool_size: int, max_fraction: float = DEFAULT_CHANNEL_FRACTION,
                   channel_fraction: float | None = None) -> jax.Array:
-    """Number of faulted channels k(s) (spec 2.1).
+    """Number of faulted channels k(s) (protocol 2.1).
 
     Severity mode: `0` if s = 0 or M = 0, `k_max` if s = 1, else `1 + floor(s (k_max - 1))`.
     Fixed-fraction mode: `ceil(q M)` for s > 0, else 0.

@@ -1,4 +1,4 @@
-"""The seven training-only transfer families of fault augmentation (spec 2.3).
+"""The seven training-only transfer families of fault augmentation (protocol 2.3).
 
 Same machinery as the scored scenarios (severity -> k(s) channels of the pool -> own draws), with the
 augmentation's channel fraction in `FaultContext.max_channel_fraction`. These never enter evaluation.

@@ -1,4 +1,4 @@
-"""Robustness-improvement methods (spec 4): the spec type (`spec`: `MethodSpec`), one module per built-in method
+"""Robustness-improvement methods (protocol 4): the spec type (`spec`: `MethodSpec`), one module per built-in method
 holding its `SPEC` (`baseline`, `adversarial_training`, `ensemble`, ...), the registry (`registry`: the built-in
 specs, collected from this package, and the plug-ins), the train-time transforms that act inside the compiled
 training step (`training`: PGD, randomized training, fault augmentation, the adaptive robust loss; RevIN wraps the

@@ -1,4 +1,4 @@
-"""The adaptive robust loss (spec 4.4): Barron's general adaptive loss as a negative log-likelihood, with
+"""The adaptive robust loss (protocol 4.4): Barron's general adaptive loss as a negative log-likelihood, with
 one trainable (alpha, scale) pair per forecast coordinate.
 
 What lives here: `rho` (the loss kernel with its exact limits), the log-partition table `ln Z(alpha)`
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-#: Upper end of alpha (spec 4.4).
+#: Upper end of alpha (protocol 4.4).
 ALPHA_HI = 1.999
 #: Knots of the log-partition table: uniform in alpha on [0, 2].
 TABLE_KNOTS = 4097

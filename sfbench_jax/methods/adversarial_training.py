@@ -18,7 +18,7 @@ def variant_id(recipe: Mapping[str, Any]) -> str:
 
 def _adaptive_loss_keys(unknown: Sequence[str]) -> str | None:
     if set(unknown) & set(bounds.ADAPTIVE_ROBUST_LOSS):
-        return ("PGD adversarial training cannot be combined with the adaptive robust loss (spec 4.4: only MSE or "
+        return ("PGD adversarial training cannot be combined with the adaptive robust loss (protocol 4.4: only MSE or "
                 "MAE training losses); run method=adaptive_robust_loss separately.")
     return None
 

@@ -1,4 +1,4 @@
-"""The baseline (spec 5.3): the architecture trained plainly and selected on clean validation MSE; every method's
+"""The baseline (protocol 5.3): the architecture trained plainly and selected on clean validation MSE; every method's
 delta is taken against it. Its preset `conf/method/baseline.yaml` has no recipe grid."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Registry of robustness methods by name (spec 4): the built-in `MethodSpec`s, then the plug-ins.
+"""Registry of robustness methods by name (protocol 4): the built-in `MethodSpec`s, then the plug-ins.
 
 What lives here: `METHODS` (the built-ins, each `SPEC` in its own module of this package and collected from it, no
 list to edit: `plugins.package_specs`, in the order of their `display_rank`, the paper's Table 4 right block after

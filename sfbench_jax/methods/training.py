@@ -1,4 +1,4 @@
-"""Train-time method transforms (spec 4.1-4.4): what a train-kind method changes inside the compiled step.
+"""Train-time method transforms (protocol 4.1-4.4): what a train-kind method changes inside the compiled step.
 
 Each transform is a small frozen (hashable, static) dataclass with three hooks the epoch program calls:
 
@@ -38,7 +38,7 @@ from sfbench_jax.faults.streams import stream_words
 from sfbench_jax.methods import adaptive_loss
 from sfbench_jax.models.revin import RevINConfig
 
-#: PGD's sign-step size (spec 4.1: fixed 0.02).
+#: PGD's sign-step size (protocol 4.1: fixed 0.02).
 PGD_STEP_SIZE = 0.02
 
 LossAt = Callable[[jax.Array], jax.Array]
@@ -84,7 +84,7 @@ class PlainTraining:
 
 @dataclass(frozen=True)
 class AdversarialTraining(PlainTraining):
-    """PGD (spec 4.1): random start in [-eps, eps], `steps` sign steps of 0.02 on the masked batch loss of the
+    """PGD (protocol 4.1): random start in [-eps, eps], `steps` sign steps of 0.02 on the masked batch loss of the
     eval-mode model, clipped to [-eps, eps]; the step trains on the adversarial batch only.
 
     Attributes:
@@ -113,7 +113,7 @@ class AdversarialTraining(PlainTraining):
 
 @dataclass(frozen=True)
 class RandomizedTraining(PlainTraining):
-    """Randomized training (spec 4.2): `x + sigma eps (x + mu / sd)` on the continuous channels (noise
+    """Randomized training (protocol 4.2): `x + sigma eps (x + mu / sd)` on the continuous channels (noise
     relative to the raw level), fresh per window and step.
 
     Attributes:
@@ -138,7 +138,7 @@ class RandomizedTraining(PlainTraining):
 
 @dataclass(frozen=True)
 class FaultAugmentation(PlainTraining):
-    """Fault augmentation (spec 4.3): with probability `p` a window gets one transfer family of the profile
+    """Fault augmentation (protocol 4.3): with probability `p` a window gets one transfer family of the profile
     (uniform choice) at severity `U[0, 1) s_max` on `k(s)` of the continuous channels with
     `k_max = ceil(frac_max m_c)` (`ctx.max_channel_fraction = frac_max`).
 
@@ -180,7 +180,7 @@ class FaultAugmentation(PlainTraining):
 
 @dataclass(frozen=True)
 class AdaptiveRobustLoss(PlainTraining):
-    """The adaptive robust loss (spec 4.4) as training and validation loss; clean inputs.
+    """The adaptive robust loss (protocol 4.4) as training and validation loss; clean inputs.
 
     Attributes:
         alpha_lo, alpha_init, scale_lo, scale_init: the recipe (alpha_init only sets the initial latents).

@@ -1,4 +1,4 @@
-"""Post-hoc method wrappers (spec 4.6, 4.7): pure predictors built from stored baseline predictors, scored by
+"""Post-hoc method wrappers (protocol 4.6, 4.7): pure predictors built from stored baseline predictors, scored by
 the same fused engine.
 
 What lives here: the combiners (`ensemble_combine`: mean or midpoint median; `trimmed_mean`: the
@@ -80,7 +80,7 @@ class SmoothingPredictor(RowAwarePredictor):
         sigma: noise standard deviation.
         samples: N noisy copies per row.
         trimmed: predictions dropped at each end, `floor(alpha N)`.
-        seed: the dataset's `seed_eval` (spec 1.6).
+        seed: the dataset's `seed_eval` (protocol 1.6).
     """
 
     backbone: PredictFn
@@ -144,7 +144,7 @@ def _smoothed(recipe: Mapping[str, Any], members: Sequence[tuple[PredictFn, Any]
     return smoothing, state
 
 
-#: The ensemble (spec 4.6): the top-k finished baseline candidates by the selection key, combined.
+#: The ensemble (protocol 4.6): the top-k finished baseline candidates by the selection key, combined.
 ENSEMBLE = WrapperSpec(members=_top_k, predictor=_ensemble)
-#: Randomized smoothing (spec 4.7): the baseline winner (the first of the ranked candidates) smoothed.
+#: Randomized smoothing (protocol 4.7): the baseline winner (the first of the ranked candidates) smoothed.
 SMOOTHING = WrapperSpec(members=lambda recipe, ranked: ranked[:1], predictor=_smoothed)

@@ -1,4 +1,4 @@
-"""Chronos-2 (spec 3.7): the zero-shot foundation model, frozen, scored through the fused engine on the host.
+"""Chronos-2 (protocol 3.7): the zero-shot foundation model, frozen, scored through the fused engine on the host.
 
 Chronos-2 cannot be re-implemented in JAX; it runs through the `chronos-forecasting` package (PyTorch), the
 optional extra `pip install 'sfbench-jax[chronos]'`. Like every host model it is called once per block of
@@ -35,7 +35,7 @@ from sfbench_jax.models.hparams import require_int
 from sfbench_jax.models.layers import validate_dataset_shape
 from sfbench_jax.models.spec import ModelSpec
 
-#: The checkpoint and package the paper used (spec 3.7).
+#: The checkpoint and package the paper used (protocol 3.7).
 CHRONOS2_REPO = "amazon/chronos-2"
 CHRONOS2_REVISION = "0f8a440441931157957e2be1a9bce66627d99c76"
 CHRONOS_PACKAGE = "chronos-forecasting==2.2.2"

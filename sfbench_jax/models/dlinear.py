@@ -1,4 +1,4 @@
-"""DLinear (spec 3.1): moving-average decomposition plus two linear maps over time.
+"""DLinear (protocol 3.1): moving-average decomposition plus two linear maps over time.
 
 What lives here: the `DLinearConfig` hyperparameters, the `DLinear` NNX module (the trained form:
 decomposition, then two maps), and `DLinearMap`, its inference form: since the moving average is linear,

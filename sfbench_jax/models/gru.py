@@ -1,4 +1,4 @@
-"""GRU forecaster (spec 3.2): stacked GRU with a direct or an autoregressive head.
+"""GRU forecaster (protocol 3.2): stacked GRU with a direct or an autoregressive head.
 
 What lives here: the `GRUConfig` hyperparameters, its grid validity rule, the
 `GRU` NNX module and its `GRULayer`. Time recursions are `lax.scan`s (one per layer over the

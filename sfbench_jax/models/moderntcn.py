@@ -1,4 +1,4 @@
-"""ModernTCN, compact variant (spec 3.3): patch stem, large-kernel depthwise blocks, flat head.
+"""ModernTCN, compact variant (protocol 3.3): patch stem, large-kernel depthwise blocks, flat head.
 
 What lives here: the `ModernTCNConfig` hyperparameters, its grid validity rule,
 the `ModernTCN` NNX module and its `ModernTCNBlock`. Activations keep PyTorch's

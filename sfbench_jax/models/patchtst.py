@@ -1,4 +1,4 @@
-"""PatchTST (spec 3.4): channel-independent patch Transformer with residual attention.
+"""PatchTST (protocol 3.4): channel-independent patch Transformer with residual attention.
 
 What lives here: the `PatchTSTConfig` hyperparameters, its grid validity rule,
 the `PatchTST` NNX module and its post-norm `PatchTSTEncoderLayer`. Tokens are kept as

@@ -52,7 +52,7 @@ def get_spec(name: str) -> ModelSpec:
 def expand_grid(name: str, *, input_len: int = 96) -> list[dict[str, Any]]:
     """All valid grid combinations of `name`, in spec order (first key varies slowest).
 
-    Invalid combinations (spec 5.3) are dropped before any sampling; counts for `input_len=96`:
+    Invalid combinations (protocol 5.3) are dropped before any sampling; counts for `input_len=96`:
     dlinear 84, gru 72, moderntcn 192, patchtst 384, tsmixer 324, seasonal_naive 10, chronos2 1, external 1.
     """
     spec = get_spec(name)
@@ -81,7 +81,7 @@ def make_config(name: str, hparams: Mapping[str, Any]) -> Any:
 
 
 def is_valid_combination(name: str, hparams: Mapping[str, Any], *, input_len: int = 96) -> bool:
-    """Whether `hparams` is a valid combination for `name` (the grid filter of spec 5.3)."""
+    """Whether `hparams` is a valid combination for `name` (the grid filter of protocol 5.3)."""
     return bool(get_spec(name).is_valid(dict(hparams), input_len=input_len))
 
 

@@ -1,4 +1,4 @@
-"""RevIN (spec 4.5): reversible instance normalisation wrapped around a base forecaster.
+"""RevIN (protocol 4.5): reversible instance normalisation wrapped around a base forecaster.
 
 What lives here: `RevINConfig` (affine or not) and the `RevIN` NNX wrapper, which normalises
 each window and channel, runs the base model in the normalised space (the base model selects the

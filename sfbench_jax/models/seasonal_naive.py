@@ -1,4 +1,4 @@
-"""SeasonalNaive: repeat the last season of the input window (spec 3.6). No parameters, no training.
+"""SeasonalNaive: repeat the last season of the input window (protocol 3.6). No parameters, no training.
 
 What lives here: the `SeasonalNaiveConfig` hyperparameters and the `SeasonalNaive` NNX module. Its
 season grid lives in its preset (`conf/model/seasonal_naive.yaml`), like every architecture's grid.

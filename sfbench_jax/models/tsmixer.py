@@ -1,4 +1,4 @@
-"""TSMixer (spec 3.5): residual time-mixing and feature-mixing blocks, then a time projection.
+"""TSMixer (protocol 3.5): residual time-mixing and feature-mixing blocks, then a time projection.
 
 What lives here: the `TSMixerConfig` hyperparameters, the `TSMixer` NNX module
 and its `MixerBlock`. All dense layers use Glorot-uniform weights and zero biases (Keras

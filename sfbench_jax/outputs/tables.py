@@ -1,7 +1,7 @@
 """Tidy result tables: one summary row per evaluated model, the per-window losses, and the candidates of a
 selection with their training curves.
 
-A summary row carries the reference-normalised scores (`mce`, `rel_mce`, spec 6.5) when the run's anchor (its
+A summary row carries the reference-normalised scores (`mce`, `rel_mce`, protocol 6.5) when the run's anchor (its
 dataset's SeasonalNaive winner, evaluated on the same windows and faults) is given, and `rpc` always.
 """
 

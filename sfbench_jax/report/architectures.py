@@ -1,5 +1,5 @@
 """Display facts of the architectures, read from their specs (`models/registry.py`: built-ins in the paper's order,
-spec 3.8 and 7.3, then plug-ins by name), and the display helpers the report's tables share.
+protocol 3.8 and 7.3, then plug-ins by name), and the display helpers the report's tables share.
 
 Nothing here is a table keyed by model names: `ARCHITECTURE_ORDER`, `ARCHITECTURE_LABELS` and
 `ARCHITECTURE_FAMILIES` are views of `MODELS`. Table 4 itself is rendered by `report/paper.py`.

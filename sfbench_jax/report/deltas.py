@@ -1,4 +1,4 @@
-"""Method-baseline deltas (spec 6.4): every method winner paired with the baseline winner of its (dataset,
+"""Method-baseline deltas (protocol 6.4): every method winner paired with the baseline winner of its (dataset,
 architecture) on the same test realisation, the dataset means over the available pairs, the pair bootstrap
 and tau-bar.
 
@@ -110,7 +110,7 @@ def dataset_means(pairs: pd.DataFrame) -> pd.DataFrame:
 
 def pair_bootstrap_table(pairs: pd.DataFrame, *, draws: int = 1000) -> pd.DataFrame:
     """Per (dataset, method, selection, realisation): count, the bootstrap seeds and, for every pair-bootstrap
-    column in the reference's order, `<column>_mean`, `_CI_lo`, `_CI_hi` (spec 6.4; pairs sorted by
+    column in the reference's order, `<column>_mean`, `_CI_lo`, `_CI_hi` (protocol 6.4; pairs sorted by
     (architecture, variant id))."""
     records = []
     keys = ["dataset", "method", "selection", *REALISATION_COLUMNS]

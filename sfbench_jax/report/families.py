@@ -1,4 +1,4 @@
-"""Score families of stored runs (spec 6.5-6.6): mCE and relative mCE against the dataset's SeasonalNaive
+"""Score families of stored runs (protocol 6.5-6.6): mCE and relative mCE against the dataset's SeasonalNaive
 anchor (from the summary, or recomputed from the stored per-window losses and severities of the run and of
 the anchor run on the same realisation), rPC, and the per-dataset log-log effective-robustness fit with
 rho-bar for every row.
@@ -70,11 +70,11 @@ def fill_normalised(frame: pd.DataFrame, runs: RunSet | None) -> pd.DataFrame:
 
 
 def rho_fits(frame: pd.DataFrame, *, published_frontier: bool = False) -> pd.DataFrame:
-    """The frontier fit per (dataset, realisation) over the clean-selected baseline winners (spec 6.6).
+    """The frontier fit per (dataset, realisation) over the clean-selected baseline winners (protocol 6.6).
 
     Args:
         frame: summary rows.
-        published_frontier: add the published winners (spec 8.1/8.5) of architectures the rows lack (e.g.
+        published_frontier: add the published winners (protocol 8.1/8.5) of architectures the rows lack (e.g.
             Chronos-2) to the fitted points.
     """
     frame = with_method_columns(frame)

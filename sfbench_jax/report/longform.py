@@ -1,4 +1,4 @@
-"""The reference's long-form analysis CSVs (spec 7.2-7.3) with the reference's column names, so that people
+"""The reference's long-form analysis CSVs (protocol 7.2-7.3) with the reference's column names, so that people
 who know the original find their files: `full_results.csv`, `analysis.csv`, `scenario_summary.csv`,
 `main_table_backbone.csv`, `backbone_scenario_heatmap_data.csv`, `improvement_deltas_selected.csv`,
 `improvement_deltas_long.csv`, `pipeline_method_delta_results.csv`, `reference_normalization_anchors.csv`,

@@ -55,7 +55,7 @@ class ReportOptions:
 
     Attributes:
         where: keep only summary rows whose columns equal these values (e.g. `{"rng_mode": "reference"}`).
-        published_frontier: fit rho-bar's frontier with the published winners (spec 8.1/8.5) of the architectures
+        published_frontier: fit rho-bar's frontier with the published winners (protocol 8.1/8.5) of the architectures
             the runs lack.
         method: the method of Figure 6 (default: PGD, `adversarial_training`, else the only method present).
         architecture: the model of Figures 3/4 (default: SeasonalNaive when present, else the first architecture).

@@ -1,4 +1,4 @@
-"""The paper's tables in its layouts (spec 7.3, 8): each as a CSV-ready frame (full precision) and Markdown
+"""The paper's tables in its layouts (protocol 7.3, 8): each as a CSV-ready frame (full precision) and Markdown
 (three decimals, the best entry of each dataset-measure row in bold within its block).
 
 Tables 4 (both blocks; the one Table 4 renderer), 10, 11, 12, 16, 17, 19 and 20. Labels and display orders come

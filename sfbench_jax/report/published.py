@@ -1,4 +1,4 @@
-"""Published baseline-winner numbers of the paper (benchmark spec 8.1 and 8.5, three decimals), for the
+"""Published baseline-winner numbers of the paper (protocol 8.1 and 8.5, three decimals), for the
 effective-robustness frontier when a run set lacks some architectures (Chronos-2 cannot run here) and for
 comparisons in tests and docs. Nothing here is computed.
 """

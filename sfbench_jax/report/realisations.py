@@ -58,7 +58,7 @@ def is_fixed_fraction(frame: pd.DataFrame) -> pd.Series:
 
 
 def is_perturbed_selection(frame: pd.DataFrame) -> pd.Series:
-    """Rows whose variant was chosen on perturbed validation (spec 5.5)."""
+    """Rows whose variant was chosen on perturbed validation (protocol 5.5)."""
     return frame["selection_metric"].astype(str).str.startswith("perturbed")
 
 

@@ -1,4 +1,4 @@
-"""Sensitivity diagnostics of stored runs (spec 6.7, paper Tables 10-12): evaluation-seed stability, fixed
+"""Sensitivity diagnostics of stored runs (protocol 6.7, paper Tables 10-12): evaluation-seed stability, fixed
 channel fractions, and selector pressure. Each compares rows of another realisation (or selection) with the
 canonical rows of the same winners; runs the comparison needs but the set lacks are named in the error.
 """

@@ -1,4 +1,4 @@
-"""Training and selection (spec 5): the compiled epoch (`loop`), early stopping, candidate training
+"""Training and selection (protocol 5): the compiled epoch (`loop`), early stopping, candidate training
 (`fit`; restoring a stored candidate is `sfbench_jax.models.restore`'s, re-exported here), random-subgrid
 search (`search`), the resumable candidate store (`store`),
 resumable sweeps (`sweep`) and clean-validation selection (`select`). No evaluation here.

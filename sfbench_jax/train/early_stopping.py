@@ -1,4 +1,4 @@
-"""Early stopping (spec 5.2) as a pure host-side state machine.
+"""Early stopping (protocol 5.2) as a pure host-side state machine.
 
 The compiled epoch program decides whether an epoch improved the best validation loss (strictly,
 by more than `min_delta`) and keeps the best parameters on the device; this module only counts

@@ -1,4 +1,4 @@
-"""The compiled training epoch (spec 5.1-5.2): one jitted program per (architecture config,
+"""The compiled training epoch (protocol 5.1-5.2): one jitted program per (architecture config,
 dataset shape, group size) that runs a whole epoch.
 
 An epoch draws its permutation of the fixed training windows from `fold_in(shuffle_key, epoch)`,
@@ -39,7 +39,7 @@ CANDIDATE_AXIS = "candidates"
 #: Folded into a candidate's dropout key to start the method keys' namespace (larger than any epoch index).
 METHOD_NAMESPACE = 1_000_003
 
-#: Adam of the protocol (spec 5.1): beta (0.9, 0.999), eps 1e-8, no weight decay, no schedule, no
+#: Adam of the protocol (protocol 5.1): beta (0.9, 0.999), eps 1e-8, no weight decay, no schedule, no
 #: clipping. The learning rate multiplies its direction outside, so it can differ per candidate.
 ADAM_B1, ADAM_B2, ADAM_EPS = 0.9, 0.999, 1e-8
 
@@ -144,7 +144,7 @@ def initial_state(params: Any, batch_stats: Any, latents: Any = None) -> TrainSt
 def eval_mode_loss(eval_graphdef: nnx.GraphDef, transform: TrainTransform, params: Any, batch_stats: Any,
                    other: Any, latents: Any, y: jax.Array) -> Callable[[jax.Array], jax.Array]:
     """The batch loss of the frozen model in eval mode (dropout off, BatchNorm on its running statistics, which
-    it does not update) as a function of the input: what PGD's attack climbs (spec 4.1)."""
+    it does not update) as a function of the input: what PGD's attack climbs (protocol 4.1)."""
     module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
     return lambda x: transform.loss(module(x), y, latents)
 

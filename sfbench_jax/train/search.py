@@ -1,4 +1,4 @@
-"""Random-subgrid candidates (spec 5.3): expand a search space, drop invalid combinations, shuffle
+"""Random-subgrid candidates (protocol 5.3): expand a search space, drop invalid combinations, shuffle
 with Python's `random.Random(tuning_seed)` and keep the first `min(budget, #valid)`.
 
 What lives here: `search_space` (a grid with some keys fixed), `expand_space` (valid combinations in
@@ -86,7 +86,7 @@ def search_space(architecture: str, grid: Mapping[str, Sequence[Any]] | None = N
 
 
 def expand_space(architecture: str, space: Mapping[str, Sequence[Any]], *, input_len: int) -> list[dict]:
-    """All combinations of `space` in key order (first key slowest), invalid ones (spec 5.3) removed."""
+    """All combinations of `space` in key order (first key slowest), invalid ones (protocol 5.3) removed."""
     keys = list(space)
     combos = (dict(zip(keys, values, strict=True)) for values in itertools.product(*space.values()))
     return [combo for combo in combos if is_valid_combination(architecture, combo, input_len=input_len)]

@@ -1,4 +1,4 @@
-"""Training-side seeds (spec 1.6): the model seed and the tuning seed of a (dataset, architecture,
+"""Training-side seeds (protocol 1.6): the model seed and the tuning seed of a (dataset, architecture,
 method) search, and the typed JAX keys derived from them.
 
 Only derivations live here (text keys hashed by `derive_seed`); the data seeds are the data layer's.

@@ -1,4 +1,4 @@
-"""Clean-validation selection (spec 5.4): the winner is the finished candidate with the lowest best
+"""Clean-validation selection (protocol 5.4): the winner is the finished candidate with the lowest best
 validation loss; ties go to the smaller trial number, then the smaller variant id, then the candidate hash.
 
 The reference breaks ties by (score, -end_time, run_id), bookkeeping artefacts of its tracker; this

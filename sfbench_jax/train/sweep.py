@@ -1,6 +1,6 @@
 """A resumable random-subgrid sweep for one (dataset, architecture, method) cell.
 
-`run_search` samples the candidates (spec 5.3), looks each one up in the candidate store, trains
+`run_search` samples the candidates (protocol 5.3), looks each one up in the candidate store, trains
 only the unfinished ones (grouped by architecture hyperparameters and method recipe structure, so
 learning-rate siblings and method variants that differ only in recipe values can share one vectorised
 program), saves each as soon as its group finishes, and returns every
@@ -53,7 +53,7 @@ class SearchPlan:
     Attributes:
         architecture: registry name.
         method: robustness method.
-        model_seed: the cell's model seed, shared by all baseline candidates (spec 1.6); None for a method
+        model_seed: the cell's model seed, shared by all baseline candidates (protocol 1.6); None for a method
             plan, whose variants each have their own (`candidate_seeds`).
         tuning_seed: seeds the subgrid shuffle.
         num_valid: valid combinations in the search space (baseline) or recipe combinations (method).
@@ -103,7 +103,7 @@ def plan_search(data: PreparedData, architecture: str, *, options: TrainConfig,
     combinations = expand_space(architecture, space, input_len=spec.input_len)
     if not combinations:
         raise ValueError(f"No valid {architecture} combination in the search space {space} for input_len="
-                         f"{spec.input_len}; see the invalid-combination rules of spec 5.3.")
+                         f"{spec.input_len}; see the invalid-combination rules of protocol 5.3.")
     seed = model_seed(spec, architecture, master_seed=options.master_seed)
     tuning = tuning_seed(spec, architecture, master_seed=options.master_seed)
     candidates = random_subgrid(combinations, tuning_seed=tuning, budget=options.candidate_budget)
@@ -118,7 +118,7 @@ def plan_search(data: PreparedData, architecture: str, *, options: TrainConfig,
 def plan_method_search(data: PreparedData, architecture: str, method: str, *, recipes: Mapping[str, Sequence[Any]],
                        variant_id: Callable[[Mapping[str, Any]], str], inherited: Mapping[str, Any],
                        options: TrainConfig, budget: int | None) -> SearchPlan:
-    """The variants of a method cell (spec 4, 5.3): recipe combinations in key order (first key slowest),
+    """The variants of a method cell (protocol 4, 5.3): recipe combinations in key order (first key slowest),
     shuffled with the method's tuning seed and cut to `budget` (None: every combination, in grid order, as
     for wrap methods); each variant carries the `inherited` hyperparameters of the baseline winner and its own
     model seed (`pipeline_id` = its variant id)."""

@@ -71,7 +71,7 @@ def test_reference_mode_on_beijing(tmp_path: Path, data_root: Path) -> None:
     assert completed.returncode == 0, completed.stderr[-3000:]
     row = pd.read_csv(run_dir / "summary.csv").iloc[0]
     assert row.rng_mode == "reference" and json.loads(row.hyperparameters) == {"season_length": 1}
-    assert row.d_time_compress == 1.0  # season 1 never sees TimeCompress (spec 3.6)
+    assert row.d_time_compress == 1.0  # season 1 never sees TimeCompress (protocol 3.6)
     assert not (run_dir / "scenario_heatmap.png").exists()
 
 

@@ -1,7 +1,7 @@
 """SeasonalNaive reproduces the published six-digit values (reference RNG mode) and the JAX RNG mode agrees
 with them statistically (same worst scenario, overlapping 95% intervals).
 
-The six digits are those the README quotes; the paper's Table 4 rounds them to three (spec 8.1)."""
+The six digits are those the README quotes; the paper's Table 4 rounds them to three (protocol 8.1)."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def trimming_varying(x, s, channels):
 
 
 def packet_loss(x, s, channels, anchors, uniforms):
-    """Sequential walk of spec 2.3; uniforms[pos, j] is the draw used at `pos` (anchor: no draw)."""
+    """Sequential walk of protocol 2.3; uniforms[pos, j] is the draw used at `pos` (anchor: no draw)."""
     n = x.shape[0]
     p_start, p_continue = 0.25 * s, 0.9 * s
     y = x.astype(np.float64)

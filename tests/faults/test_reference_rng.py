@@ -1,4 +1,4 @@
-"""The reference RNG mode against a one-sample-at-a-time re-implementation of spec 2.5 written here
+"""The reference RNG mode against a one-sample-at-a-time re-implementation of protocol 2.5 written here
 (NumPy's legacy RandomState gives the raw MT19937 outputs that PyTorch's CPU generator produces)."""
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def test_fixed_fraction_variant_selects_ceil_q_m_channels(pool: int, fraction: f
 
 
 # ----------------------------------------------------------------------------------------------
-# The exact joint laws of the drawn parameters (the reference's laws, spec 2.1-2.2), by chi-square
+# The exact joint laws of the drawn parameters (the reference's laws, protocol 2.1-2.2), by chi-square
 # goodness of fit on 2**20 windows. Draws are seeded, so a pass is deterministic; a real deviation
 # (a biased start, a duration that leaks into the start, correlated per-channel draws) gives a
 # statistic thousands of standard deviations out.

@@ -1,4 +1,4 @@
-"""Severity units, the channel-count rule (spec 2.1 values) and exactness against double precision."""
+"""Severity units, the channel-count rule (protocol 2.1 values) and exactness against double precision."""
 
 from __future__ import annotations
 

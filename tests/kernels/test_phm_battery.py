@@ -1,6 +1,6 @@
-"""Tests for phm_kernels.battery: spec 5 worked examples, composites, validation, jit/vmap.
+"""Tests for phm_kernels.battery: phm-reference 5 worked examples, composites, validation, jit/vmap.
 
-The rolling z-score detector (spec 5.4) lives in trends; its tests are in test_phm_trends.py.
+The rolling z-score detector (phm-reference 5.4) lives in trends; its tests are in test_phm_trends.py.
 """
 
 from __future__ import annotations

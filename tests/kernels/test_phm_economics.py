@@ -1,4 +1,4 @@
-"""Tests for phm_kernels.economics: spec 6.1-6.5 worked examples, validation, jit/vmap."""
+"""Tests for phm_kernels.economics: phm-reference 6.1-6.5 worked examples, validation, jit/vmap."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for phm_kernels.metrics: spec 1.5 and 8 worked examples, validation, jit/vmap."""
+"""Tests for phm_kernels.metrics: phm-reference 1.5 and 8 worked examples, validation, jit/vmap."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ def test_wrong_shapes_fail_the_runtime_check(name, args):
 
 
 def test_cores_mark_impossible_inputs_instead_of_answering():
-    """Second line of defence (spec 0.2): jitted cores cannot raise, so impossible inputs give
+    """Second line of defence (phm-reference 0.2): jitted cores cannot raise, so impossible inputs give
     NaN (floats) or -1 (codes) rather than a plausible-looking result."""
     from phm_kernels import battery, economics, safety, turbofan, vibration
 

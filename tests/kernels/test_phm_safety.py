@@ -1,4 +1,4 @@
-"""Tests for phm_kernels.safety: spec 7 worked examples, band directions, validation, jit/vmap."""
+"""Tests for phm_kernels.safety: phm-reference 7 worked examples, band directions, validation, jit/vmap."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The defining properties of the train-kind methods (spec 4.1-4.4), checked against exact arithmetic,
+"""The defining properties of the train-kind methods (protocol 4.1-4.4), checked against exact arithmetic,
 independent NumPy or distribution tests, never against the code under test."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Post-hoc wrappers (spec 4.6, 4.7): the combiners equal NumPy on fixed inputs, and wrapped predictors are
+"""Post-hoc wrappers (protocol 4.6, 4.7): the combiners equal NumPy on fixed inputs, and wrapped predictors are
 scored by the fused engine with per-window losses that do not depend on the chunk size."""
 
 from __future__ import annotations

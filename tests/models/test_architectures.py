@@ -131,7 +131,7 @@ def test_targets_are_selected_from_all_channel_forecasts(case: str) -> None:
 
 
 def _numpy_gru_ar(model: nnx.Module, x: np.ndarray, targets: list[int]) -> tuple[np.ndarray, ...]:
-    """Reference autoregressive GRU in NumPy (spec 3.2 equations), from the module's weights."""
+    """Reference autoregressive GRU in NumPy (protocol 3.2 equations), from the module's weights."""
     def sigmoid(v):
         return 1.0 / (1.0 + np.exp(-v))
 

@@ -1,4 +1,4 @@
-"""Chronos-2 (spec 3.7) through the fused engine, on a small randomly initialised Chronos-2 built from a
+"""Chronos-2 (protocol 3.7) through the fused engine, on a small randomly initialised Chronos-2 built from a
 configuration and saved like a downloaded checkpoint (no download: the Hugging Face hub is offline here).
 
 The adapter gives the pipeline's own mean forecast for the spec's call (per window one multivariate task,

@@ -31,7 +31,7 @@ TOLERANCE = 1e-5
 
 
 class NumpyDLinear:
-    """DLinear (spec 3.1) in NumPy from a PyTorch state dict: edge-padded moving average, two linear maps
+    """DLinear (protocol 3.1) in NumPy from a PyTorch state dict: edge-padded moving average, two linear maps
     over time shared by the channels."""
 
     def __init__(self, state: dict[str, np.ndarray], *, moving_avg: int, target_indices: list[int]) -> None:

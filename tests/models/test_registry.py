@@ -1,6 +1,6 @@
 """Registry: grids in the spec's key order, validity rules, flags, and clear errors on bad input.
 
-Expected grids are written out from spec section 3 / 5.3 here, independently of the code.
+Expected grids are written out from protocol 3 / 5.3 here, independently of the code.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Method-baseline deltas of real runs (spec 6.4): pair values, dataset means, tau-bar, and the pair bootstrap
+"""Method-baseline deltas of real runs (protocol 6.4): pair values, dataset means, tau-bar, and the pair bootstrap
 recomputed here with NumPy from the stored per-pair deltas (seeds, column order, percentile method).
 
 The method rows are real PGD (`adversarial_training`) and ensemble runs of DLinear; the second PGD pair per

@@ -1,7 +1,7 @@
-"""Score families of real runs (spec 6.5-6.6): the SeasonalNaive anchor's mCE and relative mCE are exactly 1,
+"""Score families of real runs (protocol 6.5-6.6): the SeasonalNaive anchor's mCE and relative mCE are exactly 1,
 D_mean * MSE_c = mPC in every row, the in-run mCE equals the one recomputed from the stored per-window files
 (and a NumPy recomputation written out here), rho-bar's log-log fit by hand, and Table 19's SeasonalNaive
-columns in reference mode equal the published digits (spec 8.5)."""
+columns in reference mode equal the published digits (protocol 8.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sensitivity variants from stored winners (spec 5.5, 6.7): Table 10 (evaluation seeds 0-3) and Table 12 (fixed
+"""Sensitivity variants from stored winners (protocol 5.5, 6.7): Table 10 (evaluation seeds 0-3) and Table 12 (fixed
 channel fractions 0.25 and 0.5) for SeasonalNaive and DLinear on ETTh1 and Beijing with zero candidates trained,
 recomputed here from the summary rows; Table 11 from the stored PGD candidates re-selected on perturbed
 validation (the PGD runs are real; each dataset's second PGD pair is the fixture's stand-in)."""
@@ -62,7 +62,7 @@ def test_table12_channel_fraction_shifts(report_dir: Path) -> None:
     assert len(per_run) == 8  # two datasets x two architectures x two fractions
     assert np.allclose(per_run.delta_D_w_fixed_fraction, per_run.fixed_fraction_D_w - per_run.canonical_D_w)
     expected_counts = {("etth1", 0.25): 2, ("etth1", 0.5): 4, ("beijing_air_tiantan", 0.25): 3,
-                       ("beijing_air_tiantan", 0.5): 6}  # ceil(q m_c), spec 2.1
+                       ("beijing_air_tiantan", 0.5): 6}  # ceil(q m_c), protocol 2.1
     for (dataset, fraction), count in expected_counts.items():
         rows = per_run[(per_run.dataset == dataset) & (per_run.channel_fraction == fraction)]
         pool = len(DATASETS[dataset].continuous_pool)

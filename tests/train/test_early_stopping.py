@@ -1,4 +1,4 @@
-"""Early stopping as the reference's Lightning callbacks behave (spec 5.2)."""
+"""Early stopping as the reference's Lightning callbacks behave (protocol 5.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Random-subgrid search (spec 5.3) and training seeds (spec 1.6), checked against the stdlib and
+"""Random-subgrid search (protocol 5.3) and training seeds (protocol 1.6), checked against the stdlib and
 hashlib written out here, not against the code under test."""
 
 from __future__ import annotations
