@@ -379,12 +379,13 @@ def test_the_candidate_identity_holds_the_model_code_and_the_plug_in_version(bad
 
 
 @pytest.mark.slow
-def test_an_edited_model_trains_again_and_both_generations_stay_in_the_store(bad_plugin, tmp_path,
-                                                                               monkeypatch) -> None:
+def test_an_edited_model_trains_again_and_both_generations_stay_in_the_store(bad_plugin, tmp_path, monkeypatch,
+                                                                               data_root: Path) -> None:
     """The reproduction of defect 2: two tiny runs of a plug-in model on one store, the model edited between them
     (about 40 s: two tiny trainings and evaluations)."""
     store = tmp_path / "store"
-    common = ("model=good_tiny", *TINY, "train.candidate_budget=1", f"train.store_dir={store}")
+    common = ("model=good_tiny", *TINY, f"data_root={data_root}", "train.candidate_budget=1",
+              f"train.store_dir={store}")
     code, stderr = sfbench(monkeypatch, *common, f"hydra.run.dir={tmp_path / 'first'}")
     assert code == 0, stderr[-3000:]
     assert "0 already in the store, 1 to train" in stderr, stderr
@@ -437,13 +438,15 @@ async def test_mcp_lists_plug_in_models_methods_and_extra_scenarios_marked(bad_p
     assert "package 'bad-plugin' 0.3" in extra["sign_flip"]["origin"]
 
 
-def test_an_extra_scenario_gets_its_own_report_table_and_figure(bad_plugin, tmp_path, monkeypatch) -> None:
+def test_an_extra_scenario_gets_its_own_report_table_and_figure(bad_plugin, tmp_path, monkeypatch,
+                                                               data_root: Path) -> None:
     """A SeasonalNaive run scoring the plug-in's sign flip, then `sfbench-report extras` and `table4` on it (about
     20 s on two loaded cores: one tiny run)."""
     from sfbench_jax.cli.report import main as report
 
     run = tmp_path / "runs" / "run"
-    code, stderr = sfbench(monkeypatch, "model=seasonal_naive", *TINY, "eval.scenarios=[sign_flip]",
+    code, stderr = sfbench(monkeypatch, "model=seasonal_naive", *TINY, f"data_root={data_root}",
+                           "eval.scenarios=[sign_flip]",
                            f"hydra.run.dir={run}", f"train.store_dir={tmp_path / 'store'}")
     assert code == 0, stderr[-3000:]
     assert report(["extras", "table4", "--runs", str(tmp_path / "runs"), "--output", str(tmp_path / "report")]) == 0
