@@ -268,14 +268,17 @@ def _tool_calls(run_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 def test_scripted_agent_passes_every_scenario_in_the_tool_modes_via_the_cli(
-        tmp_path: Path, data_root: Path, scenarios: list[Scenario],
+        tmp_path: Path, data_root: Path, checkable_scenarios: list[Scenario],
         capsys: pytest.CaptureFixture[str]) -> None:
+    """Every scenario with the full data; with the repository's data, all but the whole-file C-MAPSS ones."""
+    assert len(checkable_scenarios) >= 95
+    ids = [s.id for s in checkable_scenarios]
     for mode in ("tools-provided", "unknown-tools"):
         out = tmp_path / mode
         assert cli.main(["run", "--agent", "scripted", "--mode", mode, "--out", str(out),
-                         "--data-root", str(data_root)]) == 0
+                         "--data-root", str(data_root), "--ids", *ids]) == 0
         summary = json.loads((out / "aggregate.json").read_text())
         overall = summary["rows"][0]
-        assert (overall["scenarios"], overall["pass_at_1"]) == (len(scenarios), 1.0)
+        assert (overall["scenarios"], overall["pass_at_1"]) == (len(ids), 1.0)
         assert overall["pass_at_1_ci_low"] > 0.96
     capsys.readouterr()

@@ -17,9 +17,11 @@ from sfbench_jax.agent_eval.toolbox import connect
 
 @pytest.mark.slow  # ~1.3 min on 2 cores: .ci/run runs it after the default suite
 @pytest.mark.anyio
-async def test_every_reference_solution_passes_over_stdio(scenarios: list[Scenario],
+async def test_every_reference_solution_passes_over_stdio(checkable_scenarios: list[Scenario],
                                                           data_root: Path) -> None:
-    assert len(scenarios) >= 99
+    """Every scenario with the full data; with the repository's data, all but the whole-file C-MAPSS ones."""
+    scenarios = checkable_scenarios
+    assert len(scenarios) >= 95
     async with connect(stdio_params(data_root)) as session:
         assert session.catalog, "the stdio server listed no tools"
         problems = await check_reference_solutions(scenarios, session, repeats=3)
