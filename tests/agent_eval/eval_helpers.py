@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from typing import Any
 from mcp import StdioServerParameters
 
 from sfbench_jax.agent_eval.agents.llm import HEALTH_CHECK_PROMPT
+from sfbench_jax.agent_eval.lint import read_manifest
+from sfbench_jax.agent_eval.scenario import Scenario, load_scenario
 from sfbench_jax.agent_eval.trace import ToolCallEvent
 
 Policy = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
@@ -130,3 +133,14 @@ def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
         if message["role"] == "tool" and not message["content"].startswith("ERROR"):
             out.append(json.loads(message["content"]))
     return out
+
+
+def copy_scenario(tmp_path: Path, source: Scenario, raw: dict[str, Any]) -> Scenario:
+    """Write ``raw`` as scenario ``source.id`` in tmp_path with its ground truth and manifest entry."""
+    (tmp_path / "ground_truth").mkdir(exist_ok=True)
+    name = Path(source.ground_truth_ref).name
+    shutil.copyfile(source.ground_truth_path, tmp_path / "ground_truth" / name)
+    manifest = {"files": {name: read_manifest(source.ground_truth_path.parent)[name]}}
+    (tmp_path / "ground_truth" / "MANIFEST.json").write_text(json.dumps(manifest))
+    (tmp_path / f"{source.id}.json").write_text(json.dumps(raw))
+    return load_scenario(tmp_path / f"{source.id}.json")

@@ -14,16 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from eval_helpers import copy_scenario
 from mcp.server import MCPServer
 
 from sfbench_jax.agent_eval.evidence import dataset_chunks
-from sfbench_jax.agent_eval.lint import lint_static, read_manifest
-from sfbench_jax.agent_eval.scenario import Scenario, load_scenario
+from sfbench_jax.agent_eval.lint import lint_static
+from sfbench_jax.agent_eval.scenario import Scenario
 from sfbench_jax.agent_eval.toolbox import connect
 from sfbench_jax.agent_eval.trace import TraceRecorder
 from sfbench_jax.mcp.datasets import CWRU_NEUTRAL_NAMES, PHM_DATASETS, DataStore, resolve_dataset
@@ -58,31 +58,21 @@ def test_the_committed_table_follows_its_documented_derivation() -> None:
             resolve_dataset(old)
 
 
-def _copy_scenario(tmp_path: Path, source: Scenario, raw: dict[str, Any]) -> Scenario:
-    (tmp_path / "ground_truth").mkdir(exist_ok=True)
-    name = Path(source.ground_truth_ref).name
-    shutil.copyfile(source.ground_truth_path, tmp_path / "ground_truth" / name)
-    manifest = {"files": {name: read_manifest(source.ground_truth_path.parent)[name]}}
-    (tmp_path / "ground_truth" / "MANIFEST.json").write_text(json.dumps(manifest))
-    (tmp_path / f"{source.id}.json").write_text(json.dumps(raw))
-    return load_scenario(tmp_path / f"{source.id}.json")
-
-
 def test_lint_fails_a_scenario_that_names_a_cwru_record(tmp_path: Path,
                                                          scenario_map: dict[str, Scenario]) -> None:
     source = scenario_map["fault_cwru_outer_race_verified"]
     catalog = [*source.required_tools, *source.distractor_tools]
     raw = json.loads(json.dumps(source.raw))
-    assert lint_static([_copy_scenario(tmp_path, source, raw)], catalog) == {}
+    assert lint_static([copy_scenario(tmp_path, source, raw)], catalog) == {}
     # The query as it read before: "Diagnose drive-end recording 130 ..." (130 is the published
     # 0.007 in outer-race fault), with the neutral dataset names left in place.
     raw["query"] = source.query.replace("cwru_bearing_ose", "130")
-    problems = lint_static([_copy_scenario(tmp_path, source, raw)], catalog)[source.id]
+    problems = lint_static([copy_scenario(tmp_path, source, raw)], catalog)[source.id]
     assert problems == ["record_number: the query or context names '130', a CWRU record number whose fault "
                         "class is published; name the recording by its neutral name"]
     # The handles as they were: cwru_rec_130 in the dataset, the reference calls and the context.
     old = json.loads(json.dumps(source.raw).replace("cwru_bearing_ose", "cwru_rec_130"))
-    problems = lint_static([_copy_scenario(tmp_path, source, old)], catalog)[source.id]
+    problems = lint_static([copy_scenario(tmp_path, source, old)], catalog)[source.id]
     assert problems and all(p.startswith("record_number:") for p in problems), problems
     assert any("dataset name 'cwru_rec_130'" in p for p in problems), problems
     assert any("names '130'" in p for p in problems), problems  # the inline context

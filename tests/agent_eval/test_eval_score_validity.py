@@ -13,20 +13,19 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import call
+from eval_helpers import call, copy_scenario
 from mcp.server import MCPServer
 
 from sfbench_jax.agent_eval.answer_ops import evaluate_leaf
-from sfbench_jax.agent_eval.lint import lint_static, read_manifest
+from sfbench_jax.agent_eval.lint import lint_static
 from sfbench_jax.agent_eval.metrics import mean_applicable, process_metrics
 from sfbench_jax.agent_eval.report import summarise, to_markdown
-from sfbench_jax.agent_eval.scenario import Scenario, load_scenario
+from sfbench_jax.agent_eval.scenario import Scenario
 from sfbench_jax.agent_eval.taxonomy import classify_failure
 from sfbench_jax.agent_eval.toolbox import connect
 from sfbench_jax.agent_eval.trace import TraceRecorder
@@ -106,40 +105,29 @@ def test_an_answer_missing_required_fields_is_flagged(scenario_map: dict[str, Sc
     assert "missing_required_fields" not in complete["flags"] and complete["primary"] == "orchestration"
 
 
-def _copy_scenario(tmp_path: Path, source: Scenario, raw: dict[str, Any]) -> Scenario:
-    """Write ``raw`` as scenario ``source.id`` in tmp_path with its ground truth and manifest entry."""
-    (tmp_path / "ground_truth").mkdir(exist_ok=True)
-    name = Path(source.ground_truth_ref).name
-    shutil.copyfile(source.ground_truth_path, tmp_path / "ground_truth" / name)
-    manifest = {"files": {name: read_manifest(source.ground_truth_path.parent)[name]}}
-    (tmp_path / "ground_truth" / "MANIFEST.json").write_text(json.dumps(manifest))
-    (tmp_path / f"{source.id}.json").write_text(json.dumps(raw))
-    return load_scenario(tmp_path / f"{source.id}.json")
-
-
 def test_lint_fails_a_typed_in_answer_and_a_query_that_states_it(
         tmp_path: Path, scenario_map: dict[str, Scenario]) -> None:
     source = scenario_map["safety_sis_high_demand_pfh"]
     catalog = [*source.required_tools, *source.distractor_tools]
     raw = json.loads(json.dumps(source.raw))
-    assert lint_static([_copy_scenario(tmp_path, source, raw)], catalog) == {}
+    assert lint_static([copy_scenario(tmp_path, source, raw)], catalog) == {}
     raw["reference_answer"]["meets_sil3"] = True  # typed in: the tool's output is never read
     raw["validators"].append({"kind": "boolean", "path": "/meets_sil3", "target": True})
-    problems = lint_static([_copy_scenario(tmp_path, source, raw)], catalog)[source.id]
+    problems = lint_static([copy_scenario(tmp_path, source, raw)], catalog)[source.id]
     assert any(p.startswith("derived_answer:") and "'meets_sil3'" in p for p in problems), problems
     assert any(p.startswith("gt_target:") for p in problems), problems
     raw["query_inputs"] = ["meets_sil3"]  # declared an input of the query: allowed, and said so
     raw["validators"].pop()
-    assert lint_static([_copy_scenario(tmp_path, source, raw)], catalog) == {}
+    assert lint_static([copy_scenario(tmp_path, source, raw)], catalog) == {}
     bearing = scenario_map["fault_gearbox_bearing_outer_race"]
     leaky_bearing = json.loads(json.dumps(bearing.raw))
     leaky_bearing["query"] = bearing.query.replace("145.5 Hz", "145.18 Hz")  # the theoretical BPFO itself
-    problems = lint_static([_copy_scenario(tmp_path, bearing, leaky_bearing)],
+    problems = lint_static([copy_scenario(tmp_path, bearing, leaky_bearing)],
                            [*bearing.required_tools, *bearing.distractor_tools])[bearing.id]
     assert problems and all(p.startswith("query_leak:") for p in problems), problems
     named = json.loads(json.dumps(bearing.raw))
     named["query"] = bearing.query + " (We suspect an outer race defect.)"
-    problems = lint_static([_copy_scenario(tmp_path, bearing, named)],
+    problems = lint_static([copy_scenario(tmp_path, bearing, named)],
                            [*bearing.required_tools, *bearing.distractor_tools])[bearing.id]
     assert any("names 'outer_race'" in p for p in problems), problems
 
@@ -165,7 +153,7 @@ def test_lint_fails_a_query_that_hints_at_the_class(tmp_path: Path, scenario_map
     assert lint_static([source], catalog) == {}
     raw = json.loads(json.dumps(source.raw))
     raw["query"] = query
-    problems = lint_static([_copy_scenario(tmp_path, source, raw)], catalog).get(source.id, [])
+    problems = lint_static([copy_scenario(tmp_path, source, raw)], catalog).get(source.id, [])
     assert [p for p in problems if not p.startswith("label_hint:")] == []
     assert bool(problems) == hinted, problems
     if hinted:
