@@ -403,7 +403,7 @@ def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architectu
 
     from sfbench_jax.evaluate.predict import predict_with
     from sfbench_jax.models.registry import MODELS, build_model
-    from sfbench_jax.predictors import ChannelIndependentPredictor
+    from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
 
     spec = data.spec
     model = build_model(architecture, hparams or {}, input_len=spec.input_len, horizon=spec.horizon,

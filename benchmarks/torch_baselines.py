@@ -67,7 +67,7 @@ from sfbench_jax.faults import SCENARIOS, perturb
 from sfbench_jax.faults.streams import pair_key
 from sfbench_jax.models.parity import load_state, parity_error
 from sfbench_jax.models.registry import MODELS, build_model
-from sfbench_jax.predictors import ChannelIndependentPredictor
+from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
 from sfbench_jax.train.fit import EpochProgram
 
 ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")

@@ -18,7 +18,7 @@ import pandas as pd
 from sfbench_jax.data.checksums import content_sha256
 from sfbench_jax.data.loaders import convert_traffic_csv, validate_frame
 from sfbench_jax.data.registry import get_dataset
-from sfbench_jax.files import write_parquet
+from sfbench_jax.storage.atomic import write_parquet
 
 
 def main(argv: list[str] | None = None) -> int:

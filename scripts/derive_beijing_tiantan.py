@@ -17,7 +17,7 @@ import pandas as pd
 from sfbench_jax.data.beijing import derive_beijing_tiantan, read_raw_tiantan
 from sfbench_jax.data.checksums import content_sha256
 from sfbench_jax.data.registry import get_dataset
-from sfbench_jax.files import write_parquet
+from sfbench_jax.storage.atomic import write_parquet
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from sfbench_jax.evaluate import predict_fn
 from sfbench_jax.evaluate.engine import score_windows
 from sfbench_jax.evaluate.scores import robustness_scores
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
-from sfbench_jax.selection import select_model
+from sfbench_jax.pipeline.cell import select_model
 
 #: Published 95% bootstrap intervals of SeasonalNaive's D_w (spec, Table 4 / 16 style).
 PUBLISHED_INTERVALS = {"etth1": (1.2722, 1.3050), "beijing_air_tiantan": (1.3131, 1.3928)}

@@ -17,9 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from sfbench_jax.pipeline.rebuild import SELECTION_MODES, NotStoredError, reselect_runs
 from sfbench_jax.report.realisations import canonical_rows
 from sfbench_jax.report.runs import gather_runs
-from sfbench_jax.stored import SELECTION_MODES, NotStoredError, reselect_runs
 
 
 def main(argv: list[str] | None = None) -> int:

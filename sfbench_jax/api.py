@@ -16,8 +16,8 @@ from sfbench_jax.faults import SCENARIOS
 from sfbench_jax.faults.registry import extra_scenarios
 from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.models.registry import MODELS
-from sfbench_jax.plugins import origin_of
-from sfbench_jax.selection import select_and_evaluate
+from sfbench_jax.pipeline.cell import select_and_evaluate
+from sfbench_jax.plugins.entry_points import origin_of
 
 
 def list_datasets() -> list[dict[str, Any]]:
@@ -120,7 +120,7 @@ def seasonal_naive_curves(dataset: str, *, data_root: Path | None, k: int = 2_00
         severities: the grid (default 0, 0.05, ..., 1).
     """
     from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
-    from sfbench_jax.selection import select_model, winner_predictor
+    from sfbench_jax.pipeline.cell import select_model, winner_predictor
 
     spec = get_dataset(dataset)
     cfg = RunConfig(dataset=DatasetConfig(name=spec.key), eval=EvalConfig(seed=eval_seed, k=k, progress=False))
@@ -155,12 +155,12 @@ def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | 
                       severities: Sequence[float] | None = None, policy: Any = None) -> dict[str, Any]:
     """Severity curves of a stored run's winner (rebuilt from the candidate store, never trained) on the run's
     evaluation settings (JAX RNG mode; `k` overrides the number of test windows). `policy`: a
-    `sfbench_jax.stored.RebuildPolicy` for a run named by someone else (the MCP server), checked before the run is
-    read any further."""
+    `sfbench_jax.pipeline.rebuild.RebuildPolicy` for a run named by someone else (the MCP server), checked before
+    the run is read any further."""
     from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
-    from sfbench_jax.pipeline import load_data
+    from sfbench_jax.pipeline.rebuild import check_manifest, restore_run, run_config
+    from sfbench_jax.pipeline.runner import load_data
     from sfbench_jax.report.runs import load_run
-    from sfbench_jax.stored import check_manifest, restore_run, run_config
 
     if policy is not None:
         policy.confine(Path(run_dir), "the run folder")

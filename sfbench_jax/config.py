@@ -5,7 +5,7 @@ The CLI composes `conf/config.yaml` and converts it once to `RunConfig` (`OmegaC
 functions take the parts they need (`evaluate_predictor(..., cfg.eval)`, `plan_search(..., cfg.train)`).
 Each dataclass checks its own values in `__post_init__`. Checks that need a registry (model names,
 hyperparameter grids, method applicability) belong to the registries' owners and run in
-`pipeline.check_run_config` before any work. This module imports nothing from the engine, the models or
+`pipeline.runner.check_run_config` before any work. This module imports nothing from the engine, the models or
 training.
 """
 
@@ -354,7 +354,7 @@ TRACKING_BACKENDS = ("none", "mlflow")
 
 @dataclass(frozen=True)
 class TrackingConfig:
-    """Experiment tracking of finished runs (`sfbench_jax.tracking`); changes no number.
+    """Experiment tracking of finished runs (`sfbench_jax.report.mlflow_logging`); changes no number.
 
     Attributes:
         backend: "none" or "mlflow" (the `[mlflow]` extra).

@@ -13,36 +13,26 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 #: Each layer may import only itself and the layers listed (transitively lower ones are listed too). An entry
 #: `package.module` allows that one module of a higher package: the pipeline seals its run folder with
 #: `report.runs.seal_run`, the run-folder format the analysis reads back.
-_ENGINE = {"config", "contracts", "data", "evaluate", "faults", "files", "host_calls", "methods", "models",
-           "plugins", "predictors", "presets", "run_folder", "selection", "train"}
+_ENGINE = {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors", "storage", "train"}
 ALLOWED_IMPORTS = {
     "__init__": set(),
-    "files": set(),
     "plugins": set(),
-    "run_folder": {"files"},
-    "presets": {"plugins"},
     "predictors": set(),
-    "host_calls": set(),
-    "data": {"files", "plugins"},
+    "storage": set(),
+    "data": {"plugins", "storage"},
     "faults": {"data", "plugins"},
     "config": {"data", "faults", "plugins"},
-    "models": {"data", "host_calls", "plugins", "presets"},
-    "methods": {"data", "faults", "models", "plugins", "predictors", "presets"},
-    "evaluate": {"config", "data", "faults", "host_calls", "plugins", "predictors"},
-    "train": {"config", "data", "files", "methods", "models", "plugins", "predictors", "presets"},
-    "selection": {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors",
-                  "train"},
-    "contracts": {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors", "presets",
-                  "train"},
-    "outputs": _ENGINE,
-    "pipeline": _ENGINE | {"outputs", "report.runs"},
-    "report": _ENGINE | {"outputs"},
-    "stored": _ENGINE | {"outputs", "pipeline", "report"},
-    "tracking": _ENGINE | {"outputs", "report"},
-    "api": _ENGINE | {"outputs", "pipeline", "report", "stored"},
-    "mcp": _ENGINE | {"api", "outputs", "pipeline", "report", "stored"},
-    "agent_eval": _ENGINE | {"api", "mcp", "outputs", "pipeline", "report", "stored"},
-    "cli": _ENGINE | {"agent_eval", "api", "mcp", "outputs", "pipeline", "report", "stored", "tracking"},
+    "models": {"data", "plugins", "predictors"},
+    "methods": {"data", "faults", "models", "plugins", "predictors"},
+    "evaluate": {"config", "data", "faults", "plugins", "predictors"},
+    "train": {"config", "data", "methods", "models", "plugins", "predictors", "storage"},
+    "run_folder": {"storage"},
+    "pipeline": _ENGINE | {"run_folder", "report.runs"},
+    "report": _ENGINE | {"pipeline", "run_folder"},
+    "api": _ENGINE | {"pipeline", "report", "run_folder"},
+    "mcp": _ENGINE | {"api", "pipeline", "report", "run_folder"},
+    "agent_eval": _ENGINE | {"api", "mcp", "pipeline", "report", "run_folder"},
+    "cli": _ENGINE | {"agent_eval", "api", "mcp", "pipeline", "report", "run_folder"},
 }
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 MAX_FUNCTION_LINES = 60

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sfbench_jax import plugins, presets
 from sfbench_jax.data.registry import DATASETS
 from sfbench_jax.data.spec import DatasetSpec
 from sfbench_jax.faults.registry import FAULTS
@@ -32,6 +31,8 @@ from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.methods.spec import MethodSpec
 from sfbench_jax.models.registry import MODELS
 from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.plugins import entry_points as plugins
+from sfbench_jax.plugins import presets
 
 DIST = "bad-plugin"
 

@@ -28,8 +28,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sfbench_jax import plugins, presets
 from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.plugins import entry_points as plugins
+from sfbench_jax.plugins import presets
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "plugin_pkg"
@@ -77,7 +78,7 @@ def _one_line_plugin_error(call, *args, **kwargs) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# sfbench_jax.plugins
+# sfbench_jax.plugins.entry_points
 
 
 def _broken_line(kind: str, name: str) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from sfbench_jax.report.runs import gather_runs, load_run
-from sfbench_jax.run_folder import (
+from sfbench_jax.run_folder.record import (
     RECORD_FILE,
     DamagedRunError,
     RunFolderTakenError,
@@ -138,7 +138,7 @@ def test_overwrite_swaps_the_new_run_in_and_keeps_the_old_one_aside(completed_ru
 
 
 def test_commit_without_an_atomic_swap_still_never_mixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import sfbench_jax.run_folder as run_folder
+    import sfbench_jax.run_folder.record as run_folder
 
     target = tmp_path / "run"
     target.mkdir()

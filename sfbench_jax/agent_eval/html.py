@@ -334,7 +334,7 @@ def read_run_traces(run_dirs: Sequence[Path], records: Sequence[Mapping[str, Any
 def write_evaluation_html(run_dirs: Sequence[Path], records: Sequence[Mapping[str, Any]], target: Path, *,
                           scenarios: Mapping[str, Any], floor_rows: Sequence[Mapping[str, Any]] = ()) -> Path:
     """Write the page of these records (traces read from the run folders) to `target` atomically."""
-    from sfbench_jax.files import write_text
+    from sfbench_jax.storage.atomic import write_text
 
     text = evaluation_html(records, read_run_traces(run_dirs, records), scenarios, floor_rows=floor_rows)
     target = Path(target)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from sfbench_jax.plugins import PluginError
+from sfbench_jax.plugins.entry_points import PluginError
 
 _previous_hook = sys.excepthook
 

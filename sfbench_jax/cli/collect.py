@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sfbench_jax.report.collect import Cell, MissingCellsError, collect
 from sfbench_jax.report.runs import DamagedRunsError, ExtraRunsError
-from sfbench_jax.run_folder import DamagedRunError
+from sfbench_jax.run_folder.record import DamagedRunError
 
 
 def parse_expect(tokens: list[str]) -> list[Cell]:

@@ -10,7 +10,7 @@ from jax.experimental.compilation_cache import compilation_cache
 
 from sfbench_jax.config import RunConfig
 from sfbench_jax.evaluate.program_cache import use_program_cache
-from sfbench_jax.files import ensure_writable_dir
+from sfbench_jax.storage.atomic import ensure_writable_dir
 
 #: Programs that compile faster than this are not worth a cache file (JAX's default is 1 s, which would
 #: leave out the season-selection and bootstrap programs of a SeasonalNaive run).

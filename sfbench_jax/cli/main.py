@@ -1,6 +1,6 @@
 """`sfbench`: compose conf/config.yaml, convert it to RunConfig, run the pipeline in the Hydra run dir.
 
-A run folder that holds a completed run is never written into (`sfbench_jax.run_folder`): `ClaimRunFolder`, a
+A run folder that holds a completed run is never written into (`sfbench_jax.run_folder.record`): `ClaimRunFolder`, a
 Hydra callback, refuses it before Hydra creates the folder or writes its `.hydra/` and log there, so a refused
 command leaves the folder untouched; with `overwrite=true` it sends Hydra's own files to the staging folder the
 new run is written into, so they are swapped in with the run. An unusable `hydra.run.dir` is reported there too,
@@ -50,11 +50,10 @@ from sfbench_jax.config import (
     RunConfig,
     TrainConfig,
 )
-from sfbench_jax.files import write_json
 from sfbench_jax.methods import get_method
-from sfbench_jax.outputs.startup import mark_startup
+from sfbench_jax.pipeline.outputs.startup import mark_startup
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
-from sfbench_jax.run_folder import (
+from sfbench_jax.run_folder.record import (
     RunFolderBusyError,
     check_run_folder,
     holds_completed_run,
@@ -63,6 +62,7 @@ from sfbench_jax.run_folder import (
     target_of_staging,
     unlock_run_folder,
 )
+from sfbench_jax.storage.atomic import write_json
 
 mark_startup("imports")  # the manifest's start-up phases: interpreter and imports up to here
 
@@ -102,7 +102,7 @@ _store.store(group="schema", name="eval", node=_schema(EvalConfig))
 
 def to_run_config(cfg: DictConfig) -> RunConfig:
     """Hydra config -> validated RunConfig (raises a ValueError naming the bad field, registries included)."""
-    from sfbench_jax.pipeline import check_run_config
+    from sfbench_jax.pipeline.runner import check_run_config
 
     run_config = OmegaConf.to_object(cfg)
     if not isinstance(run_config, RunConfig):
@@ -116,8 +116,8 @@ def run_job(cfg: DictConfig, output_dir: Path, job_files: dict[str, dict] | None
     external predictor's wrong shape, is raised as its own `HostModelError`, a ValueError)."""
     mark_startup("compose")  # Hydra composed the config
     from sfbench_jax.cli.compilation_cache import use_compilation_cache
-    from sfbench_jax.host_calls import reporting_host_failures
-    from sfbench_jax.pipeline import run
+    from sfbench_jax.pipeline.runner import run
+    from sfbench_jax.predictors.host import reporting_host_failures
 
     run_config = to_run_config(cfg)
     use_compilation_cache(run_config)
@@ -135,7 +135,7 @@ def _refuse(error: Exception) -> None:
 
 
 def check_before_folder(config: DictConfig) -> None:
-    """The run's config checks, the contracts of its model, method and faults included (`contracts.py`), before
+    """The run's config checks, the contracts of its model, method and faults included (`pipeline/contracts.py`), before
     Hydra creates the run folder: a refused run leaves no folder behind. Errors that are not bad input are left to
     the run itself (it repeats the checks, cached)."""
     job = config.copy()

@@ -6,7 +6,7 @@ commands of `sfbench-report` that read stored runs without writing tables.
 page was written but names damaged or missing runs at its top (they are also printed), 2 on bad arguments.
 
 `mlflow` logs every verified run under the folders to the MLflow tracking server (`MLFLOW_TRACKING_URI`, or
---tracking-uri), once each: a run already logged under its run key is skipped (`sfbench_jax.tracking`). A
+--tracking-uri), once each: a run already logged under its run key is skipped (`sfbench_jax.report.mlflow_logging`). A
 multirun folder becomes a parent run with one child per job. Exit status 0 when everything was logged or was
 already there, 1 when the server cannot be reached or a run folder is damaged (named).
 """
@@ -52,7 +52,7 @@ def run_html(args: argparse.Namespace) -> int:
 
 def run_mlflow(args: argparse.Namespace) -> int:
     """Log the stored runs to MLflow; see the module docstring for exit codes."""
-    from sfbench_jax.tracking import TrackingUnavailable, log_stored_folders
+    from sfbench_jax.report.mlflow_logging import TrackingUnavailable, log_stored_folders
 
     uri = os.environ.get("MLFLOW_TRACKING_URI")
     try:

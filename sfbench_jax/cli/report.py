@@ -23,7 +23,7 @@ from sfbench_jax.report.collect import EXPECTED_FILE, check_sweep
 from sfbench_jax.report.outputs import OUTPUTS, Analysis, ReportOptions, Restorer, build_output
 from sfbench_jax.report.realisations import NotApplicable
 from sfbench_jax.report.runs import DamagedRunsError, ExtraRunsError, RunConflictError, gather_runs
-from sfbench_jax.run_folder import DamagedRunError
+from sfbench_jax.run_folder.record import DamagedRunError
 
 #: Names that are commands over the runs rather than tables (`sfbench_jax.cli.pages`).
 PAGE_COMMANDS = ("html", "mlflow")
@@ -98,7 +98,7 @@ def build_all(names: list[str], analysis: Analysis, output: Path, *, skip_inappl
 def main(argv: list[str] | None = None) -> int:
     """Build the requested outputs; see the module docstring for exit codes."""
     from sfbench_jax.cli.compilation_cache import use_compilation_cache
-    from sfbench_jax.stored import NotStoredError, fault_examples, run_config, run_severity_curves
+    from sfbench_jax.pipeline.rebuild import NotStoredError, fault_examples, run_config, run_severity_curves
 
     args = parse_arguments(argv)
     if args.names[0] in PAGE_COMMANDS:  # `sfbench-report html|mlflow --runs FOLDER...` (sfbench_jax.cli.pages)

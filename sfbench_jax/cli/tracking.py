@@ -1,4 +1,5 @@
-"""Hydra callback that logs finished runs to the tracking server when `tracking=mlflow` (`sfbench_jax.tracking`).
+"""Hydra callback that logs finished runs to the tracking server when `tracking=mlflow`
+(`sfbench_jax.report.mlflow_logging`).
 
 Registered in conf/config.yaml under `hydra.callbacks.track`. A single run is logged when it ends, from its
 completed run folder; a multirun when it ends (before its collection: Hydra calls the end hooks in reverse
@@ -16,7 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from sfbench_jax.run_folder import holds_completed_run, target_of_staging
+from sfbench_jax.run_folder.record import holds_completed_run, target_of_staging
 
 
 def tracking_settings(config: DictConfig) -> tuple[str, str | None, str]:
@@ -42,7 +43,7 @@ class TrackFinishedRuns(Callback):
         if backend != "mlflow" or not holds_completed_run(folder):
             return
         try:
-            from sfbench_jax.tracking import log_run_folder
+            from sfbench_jax.report.mlflow_logging import log_run_folder
 
             logged = log_run_folder(folder, uri=uri, experiment=experiment)
         except Exception as error:  # noqa: BLE001 - tracking never fails a run: one line, the folder stays
@@ -57,7 +58,7 @@ class TrackFinishedRuns(Callback):
             return
         sweep_dir = Path(str(config.hydra.sweep.dir))
         try:
-            from sfbench_jax.tracking import log_stored_folders
+            from sfbench_jax.report.mlflow_logging import log_stored_folders
 
             logged = log_stored_folders([sweep_dir], uri=uri, experiment=experiment)
         except Exception as error:  # noqa: BLE001 - tracking never fails a sweep: one line, the folders stay

@@ -26,7 +26,7 @@ import pandas as pd
 
 from sfbench_jax.data.checksums import content_sha256
 from sfbench_jax.data.errors import DataContractError
-from sfbench_jax.files import write_atomically, write_json
+from sfbench_jax.storage.atomic import write_atomically, write_json
 
 #: Layout of the record; a record of another version (or none: caches written before records existed) is
 #: rebuilt.

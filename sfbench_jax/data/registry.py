@@ -12,7 +12,7 @@ from __future__ import annotations
 from sfbench_jax.data import sources
 from sfbench_jax.data.beijing import BEIJING_CHANNELS, WIND_DIRECTIONS
 from sfbench_jax.data.spec import DatasetSpec
-from sfbench_jax.plugins import discovered, package_specs, register_specs, unknown_name_error
+from sfbench_jax.plugins.entry_points import discovered, package_specs, register_specs, unknown_name_error
 
 __all__ = ["BEIJING_CHANNELS", "DATASETS", "DISPLAY_ORDER", "WIND_DIRECTIONS", "DatasetSpec", "get_dataset"]
 

@@ -9,7 +9,7 @@ domains, strictly increasing timestamps, enough rows for a window in every split
 
 The paper's datasets are specs in `data/registry.py`; a dataset added inside this repository is `SPEC` (usually
 `csv_dataset(...)`) in its own module of `sfbench_jax/data/`, which the registry collects; a plug-in package builds
-its own and names it in the entry-point group `sfbench_jax.datasets` (see `sfbench_jax/plugins.py`).
+its own and names it in the entry-point group `sfbench_jax.datasets` (see `sfbench_jax/plugins/entry_points.py`).
 This module imports only the seeds and errors of the data layer, so a plug-in imports it without a registry.
 """
 

@@ -11,7 +11,7 @@ from sfbench_jax.evaluate.scores import (
     robustness_scores,
 )
 from sfbench_jax.evaluate.validation import validation_mse, validation_mses
-from sfbench_jax.predictors import CLEAN_CONTEXT, VALIDATION_CONTEXT, PredictFn, Predictor, RowAwarePredictor
+from sfbench_jax.predictors.protocol import CLEAN_CONTEXT, VALIDATION_CONTEXT, PredictFn, Predictor, RowAwarePredictor
 
 __all__ = [
     "CLEAN_CONTEXT",

@@ -37,7 +37,7 @@ from sfbench_jax.evaluate.scores import CONFIDENCE, bootstrap_means
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import SCENARIOS, Fault
 from sfbench_jax.faults.severity import severity_to_units
-from sfbench_jax.predictors import Predictor, run_predictor
+from sfbench_jax.predictors.protocol import Predictor, run_predictor
 
 #: The default grid: s = 0, 0.05, ..., 1.
 DEFAULT_SEVERITIES: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))

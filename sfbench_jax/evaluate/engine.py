@@ -44,7 +44,7 @@ from sfbench_jax.evaluate.kernel import (
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
 from sfbench_jax.faults.registry import SCENARIOS, Fault
-from sfbench_jax.predictors import ChannelIndependentPredictor, Predictor
+from sfbench_jax.predictors.protocol import ChannelIndependentPredictor, Predictor
 
 DEFAULT_CHUNK_PER_DEVICE = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 3 * 2**20  # window data per inner block on CPU (stays in cache; tuned on Traffic)

@@ -26,8 +26,8 @@ from sfbench_jax.evaluate.scores import (
     robustness_scores,
 )
 from sfbench_jax.faults.registry import SCENARIOS, scored_scenarios
-from sfbench_jax.host_calls import reporting_host_failures
-from sfbench_jax.predictors import Predictor
+from sfbench_jax.predictors.host import reporting_host_failures
+from sfbench_jax.predictors.protocol import Predictor
 
 
 @dataclass(frozen=True)

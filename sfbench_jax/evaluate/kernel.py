@@ -21,7 +21,7 @@ from sfbench_jax.data.windows import WindowShape, gather_windows
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
 from sfbench_jax.faults.streams import pair_key, stream_words
-from sfbench_jax.predictors import (
+from sfbench_jax.predictors.protocol import (
     VALIDATION_CONTEXT,
     ChannelIndependentPredictor,
     Predictor,

@@ -10,7 +10,7 @@ import jax
 from flax import nnx
 
 from sfbench_jax.evaluate.program_cache import describe
-from sfbench_jax.predictors import ChannelIndependentPredictor, PredictFn
+from sfbench_jax.predictors.protocol import ChannelIndependentPredictor, PredictFn
 
 #: Predict functions kept per graph definition (one per model structure seen in a process).
 PREDICT_CACHE_SIZE = 64

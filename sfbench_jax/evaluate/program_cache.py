@@ -51,7 +51,7 @@ import jax
 import numpy as np
 from jax.experimental import serialize_executable
 
-from sfbench_jax.predictors import ChannelIndependentPredictor
+from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
 
 #: Format of an entry; a change makes every older entry a miss.
 FORMAT = 1

@@ -20,8 +20,8 @@ import numpy as np
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import WindowShape, window_shape
 from sfbench_jax.evaluate.kernel import clean_mse
-from sfbench_jax.host_calls import reporting_host_failures
-from sfbench_jax.predictors import Predictor
+from sfbench_jax.predictors.host import reporting_host_failures
+from sfbench_jax.predictors.protocol import Predictor
 
 #: Jitted validation kernels kept per (predict functions, window shape, block).
 VALIDATION_CACHE_SIZE = 16

@@ -18,7 +18,7 @@ from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.severity import severity_to_units
 from sfbench_jax.faults.spec import RESERVED_SCENARIO_IDS, Applier, FaultSpec, Preparer, ReferenceDraw, Sampler
 from sfbench_jax.faults.streams import stream_words
-from sfbench_jax.plugins import PluginError, discovered, package_specs, register_specs, unknown_name_error
+from sfbench_jax.plugins.entry_points import PluginError, discovered, package_specs, register_specs, unknown_name_error
 
 #: The spec type under its earlier name.
 Fault = FaultSpec

@@ -5,7 +5,7 @@ apply function the fused kernel calls), its class and figure group, its label, a
 reference-RNG parameter draw. The paper's eight scored scenarios and seven transfer families are specs built in
 `faults/registry.py`; an extra scenario added inside this repository is `SPEC` in its own module of
 `sfbench_jax/faults/` (the registry collects it); a plug-in package builds its own and names it in the entry-point
-group `sfbench_jax.faults` (see `sfbench_jax/plugins.py`). This module imports only the fault context, so a plug-in
+group `sfbench_jax.faults` (see `sfbench_jax/plugins/`). This module imports only the fault context, so a plug-in
 imports the type without importing a registry.
 
 Contract of the functions (all pure, traced by JAX, one window at a time; the engine vmaps them):

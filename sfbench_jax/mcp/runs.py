@@ -2,9 +2,9 @@
 
 What lives here: `StoredRuns` (the runs root, the candidate-store roots, whether host models may be rebuilt),
 its `find` (a run name -> its folder, refusing path-like names, links out of the root and manifests the rebuild
-policy refuses, before anything is loaded) and `policy` (the `sfbench_jax.stored.RebuildPolicy` the rebuild
+policy refuses, before anything is loaded) and `policy` (the `sfbench_jax.pipeline.rebuild.RebuildPolicy` the rebuild
 runs under). Every error is a tagged tool error that names neither a server path nor any other run. What does
-not: loading, verifying and rebuilding a run (``sfbench_jax.stored``, ``sfbench_jax.report.runs``).
+not: loading, verifying and rebuilding a run (``sfbench_jax.pipeline.rebuild``, ``sfbench_jax.report.runs``).
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ class StoredRuns:
         object.__setattr__(self, "store_roots", tuple(Path(p).expanduser().resolve() for p in self.store_roots))
 
     def policy(self, data_root: Path | None) -> Any:
-        """The rebuild policy of this server (`sfbench_jax.stored.RebuildPolicy`; imported here: it loads JAX)."""
-        from sfbench_jax.stored import RebuildPolicy
+        """The rebuild policy of this server (`pipeline.rebuild.RebuildPolicy`; imported here: it loads JAX)."""
+        from sfbench_jax.pipeline.rebuild import RebuildPolicy
 
         return RebuildPolicy(roots=(self.root, *self.store_roots), data_root=data_root,
                              allow_host_models=self.allow_host_models)
@@ -138,7 +138,7 @@ class StoredRuns:
             UnavailableToolError: Its manifest cannot be read, or several runs share the name.
         """
         check_run_name(run)
-        from sfbench_jax.stored import UntrustedRunError, check_manifest
+        from sfbench_jax.pipeline.rebuild import UntrustedRunError, check_manifest
 
         matches = []
         for folder in self._candidates(run):

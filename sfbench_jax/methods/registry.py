@@ -1,9 +1,9 @@
 """Registry of robustness methods by name (protocol 4): the built-in `MethodSpec`s, then the plug-ins.
 
 What lives here: `METHODS` (the built-ins, each `SPEC` in its own module of this package and collected from it, no
-list to edit: `plugins.package_specs`, in the order of their `display_rank`, the paper's Table 4 right block after
-the baseline; then plug-ins by entry-point name) and `check_method`, which rejects bad method settings with one
-clear message before any work. A method of kind "baseline" trains the architecture plainly; "train" methods
+list to edit: `plugins.entry_points.package_specs`, in the order of their `display_rank`, the paper's Table 4 right
+block after the baseline; then plug-ins by entry-point name) and `check_method`, which rejects bad method settings with
+one clear message before any work. A method of kind "baseline" trains the architecture plainly; "train" methods
 inherit the selected baseline winner's hyperparameters, overlay their recipe and train from scratch (the method
 acts inside the compiled step: `methods.training`); "wrap" methods wrap stored baseline predictors
 (`methods.wrappers`). Each recipe grid lives in its preset `conf/method/<name>.yaml`; what a method is and does
@@ -17,7 +17,7 @@ from typing import Any
 
 from sfbench_jax.methods.spec import MethodSpec
 from sfbench_jax.models.registry import MODELS
-from sfbench_jax.plugins import discovered, package_specs, register_specs, unknown_name_error
+from sfbench_jax.plugins.entry_points import discovered, package_specs, register_specs, unknown_name_error
 
 #: The built-ins (each `SPEC` in its own module of this package) by `display_rank`, the paper's Table 4 order; then
 #: the plug-ins by entry-point name.

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sfbench_jax.presets import preset_grid
+from sfbench_jax.plugins.presets import preset_grid
 
 if TYPE_CHECKING:
     from sfbench_jax.models.spec import ModelSpec

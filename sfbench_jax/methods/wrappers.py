@@ -6,7 +6,7 @@ alpha-trimmed mean), `ensemble_predictor` (top-k members, each its own predict f
 `SmoothingPredictor` (N noisy copies of each input through the frozen backbone; the noise of a row is keyed
 by its (context, window) ids, so it never depends on chunking), and the two methods' `WrapperSpec`s
 (`ENSEMBLE`: the top-k finished baseline candidates combined; `SMOOTHING`: the baseline winner smoothed). How
-the variants are selected is `sfbench_jax/selection.py`'s, the same for every wrap-kind method.
+the variants are selected is `sfbench_jax/pipeline/cell.py`'s, the same for every wrap-kind method.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from sfbench_jax.faults.streams import bits_to_normal, stream_bits, stream_words
 from sfbench_jax.methods.spec import WrapperSpec
-from sfbench_jax.predictors import PredictFn, Predictor, RowAwarePredictor
+from sfbench_jax.predictors.protocol import PredictFn, Predictor, RowAwarePredictor
 
 COMBINERS = ("mean", "median")
 

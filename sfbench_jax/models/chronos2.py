@@ -2,7 +2,7 @@
 
 Chronos-2 cannot be re-implemented in JAX; it runs through the `chronos-forecasting` package (PyTorch), the
 optional extra `pip install 'sfbench-jax[chronos]'`. Like every host model it is called once per block of
-windows from inside the compiled program (`sfbench_jax.host_calls`), so the faults stay on the device. Per
+windows from inside the compiled program (`sfbench_jax.predictors.host`), so the faults stay on the device. Per
 window, the standardised `(m, n)` context is one multivariate task; `predict_quantiles(context,
 prediction_length=H, quantile_levels=[0.5], context_length=n, limit_prediction_length=False,
 cross_learning=False)`; its mean forecast `(m, H)` is transposed and the targets are selected. No training:
@@ -30,10 +30,10 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.windows import Forecast, Inputs
-from sfbench_jax.host_calls import HostForecaster, host_forecast
 from sfbench_jax.models.hparams import require_int
 from sfbench_jax.models.layers import validate_dataset_shape
 from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.predictors.host import HostForecaster, host_forecast
 
 #: The checkpoint and package the paper used (protocol 3.7).
 CHRONOS2_REPO = "amazon/chronos-2"

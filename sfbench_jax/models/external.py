@@ -3,7 +3,7 @@
 A user's function `predict(x) -> y` maps a float32 NumPy array of standardised windows `(windows, input_len,
 channels)` to a forecast `(windows, horizon, targets)`. `ExternalModel` makes it an ordinary model of the
 registry (`model=external`, like SeasonalNaive: no weights to train, scored on clean validation as built): its
-forward pass is one host call per block of windows (`sfbench_jax.host_calls`), so the faults stay on the device
+forward pass is one host call per block of windows (`sfbench_jax.predictors.host`), so the faults stay on the device
 and every key, window, chunk invariance and output of a JAX model applies unchanged.
 
 What lives here: `ExternalConfig` (the `target` string `package.module:attribute`, resolved and checked before
@@ -31,9 +31,9 @@ from flax import nnx
 
 from sfbench_jax.data.registry import DatasetSpec
 from sfbench_jax.data.windows import Forecast, Inputs
-from sfbench_jax.host_calls import HostForecaster, host_forecast
 from sfbench_jax.models.layers import validate_dataset_shape
 from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.predictors.host import HostForecaster, host_forecast
 
 #: Keyword arguments a predict function receives when its signature names them (the dataset's shape).
 DATASET_KEYWORDS = ("input_len", "horizon", "num_channels", "target_indices")

@@ -30,7 +30,7 @@ from flax import nnx
 
 from sfbench_jax.models.revin import RevIN, RevINConfig
 from sfbench_jax.models.spec import ModelSpec
-from sfbench_jax.plugins import discovered, package_specs, register_specs, unknown_name_error
+from sfbench_jax.plugins.entry_points import discovered, package_specs, register_specs, unknown_name_error
 
 NON_ARCHITECTURE_KEYS: tuple[str, ...] = ("lr",)
 """Grid keys that are not architecture hyperparameters; `build_model` accepts and ignores them."""

@@ -2,7 +2,7 @@
 
 What lives here: `build_for` (the registry's `build_model` at the dataset's shape) and `restore_model` (a candidate
 rebuilt with its stored weights, in eval mode). Selection, training and the stored-run tools
-(`sfbench_jax/stored.py`, through `selection.winner_predictor`) all rebuild candidates here; what a method puts
+(`pipeline/rebuild.py`, through `pipeline.cell.winner_predictor`) all rebuild candidates here; what a method puts
 around the model (RevIN) comes from the method's spec (`MethodSpec.model_wrapper`).
 """
 

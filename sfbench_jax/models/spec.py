@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sfbench_jax.presets import preset_grid
+from sfbench_jax.plugins.presets import preset_grid
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

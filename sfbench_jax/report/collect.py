@@ -25,10 +25,10 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
-from sfbench_jax.files import write_csv, write_json
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
 from sfbench_jax.report.runs import SUMMARY_FILE, DamagedRunsError, ExtraRunsError, Refused, RunSet, gather_runs
-from sfbench_jax.run_folder import DamagedRunError, holds_completed_run
+from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run
+from sfbench_jax.storage.atomic import write_csv, write_json
 
 CELL_FILE, FAILED_FILE = "cell.json", "job_failed.json"
 EXPECTED_FILE, REPORT_FILE = "expected_cells.json", "collect_report.json"

@@ -1,5 +1,5 @@
 """Figures in the paper's style: Figure 2's per-scenario degradation heatmaps (one facet per dataset; a single
-run's heatmap is `sfbench_jax.outputs.heatmap`), the clean-vs-robust trade-off scatter with Pareto frontiers
+run's heatmap is `sfbench_jax.pipeline.outputs.heatmap`), the clean-vs-robust trade-off scatter with Pareto frontiers
 (Figure 5), baseline -> method trajectories (Figure 6), per-window fault examples (Figures 3/4) and
 severity-response curves.
 
@@ -19,7 +19,7 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.faults.registry import SCENARIOS
-from sfbench_jax.outputs.heatmap import heatmap_scale, save_figure
+from sfbench_jax.pipeline.outputs.heatmap import heatmap_scale, save_figure
 from sfbench_jax.report.architectures import (
     ARCHITECTURE_FAMILIES,
     ARCHITECTURE_LABELS,

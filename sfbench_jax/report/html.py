@@ -27,7 +27,6 @@ from typing import Any
 import pandas as pd
 
 from sfbench_jax.faults.registry import SCENARIO_KEYS
-from sfbench_jax.files import write_text
 from sfbench_jax.report.collect import (
     EXPECTED_FILE,
     SweepFileError,
@@ -39,7 +38,8 @@ from sfbench_jax.report.collect import (
 )
 from sfbench_jax.report.realisations import NotApplicable
 from sfbench_jax.report.runs import RunSet, StoredRun, find_run_folders, gather_runs, load_run
-from sfbench_jax.run_folder import DamagedRunError
+from sfbench_jax.run_folder.record import DamagedRunError
+from sfbench_jax.storage.atomic import write_text
 
 #: The page must stay small enough to mail and open anywhere.
 MAX_PAGE_BYTES = 5 * 1024 * 1024

@@ -5,7 +5,7 @@ An output reads the rows it needs from an `Analysis` (the runs' summary rows, fi
 family, the canonical realisation, the method pairs); when the runs cannot support it, it raises
 `NotApplicable` saying which runs are lacking. Outputs marked `restores` rebuild stored winners (never
 training) to evaluate something new: fault examples (Figures 3/4) and severity curves. They call the
-`Restorer` the command gives the analysis (`sfbench_jax.stored` implements it, a layer above this one); the
+`Restorer` the command gives the analysis (`sfbench_jax.pipeline.rebuild` implements it, a layer above this one); the
 rest only read the stored numbers.
 """
 
@@ -22,7 +22,6 @@ import pandas as pd
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES
 from sfbench_jax.faults.registry import scenario_group
-from sfbench_jax.files import write_csv, write_text
 from sfbench_jax.report import extras, longform, paper
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
 from sfbench_jax.report.deltas import dataset_means, pair_bootstrap_table, paired_rows
@@ -47,6 +46,7 @@ from sfbench_jax.report.realisations import (
 )
 from sfbench_jax.report.runs import RunSet
 from sfbench_jax.report.sensitivity import eval_seed_stability, fixed_fraction_rows, fixed_fraction_summary
+from sfbench_jax.storage.atomic import write_csv, write_text
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class ReportOptions:
 class Restorer:
     """How the outputs that need a model again get it from a stored run (never training): `fault_examples(run,
     scenarios=...) -> list[dict]` and `severity_curves(run, severities=..., eval_overrides=...) -> SeverityCurves`
-    (`sfbench_jax.stored.fault_examples` and `run_severity_curves`)."""
+    (`sfbench_jax.pipeline.rebuild.fault_examples` and `run_severity_curves`)."""
 
     fault_examples: Callable[..., list[dict[str, Any]]]
     severity_curves: Callable[..., Any]

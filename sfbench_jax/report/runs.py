@@ -6,7 +6,7 @@ a sweep folder yields exactly its jobs, a run inside another run folder or a str
 name, symbolic links are followed with a cycle guard.
 
 A run folder holds `summary.csv` (one row) and `manifest.json` (its resolved config); `per_window.parquet` and
-`candidates.csv` lie beside them, and `run_record.json` (`sfbench_jax.run_folder`), written last, vouches for all
+`candidates.csv` lie beside them, and `run_record.json` (`sfbench_jax.run_folder.record`), written last, vouches for all
 of them. `load_run` is the one way a run is read: it verifies the record (every file's size and SHA-256) and then
 recomputes the summary's scores from the run's own per-window losses (`check_numbers`), so a cut or edited file
 is refused with a `DamagedRunError` naming the folder and the file before any number enters a table. `seal_run`
@@ -35,7 +35,7 @@ import pandas as pd
 
 from sfbench_jax.evaluate.scores import robustness_scores
 from sfbench_jax.faults.registry import SCENARIO_KEYS
-from sfbench_jax.run_folder import (
+from sfbench_jax.run_folder.record import (
     JOB_FILE,
     RECORD_FILE,
     RECORDED_FILES,

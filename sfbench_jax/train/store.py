@@ -45,7 +45,7 @@ import jax
 import numpy as np
 
 from sfbench_jax.data.checksums import file_sha256
-from sfbench_jax.files import ensure_writable_dir, write_json
+from sfbench_jax.storage.atomic import ensure_writable_dir, write_json
 
 #: Bump when training semantics or the stored layout change (old candidates are then retrained).
 STORE_FORMAT_VERSION = 1

@@ -21,7 +21,7 @@ from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.methods.registry import get_method
 from sfbench_jax.models.registry import get_spec
-from sfbench_jax.plugins import code_fingerprint
+from sfbench_jax.plugins.entry_points import code_fingerprint
 from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
 from sfbench_jax.train.fit import (
     GroupMember,
@@ -84,8 +84,9 @@ def _identity(data: PreparedData, plan_fields: dict[str, Any], options: TrainCon
 
 def code_identity(architecture: str, method: str) -> dict[str, Any]:
     """The fingerprint of the code that defines a candidate: the source digests of its model's and method's
-    modules and the plug-in distributions (name==version) they come from (`plugins.code_fingerprint`). An edited
-    model or method gets new candidate hashes, so it retrains; the old candidates stay in the store as they were."""
+    modules and the plug-in distributions (name==version) they come from (`plugins.entry_points.code_fingerprint`).
+    An edited model or method gets new candidate hashes, so it retrains; the old candidates stay in the store as
+    they were."""
     return code_fingerprint(get_spec(architecture), get_method(method))
 
 

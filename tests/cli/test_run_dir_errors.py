@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sfbench_jax.files import ensure_writable_dir
+from sfbench_jax.storage.atomic import ensure_writable_dir
 
 
 def _read_only_folder(tmp_path: Path) -> Path:

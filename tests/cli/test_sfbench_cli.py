@@ -103,7 +103,7 @@ def test_unusable_run_directory_is_reported(tmp_path: Path) -> None:
 
 
 def test_library_rejects_unwritable_run_directory(tmp_path: Path) -> None:
-    from sfbench_jax.files import ensure_writable_dir
+    from sfbench_jax.storage.atomic import ensure_writable_dir
 
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -17,7 +17,7 @@ import pytest
 
 from sfbench_jax.config import DatasetConfig, EvalConfig, ModelConfig, RunConfig
 from sfbench_jax.data import DataContractError, load
-from sfbench_jax.pipeline import run
+from sfbench_jax.pipeline.runner import run
 
 BEIJING_REFERENCE = "9ad18e546a4d43d868c71d0f1c2cfefc6f4de1bd6e35dfc54baa2aa4b2f86e65"
 RAW_NAME = "beijing_prsa_tiantan_20130301_20170228.csv"

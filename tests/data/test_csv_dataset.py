@@ -16,8 +16,8 @@ from sfbench_jax.cli.main import to_run_config
 from sfbench_jax.data import DataContractError, load
 from sfbench_jax.data.registry import DATASETS
 from sfbench_jax.data.spec import DatasetSpec, csv_dataset
-from sfbench_jax.pipeline import run
-from sfbench_jax.plugins import register_specs
+from sfbench_jax.pipeline.runner import run
+from sfbench_jax.plugins.entry_points import register_specs
 
 KEY = "test_csv_etth1_part"
 CHANNELS = ("HUFL", "MUFL", "LUFL", "OT")

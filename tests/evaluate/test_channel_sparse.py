@@ -13,7 +13,7 @@ from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, score_windows
 from sfbench_jax.evaluate.predict import channels_with, predict_with
 from sfbench_jax.models.registry import MODELS, build_model
-from sfbench_jax.predictors import ChannelIndependentPredictor
+from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
 
 K = 400
 RELATIVE_BOUND = 1e-5

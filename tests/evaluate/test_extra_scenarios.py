@@ -19,9 +19,9 @@ from sfbench_jax.faults import SCENARIO_KEYS, FaultContext, FaultSpec, scored
 from sfbench_jax.faults.registry import FAULTS, extra_scenarios
 from sfbench_jax.faults.spec import RESERVED_SCENARIO_IDS
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
-from sfbench_jax.outputs.tables import per_window_table, summary_row
-from sfbench_jax.plugins import PluginError, register_specs
-from sfbench_jax.selection import EvaluatedModel
+from sfbench_jax.pipeline.cell import EvaluatedModel
+from sfbench_jax.pipeline.outputs.tables import per_window_table, summary_row
+from sfbench_jax.plugins.entry_points import PluginError, register_specs
 
 NAME = "test_offset_fault"
 

@@ -13,7 +13,7 @@ from sfbench_jax.config import DatasetConfig, EvalConfig, RunConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import evaluate_predictor, predict_fn
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
-from sfbench_jax.selection import select_model
+from sfbench_jax.pipeline.cell import select_model
 
 # Published SeasonalNaive results (reference implementation, six digits; Table 4 shows them to three):
 # MSE_c, D_w, MSE_w, worst scenario, selected season. Pinned to PINNED_ABS.

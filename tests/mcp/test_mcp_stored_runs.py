@@ -42,7 +42,7 @@ def _plant(source: Path, target: Path, **config: Any) -> None:
     (target / "manifest.json").write_text(json.dumps(manifest))
     record = target / "run_record.json"
     if record.exists():  # a planter re-records the folder, as anyone can: the record is no signature
-        from sfbench_jax.run_folder import write_record
+        from sfbench_jax.run_folder.record import write_record
 
         write_record(target, run_key=json.loads(record.read_text())["run_key"])
 
@@ -151,7 +151,7 @@ async def test_symlink_out_of_the_data_root_is_a_tagged_error(tmp_path: Path, da
 
 
 def test_rebuild_policy_refuses_before_anything_is_built(tmp_path: Path) -> None:
-    from sfbench_jax.stored import RebuildPolicy, UntrustedRunError, check_manifest, run_config
+    from sfbench_jax.pipeline.rebuild import RebuildPolicy, UntrustedRunError, check_manifest, run_config
 
     policy = RebuildPolicy(roots=(tmp_path,), data_root=tmp_path / "data")
     external = {"config": {"model": {"name": "external", "target": "evil_mod:predict"}}}

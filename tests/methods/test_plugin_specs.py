@@ -15,7 +15,7 @@ from sfbench_jax.methods import training
 from sfbench_jax.methods.spec import Bound, MethodSpec, WrapperSpec
 from sfbench_jax.models import dlinear
 from sfbench_jax.models.spec import ModelSpec
-from sfbench_jax.plugins import PluginError, register_specs
+from sfbench_jax.plugins.entry_points import PluginError, register_specs
 
 TOY_MODEL = ModelSpec(name="toy_linear", config_cls=dlinear.DLinearConfig, is_valid=dlinear.is_valid,
                       module_cls=dlinear.DLinear, is_trainable=True, is_channel_independent=False,

@@ -11,7 +11,7 @@ from flax import nnx
 
 from sfbench_jax.evaluate import predict_fn
 from sfbench_jax.models.dlinear import DLinear, DLinearMap
-from sfbench_jax.predictors import ChannelIndependentPredictor
+from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
 
 LENGTH, HORIZON, CHANNELS, WIDTH = 48, 12, 5, 9
 

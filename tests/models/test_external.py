@@ -20,10 +20,10 @@ import pytest
 from sfbench_jax.config import EvalConfig, ModelConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import evaluate_predictor, predict_fn, score_windows, validation_mse
-from sfbench_jax.host_calls import HostModelError
 from sfbench_jax.models.external import ExternalModel, resolve_target
 from sfbench_jax.models.parity import model_from_fixture, parity_error, read_fixture
 from sfbench_jax.models.registry import build_model
+from sfbench_jax.predictors.host import HostModelError
 
 FIXTURE = "dlinear_m7h96_ma25_ind0_iw0"  # ETTh1's shape: 7 channels, horizon 96, all targets
 K, BLOCK = 300, 16  # 19 blocks of 16 windows (the last chunk padded)

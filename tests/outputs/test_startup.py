@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from sfbench_jax.outputs import startup
+from sfbench_jax.pipeline.outputs import startup
 
 SCRIPT = """
 import json
 import time
-from sfbench_jax.outputs import startup
+from sfbench_jax.pipeline.outputs import startup
 time.sleep(0.3)
 startup.mark_startup("imports")
 time.sleep(0.2)

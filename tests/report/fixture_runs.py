@@ -60,7 +60,7 @@ def compose_config(overrides: list[str]):
 def run_job(overrides: list[str], output_dir: Path) -> Path:
     """Run one job in-process (as `sfbench` would: compilation cache on) and keep its log in `run.log`."""
     from sfbench_jax.cli.compilation_cache import use_compilation_cache
-    from sfbench_jax.pipeline import run
+    from sfbench_jax.pipeline.runner import run
 
     cfg = compose_config(overrides)
     use_compilation_cache(cfg)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sfbench_jax.outputs.heatmap import scenario_heatmap
+from sfbench_jax.pipeline.outputs.heatmap import scenario_heatmap
 from sfbench_jax.report.figures import pareto_frontier, tradeoff_figure
 from sfbench_jax.report.paper import table4_architecture_block as table4_block
 from sfbench_jax.report.paper import table4_markdown

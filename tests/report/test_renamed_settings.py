@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from sfbench_jax.config import EvalConfig, RunConfig, TrainConfig
-from sfbench_jax.pipeline import run
+from sfbench_jax.pipeline.rebuild import run_config
+from sfbench_jax.pipeline.runner import run
 from sfbench_jax.report.runs import MANIFEST_FILE, RENAMED_SETTINGS, load_run, seal_run
-from sfbench_jax.stored import run_config
 
 
 @pytest.fixture(scope="module")

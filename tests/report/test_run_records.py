@@ -17,7 +17,7 @@ import pytest
 from sfbench_jax.cli.collect import main as collect_main
 from sfbench_jax.cli.report import main as report_main
 from sfbench_jax.report.runs import load_run
-from sfbench_jax.run_folder import RECORD_FILE, DamagedRunError, write_record
+from sfbench_jax.run_folder.record import RECORD_FILE, DamagedRunError, write_record
 
 from .conftest import report_command
 from .test_collect import JOB_FOLDERS, _copy_sweep

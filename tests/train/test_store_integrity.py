@@ -19,7 +19,7 @@ from hydra import compose, initialize_config_module
 from sfbench_jax.cli.main import to_run_config
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.pipeline import run
+from sfbench_jax.pipeline.runner import run
 from sfbench_jax.train import CandidateStore, plan_search, run_search
 from sfbench_jax.train.store import checkpoint_files
 

@@ -175,8 +175,8 @@ def _check_curve_cost(k: int, severities: list[float] | None) -> None:
 
 def _stored_curves(api: Any, store: DataStore, dataset: str, run: str, k: int,
                    severities: list[float] | None) -> dict[str, Any]:
-    from sfbench_jax.run_folder import DamagedRunError
-    from sfbench_jax.stored import NotStoredError, UntrustedRunError
+    from sfbench_jax.pipeline.rebuild import NotStoredError, UntrustedRunError
+    from sfbench_jax.run_folder.record import DamagedRunError
 
     if store.runs is None:
         raise UnavailableToolError(NO_RUNS_ROOT)

@@ -25,23 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sfbench_jax.config import MethodConfig, ModelConfig, RunConfig
-from sfbench_jax.contracts import check_run_contracts
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.files import write_csv, write_json, write_parquet
 from sfbench_jax.methods import check_method
 from sfbench_jax.models.registry import get_spec
-from sfbench_jax.outputs.heatmap import scenario_heatmap
-from sfbench_jax.outputs.manifest import run_manifest
-from sfbench_jax.outputs.tables import (
-    candidates_table,
-    per_window_table,
-    summary_table,
-    training_curves_table,
-)
-from sfbench_jax.report.runs import seal_run
-from sfbench_jax.run_folder import JOB_FILE, RunFolder, claim_run_folder, unlock_run_folder
-from sfbench_jax.selection import (
+from sfbench_jax.pipeline.cell import (
     EvaluatedModel,
     Selection,
     candidate_store,
@@ -49,6 +37,18 @@ from sfbench_jax.selection import (
     select_and_evaluate,
     select_model,
 )
+from sfbench_jax.pipeline.contracts import check_run_contracts
+from sfbench_jax.pipeline.outputs.heatmap import scenario_heatmap
+from sfbench_jax.pipeline.outputs.manifest import run_manifest
+from sfbench_jax.pipeline.outputs.tables import (
+    candidates_table,
+    per_window_table,
+    summary_table,
+    training_curves_table,
+)
+from sfbench_jax.report.runs import seal_run
+from sfbench_jax.run_folder.record import JOB_FILE, RunFolder, claim_run_folder, unlock_run_folder
+from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
 from sfbench_jax.train import CandidateResult, check_search_space, expand_space, search_space
 
 #: The reference model of the normalised scores (protocol 6.5).

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap, Normalize
 
 from sfbench_jax.faults.registry import SCENARIOS
-from sfbench_jax.files import write_atomically
+from sfbench_jax.storage.atomic import write_atomically
 
 WHITE, PALE, RED = "#FFFFFF", "#F3D5C7", "#D92523"
 

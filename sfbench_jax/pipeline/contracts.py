@@ -10,8 +10,8 @@ scalar, its model wrapper and a wrap-kind method's predictor keep the forecast's
 64-bit types enabled, so a float64 that would otherwise be truncated in silence shows.
 
 A violation is a `ContractError` (a ValueError), one line naming the spec, where it came from (the plug-in's
-package and entry point, or the built-in module: `plugins.origin_of`), what was expected and what came. The results
-are cached per (spec, shapes, settings): the CLI checks before Hydra creates the run folder, the pipeline again
+package and entry point, or the built-in module: `plugins.entry_points.origin_of`), what was expected and what came. The
+results are cached per (spec, shapes, settings): the CLI checks before Hydra creates the run folder, the pipeline again
 before it claims one, at no second cost.
 """
 
@@ -39,8 +39,8 @@ from sfbench_jax.methods.spec import MethodSpec
 from sfbench_jax.methods.training import DatasetFacts
 from sfbench_jax.models.registry import build_model, get_spec
 from sfbench_jax.models.spec import ModelSpec
-from sfbench_jax.plugins import origin_of
-from sfbench_jax.predictors import RowAwarePredictor
+from sfbench_jax.plugins.entry_points import origin_of
+from sfbench_jax.predictors.protocol import RowAwarePredictor
 from sfbench_jax.train.search import expand_space, search_space
 
 #: The batch of the abstract inputs (any batch would do: nothing is computed).

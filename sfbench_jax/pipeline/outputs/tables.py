@@ -15,7 +15,7 @@ import pandas as pd
 
 from sfbench_jax.evaluate.normalised import normalised_scores, relative_performance
 from sfbench_jax.faults.registry import SCENARIOS
-from sfbench_jax.selection import EvaluatedModel, Selection
+from sfbench_jax.pipeline.cell import EvaluatedModel, Selection
 
 SCENARIO_DISPLAY = {fault.key: fault.display_name for fault in SCENARIOS}
 

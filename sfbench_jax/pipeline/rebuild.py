@@ -11,7 +11,8 @@ policy's roots (the run folder and its candidate store; the manifest's `data_roo
 by the policy's), and the refusal (`UntrustedRunError`) names the setting, never a path. Without a policy (the
 CLI, on the user's own runs) the manifest is followed as written.
 
-Sits beside `pipeline` (layer 7): it calls `selection`, `evaluate` and `report`; the CLI and the API call it.
+Part of the pipeline package, above `runner`: it calls `cell`, `runner` and `evaluate`; the CLI, the API and the
+MCP tools call it, and the analysis reaches it only through the `Restorer` the command hands it.
 """
 
 from __future__ import annotations
@@ -37,16 +38,15 @@ from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, SeverityCurves, seve
 from sfbench_jax.evaluate.engine import fault_context
 from sfbench_jax.faults.registry import SCENARIOS, perturb
 from sfbench_jax.faults.streams import pair_key
-from sfbench_jax.files import write_csv, write_json, write_parquet
 from sfbench_jax.methods import METHODS
 from sfbench_jax.models.registry import MODELS
-from sfbench_jax.outputs.tables import candidates_table, per_window_table, summary_table
-from sfbench_jax.pipeline import evaluate_anchor, load_data
-from sfbench_jax.predictors import CLEAN_CONTEXT, run_predictor
-from sfbench_jax.report.paper import label_of
+from sfbench_jax.pipeline.cell import Selection, candidate_store, evaluate_model, select_model, winner_predictor
+from sfbench_jax.pipeline.outputs.tables import candidates_table, per_window_table, summary_table
+from sfbench_jax.pipeline.runner import evaluate_anchor, load_data
+from sfbench_jax.predictors.protocol import CLEAN_CONTEXT, run_predictor
 from sfbench_jax.report.runs import MANIFEST_FILE, StoredRun, load_run, seal_run
-from sfbench_jax.run_folder import claim_run_folder, unlock_run_folder
-from sfbench_jax.selection import Selection, candidate_store, evaluate_model, select_model, winner_predictor
+from sfbench_jax.run_folder.record import claim_run_folder, unlock_run_folder
+from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
 from sfbench_jax.train import CandidateStore
 
 Log = Callable[[str], None]
@@ -312,7 +312,7 @@ def fault_examples(run: StoredRun | Path, *, scenarios: Sequence[str], severity:
                          "channels": [spec.channels[i] for i in channels], "clean": x[:, channels],
                          "faulted": faulted[:, channels], "target_name": spec.channels[spec.target_indices[0]],
                          "truth": truth, "forecast_clean": forecasts[0], "forecast_faulted": forecasts[1],
-                         "model": label_of(restored.run.row["architecture"]), "start_row": start})
+                         "model": MODELS[restored.run.row["architecture"]].display_label, "start_row": start})
     return examples
 
 

@@ -1,5 +1,5 @@
 """The grids of the Hydra presets: the packaged ones (`conf/<group>/<name>.yaml`, installed as
-`sfbench_jax.conf`), then those of installed plug-ins (`sfbench_jax.plugins.preset_packages`).
+`sfbench_jax.conf`), then those of installed plug-ins (`sfbench_jax.plugins.entry_points.preset_packages`).
 
 A model's hyperparameter grid and a method's recipe grid each live in one place, their preset; the
 registries read them from here, so the command line, the library and the tests see the same grid. The packages
@@ -16,7 +16,7 @@ from importlib.resources.abc import Traversable
 
 import yaml
 
-from sfbench_jax.plugins import preset_packages
+from sfbench_jax.plugins.entry_points import preset_packages
 
 BUILT_IN_PRESETS = "sfbench_jax.conf"
 

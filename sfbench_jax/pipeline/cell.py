@@ -32,7 +32,7 @@ from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, val
 from sfbench_jax.methods import get_method, method_grid
 from sfbench_jax.models.registry import get_spec
 from sfbench_jax.models.restore import build_for, restore_model
-from sfbench_jax.predictors import Predictor
+from sfbench_jax.predictors.protocol import Predictor
 from sfbench_jax.train import (
     CandidateResult,
     CandidateStore,

@@ -15,8 +15,8 @@ import jax
 
 from sfbench_jax.config import RunConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.outputs.startup import startup_phases
-from sfbench_jax.selection import EvaluatedModel, Selection
+from sfbench_jax.pipeline.outputs.startup import startup_phases
+from sfbench_jax.pipeline.cell import EvaluatedModel, Selection
 
 _PACKAGES = ("sfbench-jax", "jax", "jaxlib", "flax", "optax", "numpy", "pandas", "pyarrow", "hydra-core",
              "matplotlib")

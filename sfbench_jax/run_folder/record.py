@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sfbench_jax.files import ensure_writable_dir, exchange_directories, fsync_path, write_atomically
+from sfbench_jax.storage.atomic import ensure_writable_dir, exchange_directories, fsync_path, write_atomically
 
 RECORD_FILE = "run_record.json"
 RECORD_FORMAT = "sfbench-run-record/1"
