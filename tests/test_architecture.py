@@ -114,8 +114,8 @@ PROTOCOL_NAMES = {"baseline"}
 #: Name branches that are data about the protocol or a published figure, each with its reason.
 ALLOWED_NAME_BRANCHES = {
     ("report/longform.py", "seasonal_naive"): "the reference normalisation anchors are SeasonalNaive's (protocol 3.8)",
-    ("report/outputs.py", "seasonal_naive"): "the fault examples (Figures 3/4) default to the paper's anchor model",
-    ("report/outputs.py", "adversarial_training"): "Figure 6 is the paper's PGD trajectory figure",
+    ("report/catalog.py", "seasonal_naive"): "the fault examples (Figures 3/4) default to the paper's anchor model",
+    ("report/catalog.py", "adversarial_training"): "Figure 6 is the paper's PGD trajectory figure",
     ("mcp/tools/benchmark.py", "seasonal_naive"): "severity curves of the anchor model need no stored run",
 }
 

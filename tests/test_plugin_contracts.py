@@ -443,7 +443,7 @@ def test_an_extra_scenario_gets_its_own_report_table_and_figure(bad_plugin, tmp_
                                                                data_root: Path) -> None:
     """A SeasonalNaive run scoring the plug-in's sign flip, then `sfbench-report extras` and `table4` on it (about
     20 s on two loaded cores: one tiny run)."""
-    from sfbench_jax.cli.report import main as report
+    from sfbench_jax.cli.sfbench_report import main as report
 
     run = tmp_path / "runs" / "run"
     code, stderr = sfbench(monkeypatch, "model=seasonal_naive", *TINY, f"data_root={data_root}",

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sfbench_jax.faults.channel_subsets import distinct_keys, pool_to_channels, smallest_k_mask
 from sfbench_jax.faults.context import FaultContext, FaultedWindow, StreamWords, Window
-from sfbench_jax.faults.selection import distinct_keys, pool_to_channels, smallest_k_mask
 from sfbench_jax.faults.severity import (
     SEVERITY_BITS,
     SEVERITY_ONE,

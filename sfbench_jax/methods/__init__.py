@@ -2,7 +2,7 @@
 holding its `SPEC` (`baseline`, `adversarial_training`, `ensemble`, ...), the registry (`registry`: the built-in
 specs, collected from this package, and the plug-ins), the train-time transforms that act inside the compiled
 training step (`training`: PGD, randomized training, fault augmentation, the adaptive robust loss; RevIN wraps the
-model), the adaptive loss itself (`adaptive_loss`) and the post-hoc predict-function wrappers (`wrappers`: ensemble,
+model), the adaptive loss itself (`barron_nll`) and the post-hoc predict-function wrappers (`wrappers`: ensemble,
 randomized smoothing). The training loop and the selection live elsewhere (`train`, `selection`)."""
 
 from sfbench_jax.methods.registry import (

@@ -1,5 +1,5 @@
 """The adaptive robust loss: a train-kind method training on the adaptive NLL with its alpha and scale latents
-(`training.AdaptiveRobustLoss`, the loss in `adaptive_loss`). Its recipe grid is
+(`training.AdaptiveRobustLoss`, the loss in `barron_nll`). Its recipe grid is
 `conf/method/adaptive_robust_loss.yaml`."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sfbench_jax.faults.registry import TRANSFER_PROFILES
-from sfbench_jax.methods.adaptive_loss import ALPHA_HI
+from sfbench_jax.methods.barron_nll import ALPHA_HI
 from sfbench_jax.methods.spec import Bound
 from sfbench_jax.methods.wrappers import COMBINERS, check_trimming
 

@@ -35,7 +35,7 @@ from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import TRANSFER_PROFILES, get_fault
 from sfbench_jax.faults.severity import SEVERITY_BITS
 from sfbench_jax.faults.streams import stream_words
-from sfbench_jax.methods import adaptive_loss
+from sfbench_jax.methods import barron_nll
 from sfbench_jax.models.revin import RevINConfig
 
 #: PGD's sign-step size (protocol 4.1: fixed 0.02).
@@ -196,21 +196,21 @@ class AdaptiveRobustLoss(PlainTraining):
     scale_span: Any = None
 
     def loss(self, prediction: jax.Array, target: jax.Array, latents: Any) -> jax.Array:
-        return adaptive_loss.adaptive_nll(prediction, target, latents, alpha_lo=self.alpha_lo,
+        return barron_nll.adaptive_nll(prediction, target, latents, alpha_lo=self.alpha_lo,
                                           scale_lo=self.scale_lo, scale_init=self.scale_init,
                                           alpha_span=self.alpha_span, scale_span=self.scale_span)
 
     def recipe_values(self) -> dict[str, np.float32]:
         # the spans in float64 on the host, then rounded once: as the Python constants of the static program
         return {"alpha_lo": np.float32(self.alpha_lo), "scale_lo": np.float32(self.scale_lo),
-                "alpha_span": np.float32(adaptive_loss.ALPHA_HI - float(self.alpha_lo)),
+                "alpha_span": np.float32(barron_nll.ALPHA_HI - float(self.alpha_lo)),
                 "scale_span": np.float32(float(self.scale_init) - float(self.scale_lo))}
 
     def template(self) -> PlainTraining:
         return dataclasses.replace(self, alpha_lo=0.0, alpha_init=0.0, scale_lo=0.0, scale_init=0.0)
 
     def initial_latents(self, horizon: int, num_targets: int) -> dict:
-        return adaptive_loss.initial_latents(horizon=horizon, num_targets=num_targets, alpha_lo=self.alpha_lo,
+        return barron_nll.initial_latents(horizon=horizon, num_targets=num_targets, alpha_lo=self.alpha_lo,
                                              alpha_init=self.alpha_init)
 
 

@@ -306,7 +306,7 @@ def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_d
             folder), or a symbolic-link cycle (each named; nothing but collect_report.json is written).
         RunConflictError: two runs with the same settings hold different numbers.
     """
-    from sfbench_jax.report.outputs import publish_views
+    from sfbench_jax.report.catalog import publish_views
 
     sweep_dir = Path(sweep_dir)
     output_dir = sweep_dir if output_dir is None else Path(output_dir)

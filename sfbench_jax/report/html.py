@@ -434,7 +434,7 @@ def page_html(title: str, body: str) -> str:
 
 def report_html(page: PageRuns, curves: pd.DataFrame | None = None, options: Any = None) -> str:
     """The whole report page of some stored runs (`options`: the `ReportOptions` of the tables, e.g. `where`)."""
-    from sfbench_jax.report.outputs import Analysis, ReportOptions
+    from sfbench_jax.report.catalog import Analysis, ReportOptions
 
     analysis = Analysis(page.runs, options or ReportOptions())
     header = (f"<h1>sfbench report</h1><p>{len(page.runs.runs)} verified run(s) from "

@@ -19,10 +19,10 @@ from sfbench_jax.train.search import (
     random_subgrid,
     search_space,
 )
-from sfbench_jax.train.seeds import model_seed, tuning_seed
-from sfbench_jax.train.select import select_winner, selection_key
 from sfbench_jax.train.store import CandidateResult, CandidateStore, candidate_hash
 from sfbench_jax.train.sweep import SearchPlan, plan_search, run_search, untrained_record
+from sfbench_jax.train.training_seeds import model_seed, tuning_seed
+from sfbench_jax.train.winner import select_winner, selection_key
 
 __all__ = [
     "Candidate", "CandidateResult", "CandidateStore", "GroupMember", "SearchPlan", "StoppingState",

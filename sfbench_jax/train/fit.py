@@ -38,7 +38,7 @@ from sfbench_jax.train.loop import (
     split_model,
     stack_candidates,
 )
-from sfbench_jax.train.seeds import dropout_key, shuffle_key
+from sfbench_jax.train.training_seeds import dropout_key, shuffle_key
 
 #: Elements of validation input (windows x length x channels) evaluated at once (ETTh1: 12 batches of 16
 #: windows; Beijing, Traffic: one batch). Larger blocks were slower on CPU: the activations of a block

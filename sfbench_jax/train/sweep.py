@@ -5,7 +5,7 @@ only the unfinished ones (grouped by architecture hyperparameters and method rec
 learning-rate siblings and method variants that differ only in recipe values can share one vectorised
 program), saves each as soon as its group finishes, and returns every
 candidate's record in trial order. A sweep killed mid-way keeps all finished candidates; running
-it again trains only the rest. Selection is `select.py`'s.
+it again trains only the rest. Selection is `winner.py`'s.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from sfbench_jax.train.fit import (
     variant_group_size,
 )
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
-from sfbench_jax.train.seeds import model_seed, tuning_seed
 from sfbench_jax.train.store import (
     STATUS_FAILED,
     STATUS_FINISHED,
@@ -44,6 +43,7 @@ from sfbench_jax.train.store import (
     code_version,
     finite_curve,
 )
+from sfbench_jax.train.training_seeds import model_seed, tuning_seed
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def test_multirun_is_a_parent_with_its_jobs_and_a_stopped_server_costs_one_line(
         assert {"summary.csv", "manifest.json", "per_window.parquet", "run_record.json"} <= artifacts
     assert len({c.data.tags["sfbench.run_key"] for c in children}) == 2
 
-    again = subprocess.run([sys.executable, "-m", "sfbench_jax.cli.report", "mlflow", "--runs", str(sweep)],
+    again = subprocess.run([sys.executable, "-m", "sfbench_jax.cli.sfbench_report", "mlflow", "--runs", str(sweep)],
                            capture_output=True, text=True, env={**os.environ, "MLFLOW_TRACKING_URI": uri},
                            timeout=600, check=False)
     assert again.returncode == 0, again.stderr[-2000:]

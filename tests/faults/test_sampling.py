@@ -18,7 +18,7 @@ from sfbench_jax.faults import (
     get_fault,
     perturb,
 )
-from sfbench_jax.faults.selection import distinct_keys, smallest_k_mask
+from sfbench_jax.faults.channel_subsets import distinct_keys, smallest_k_mask
 from sfbench_jax.faults.streams import pair_key, stream_words
 
 N = 96

@@ -15,7 +15,7 @@ from scipy import stats
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import TRANSFER_PROFILES, get_fault
 from sfbench_jax.faults.severity import SEVERITY_BITS
-from sfbench_jax.methods import adaptive_loss
+from sfbench_jax.methods import barron_nll
 from sfbench_jax.methods.training import (
     PLAIN_TRAINING,
     AdversarialTraining,
@@ -136,16 +136,16 @@ def test_fault_augmentation_applies_only_the_profiles_families() -> None:
 @pytest.mark.parametrize(("alpha", "expected"), [(0.25, 1.36416341), (0.5, 1.29170703), (1.0, 1.18549523),
                                                   (1.5, 1.08718892), (1.9, 0.97846641), (1.999, 0.92060035)])
 def test_log_partition_matches_the_spec_values(alpha: float, expected: float) -> None:
-    assert abs(float(adaptive_loss.log_partition(jnp.float32(alpha))) - expected) < 1e-6
+    assert abs(float(barron_nll.log_partition(jnp.float32(alpha))) - expected) < 1e-6
 
 
 def test_adaptive_loss_at_alpha_two_is_scaled_squared_error_plus_constants() -> None:
     residual = jnp.asarray(np.random.default_rng(3).normal(size=(5, 6)), jnp.float32)
     scale = jnp.full((5, 6), 0.7, jnp.float32)
-    np.testing.assert_allclose(adaptive_loss.rho(residual, jnp.float32(2.0), scale), 0.5 * (residual / 0.7) ** 2,
+    np.testing.assert_allclose(barron_nll.rho(residual, jnp.float32(2.0), scale), 0.5 * (residual / 0.7) ** 2,
                                rtol=1e-6)
-    assert abs(float(adaptive_loss.log_partition(jnp.float32(2.0))) - 0.5 * math.log(2 * math.pi)) < 1e-6
-    np.testing.assert_allclose(adaptive_loss.rho(residual, jnp.float32(0.0), scale),
+    assert abs(float(barron_nll.log_partition(jnp.float32(2.0))) - 0.5 * math.log(2 * math.pi)) < 1e-6
+    np.testing.assert_allclose(barron_nll.rho(residual, jnp.float32(0.0), scale),
                                np.log1p(0.5 * (np.asarray(residual) / 0.7) ** 2), rtol=1e-6)
 
 
@@ -172,7 +172,7 @@ def test_rho_with_per_coordinate_coefficients_equals_the_per_residual_selection(
         total = jax.value_and_grad(lambda r, a, c: jnp.sum(kernel(r, a, c)), argnums=(0, 1, 2))
         return kernel(*arguments), *total(*arguments)[1]
 
-    ours = with_gradients(adaptive_loss.rho, jnp.float32)
+    ours = with_gradients(barron_nll.rho, jnp.float32)
     with jax.enable_x64(True):
         exact = [np.asarray(x) for x in with_gradients(_rho_selected_per_residual, jnp.float64)]
     for a, b in zip(ours, exact, strict=True):
@@ -184,11 +184,11 @@ def test_adaptive_loss_gradients_reach_alpha_and_scale() -> None:
     rng = np.random.default_rng(4)
     prediction = jnp.asarray(rng.normal(size=(4, H, 2)), jnp.float32)
     target = jnp.asarray(rng.normal(size=(4, H, 2)), jnp.float32)
-    latents = adaptive_loss.initial_latents(horizon=H, num_targets=2, alpha_lo=0.25, alpha_init=1.5)
-    alpha = adaptive_loss.alpha_of(latents["alpha"], alpha_lo=0.25)
-    scale = adaptive_loss.scale_of(latents["scale"], scale_lo=1e-3, scale_init=0.1)
+    latents = barron_nll.initial_latents(horizon=H, num_targets=2, alpha_lo=0.25, alpha_init=1.5)
+    alpha = barron_nll.alpha_of(latents["alpha"], alpha_lo=0.25)
+    scale = barron_nll.scale_of(latents["scale"], scale_lo=1e-3, scale_init=0.1)
     np.testing.assert_allclose(alpha, 1.5, rtol=1e-6)
     np.testing.assert_allclose(scale, 0.1, rtol=1e-6)
-    gradients = jax.grad(lambda lat: adaptive_loss.adaptive_nll(prediction, target, lat, alpha_lo=0.25,
+    gradients = jax.grad(lambda lat: barron_nll.adaptive_nll(prediction, target, lat, alpha_lo=0.25,
                                                                 scale_lo=1e-3, scale_init=0.1))(latents)
     assert np.all(np.abs(np.asarray(gradients["alpha"])) > 0) and np.all(np.abs(np.asarray(gradients["scale"])) > 0)

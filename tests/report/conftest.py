@@ -29,8 +29,8 @@ def run_command(*arguments: str, data_root: Path | None = None) -> subprocess.Co
 
 
 def report_command(*arguments: str) -> subprocess.CompletedProcess:
-    """`sfbench-report ...` (as `python -m sfbench_jax.cli.report`)."""
-    return run_command("-m", "sfbench_jax.cli.report", *arguments)
+    """`sfbench-report ...` (as `python -m sfbench_jax.cli.sfbench_report`)."""
+    return run_command("-m", "sfbench_jax.cli.sfbench_report", *arguments)
 
 
 def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
@@ -83,7 +83,7 @@ def report_dir(analysis_root: Path, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="session")
 def analysis(analysis_root: Path):
     """The `Analysis` of the reported runs (the frames the tables and figures read)."""
-    from sfbench_jax.report.outputs import Analysis
+    from sfbench_jax.report.catalog import Analysis
     from sfbench_jax.report.runs import gather_runs
 
     return Analysis(gather_runs([analysis_root / name for name in REPORTED]))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sfbench_jax.cli.collect import main as collect_main
+from sfbench_jax.cli.sfbench_collect import main as collect_main
 from sfbench_jax.report.collect import Cell, collect, read_expected_jobs
 from sfbench_jax.report.runs import RunConflictError, gather_runs
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sfbench_jax.cli.collect import main as collect_main
-from sfbench_jax.cli.report import main as report_main
+from sfbench_jax.cli.sfbench_collect import main as collect_main
+from sfbench_jax.cli.sfbench_report import main as report_main
 from sfbench_jax.report.runs import load_run
 from sfbench_jax.run_folder.record import RECORD_FILE, DamagedRunError, write_record
 

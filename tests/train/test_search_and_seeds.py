@@ -12,7 +12,7 @@ import pytest
 from sfbench_jax.data.registry import DATASETS
 from sfbench_jax.models.registry import MODELS, expand_grid
 from sfbench_jax.train.search import expand_space, random_subgrid, search_space
-from sfbench_jax.train.seeds import model_seed, tuning_seed
+from sfbench_jax.train.training_seeds import model_seed, tuning_seed
 
 ETTH1_SIGNATURE = "4a82efae1ffe76a156a2bf948861e2da349ef1c1c994d9f24654525f47fbf14d"
 

@@ -29,8 +29,8 @@ from sfbench_jax.train.fit import (
     training_recipe,
 )
 from sfbench_jax.train.loop import initial_state, make_epoch_fn, split_model
-from sfbench_jax.train.seeds import dropout_key, shuffle_key
 from sfbench_jax.train.sweep import plan_method_search
+from sfbench_jax.train.training_seeds import dropout_key, shuffle_key
 
 STEPS = 20
 HPARAMS = {"moving_avg": 25, "individual": False, "init_weights": False}

@@ -12,6 +12,7 @@ import pytest
 from matplotlib.patches import FancyArrowPatch
 
 from sfbench_jax.pipeline.rebuild import fault_examples
+from sfbench_jax.report.catalog import OUTPUTS, TIMING_AVAILABILITY_SCENARIOS, VALUE_SCENARIOS
 from sfbench_jax.report.figures import (
     build_fault_examples,
     build_scenario_facets,
@@ -19,7 +20,6 @@ from sfbench_jax.report.figures import (
     build_tradeoffs,
     build_trajectories,
 )
-from sfbench_jax.report.outputs import OUTPUTS, TIMING_AVAILABILITY_SCENARIOS, VALUE_SCENARIOS
 
 PNG = b"\x89PNG\r\n\x1a\n"
 TABLES = ("table4.md", "table4_architectures.csv", "table4_methods.csv", "table10_eval_seeds.md",

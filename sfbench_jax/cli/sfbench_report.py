@@ -1,7 +1,7 @@
 """`sfbench-report NAME... --runs FOLDER...`: regenerate any table or figure of the paper's analysis from stored
 runs, without retraining (e.g. `sfbench-report table19 --runs multirun/2026-01-01_10-00-00`).
 
-NAME is one of the outputs of `sfbench_jax.report.outputs.OUTPUTS` (table4, table10, table11, table12, table16,
+NAME is one of the outputs of `sfbench_jax.report.catalog.OUTPUTS` (table4, table10, table11, table12, table16,
 table17, table19, table20, figure2, figure3, figure4, figure5, figure6, curves, extras, longform) or `all`. A FOLDER
 that a multirun wrote is first checked against the jobs it expected: a missing or failed job is named and
 nothing is written. Every run is verified first (its completion record and its summary against its per-window
@@ -19,8 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from sfbench_jax.report.catalog import OUTPUTS, Analysis, ReportOptions, Restorer, build_output
 from sfbench_jax.report.collect import EXPECTED_FILE, check_sweep
-from sfbench_jax.report.outputs import OUTPUTS, Analysis, ReportOptions, Restorer, build_output
 from sfbench_jax.report.realisations import NotApplicable
 from sfbench_jax.report.runs import DamagedRunsError, ExtraRunsError, RunConflictError, gather_runs
 from sfbench_jax.run_folder.record import DamagedRunError
