@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sfbench_jax.config import DatasetConfig, EvalConfig, RunConfig
+from sfbench_jax.config import ANCHOR_MODEL, DatasetConfig, EvalConfig, RunConfig
 from sfbench_jax.data import DATASETS, get_dataset, load, prepare
 from sfbench_jax.faults import SCENARIOS
 from sfbench_jax.faults.registry import extra_scenarios
@@ -81,7 +81,7 @@ def seasonal_naive_robustness(dataset: str, *, data_root: Path | None, k: int = 
     scores, ci = model.evaluation.scores, model.evaluation.intervals
     keys = model.evaluation.losses.scenario_keys
     return {
-        "dataset": spec.key, "model": "seasonal_naive", "season_length": model.hyperparameters["season_length"],
+        "dataset": spec.key, "model": ANCHOR_MODEL, "season_length": model.hyperparameters["season_length"],
         "rng_mode": rng_mode, "eval_seed": model.evaluation.options.seed, "k": k,
         "mse_val": round(model.mse_val, 6),
         "mse_c": round(scores.mse_c, 6), "mse_w": round(scores.mse_w, 6),
@@ -128,7 +128,7 @@ def seasonal_naive_curves(dataset: str, *, data_root: Path | None, k: int = 2_00
     selection = select_model(data, cfg, None, lambda message: None)
     predict, state = winner_predictor(data, selection, None)
     curves = severity_curves(predict, state, data, cfg.eval, severities=severities or DEFAULT_SEVERITIES)
-    return {"dataset": spec.key, "run": "seasonal_naive", "model": "seasonal_naive",
+    return {"dataset": spec.key, "run": ANCHOR_MODEL, "model": ANCHOR_MODEL,
             "hyperparameters": dict(selection.winner.hparams), **curves_summary(curves)}
 
 
@@ -138,7 +138,7 @@ def find_stored_run(runs_dir: Path, dataset: str, run: str) -> Path:
     Raises:
         FileNotFoundError: no such run; the message lists the dataset's run names found there.
     """
-    from sfbench_jax.report.runs import find_run_folders, load_run
+    from sfbench_jax.run_folder.stored_runs import find_run_folders, load_run
 
     folders = find_run_folders([runs_dir]) if Path(runs_dir).is_dir() else []
     of_dataset = [folder for folder in folders if load_run(folder).row["dataset"] == dataset]
@@ -160,7 +160,7 @@ def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | 
     from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
     from sfbench_jax.pipeline.rebuild import check_manifest, restore_run, run_config
     from sfbench_jax.pipeline.runner import load_data
-    from sfbench_jax.report.runs import load_run
+    from sfbench_jax.run_folder.stored_runs import load_run
 
     if policy is not None:
         policy.confine(Path(run_dir), "the run folder")

@@ -10,9 +10,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 
-#: Each layer may import only itself and the layers listed (transitively lower ones are listed too). An entry
-#: `package.module` allows that one module of a higher package: the pipeline seals its run folder with
-#: `report.runs.seal_run`, the run-folder format the analysis reads back.
+#: Each layer (a package, or a module at the package root) may import only itself and the layers listed: only
+#: lower ones, transitively lower ones listed too, so the table is the layer order (docs/architecture.md writes it
+#: out) and no layer is partly above another.
 _ENGINE = {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors", "storage", "train"}
 ALLOWED_IMPORTS = {
     "__init__": set(),
@@ -26,8 +26,8 @@ ALLOWED_IMPORTS = {
     "methods": {"data", "faults", "models", "plugins", "predictors"},
     "evaluate": {"config", "data", "faults", "plugins", "predictors"},
     "train": {"config", "data", "methods", "models", "plugins", "predictors", "storage"},
-    "run_folder": {"storage"},
-    "pipeline": _ENGINE | {"run_folder", "report.runs"},
+    "run_folder": {"config", "data", "evaluate", "faults", "plugins", "predictors", "storage"},
+    "pipeline": _ENGINE | {"run_folder"},
     "report": _ENGINE | {"pipeline", "run_folder"},
     "api": _ENGINE | {"pipeline", "report", "run_folder"},
     "mcp": _ENGINE | {"api", "pipeline", "report", "run_folder"},
@@ -60,6 +60,41 @@ def _layer_files(layer: str) -> list[Path]:
         (PACKAGE / layer).rglob("*.py"))
 
 
+def _layer_order() -> list[str]:
+    """The layers bottom-up (each after every layer it may import), or an AssertionError naming a cycle."""
+    order: list[str] = []
+    remaining = {layer: set(allowed) - {layer} for layer, allowed in ALLOWED_IMPORTS.items()}
+    while remaining:
+        ready = sorted(layer for layer, allowed in remaining.items() if allowed <= set(order))
+        assert ready, f"ALLOWED_IMPORTS has a cycle among {sorted(remaining)}: no layer imports only layers below it"
+        order += ready
+        for layer in ready:
+            del remaining[layer]
+    return order
+
+
+def test_allowed_imports_name_layers_and_form_no_cycle() -> None:
+    """Every entry names a whole layer (no `package.module` exception) and the table orders the layers."""
+    named = {name for allowed in ALLOWED_IMPORTS.values() for name in allowed}
+    assert named <= set(ALLOWED_IMPORTS), f"ALLOWED_IMPORTS names {sorted(named - set(ALLOWED_IMPORTS))}, which " \
+                                         "are not layers: a layer imports whole layers below it, never one module"
+    _layer_order()
+
+
+def test_imports_form_no_cycle_between_layers() -> None:
+    """The imports the code really has, layer to layer, order the layers too (a cycle is named)."""
+    imports = {layer: {name.split(".")[0] for path in _layer_files(layer) for name in _imported_layers(path)}
+               - {layer} for layer in ALLOWED_IMPORTS if _layer_files(layer)}
+    order: list[str] = []
+    while imports:
+        ready = sorted(layer for layer, used in imports.items() if used <= set(order))
+        assert ready, f"the imports between {sorted(imports)} form a cycle: " + "; ".join(
+            f"{layer} imports {sorted(used - set(order))}" for layer, used in sorted(imports.items()))
+        order += ready
+        for layer in ready:
+            del imports[layer]
+
+
 def test_every_layer_has_its_allowed_imports() -> None:
     layers = {_layer(path) for path in PACKAGE.rglob("*.py")}
     assert layers == set(ALLOWED_IMPORTS), (
@@ -74,7 +109,7 @@ def test_imports_point_downwards(layer: str) -> None:
     assert files
     allowed = ALLOWED_IMPORTS[layer] | {layer}
     for path in files:
-        upward = {name for name in _imported_layers(path) if name not in allowed and name.split(".")[0] not in allowed}
+        upward = {name for name in _imported_layers(path) if name.split(".")[0] not in allowed}
         assert not upward, f"{path.relative_to(PACKAGE)} imports {sorted(upward)} (layer {layer!r} may import " \
                            f"{sorted(ALLOWED_IMPORTS[layer])})"
 
@@ -111,15 +146,6 @@ def test_model_registry_has_no_special_cases() -> None:
 PLUGIN_OWN_MODULES = {"models": ("models/registry.py",), "methods": ("methods/",)}
 #: Names that are the protocol's, not plug-ins': "baseline" is the reference method every delta is taken against.
 PROTOCOL_NAMES = {"baseline"}
-#: Name branches that are data about the protocol or a published figure, each with its reason.
-ALLOWED_NAME_BRANCHES = {
-    ("report/longform.py", "seasonal_naive"): "the reference normalisation anchors are SeasonalNaive's (protocol 3.8)",
-    ("report/catalog.py", "seasonal_naive"): "the fault examples (Figures 3/4) default to the paper's anchor model",
-    ("report/catalog.py", "adversarial_training"): "Figure 6 is the paper's PGD trajectory figure",
-    ("mcp/tools/benchmark.py", "seasonal_naive"): "severity curves of the anchor model need no stored run",
-}
-
-
 def _name_branches(path: Path, names: set[str]) -> list[tuple[int, str]]:
     """`(line, name)` of each comparison of a value against a plug-in name (`== "ensemble"`, `in ("dlinear", ...)`)."""
     branches = []
@@ -147,6 +173,7 @@ def test_no_plugin_name_is_a_branch_outside_its_own_module() -> None:
             if any(relative == module or (module.endswith("/") and relative.startswith(module)) for module in own):
                 continue
             found += [f"{relative}:{line} compares against {kind[:-1]} {name!r}" for line, name
-                      in _name_branches(path, names) if (relative, name) not in ALLOWED_NAME_BRANCHES]
+                      in _name_branches(path, names)]
     assert not found, ("a plug-in's name used as a branch outside its own module (put the fact in its spec: "
-                       f"models/spec.py, methods/spec.py): {found}")
+                       "models/spec.py, methods/spec.py; the protocol's anchor model is config.ANCHOR_MODEL): "
+                       f"{found}")

@@ -27,8 +27,8 @@ import pytest
 from sfbench_jax.cli.sfbench_collect import main as collect_main
 from sfbench_jax.cli.sfbench_report import main as report_main
 from sfbench_jax.evaluate.scores import robustness_scores
-from sfbench_jax.report.runs import load_run
 from sfbench_jax.run_folder.record import RECORD_FILE, DamagedRunError, write_record
+from sfbench_jax.run_folder.stored_runs import load_run
 
 #: The cheap real run of these tests (SeasonalNaive on ETTh1, 1,000 windows).
 COMMON = ["model=seasonal_naive", "eval=quick", "dataset=etth1", "eval.bootstrap_draws=200", "figures=false"]

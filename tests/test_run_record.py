@@ -20,7 +20,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sfbench_jax.report.runs import gather_runs, load_run
 from sfbench_jax.run_folder.record import (
     RECORD_FILE,
     DamagedRunError,
@@ -29,6 +28,7 @@ from sfbench_jax.run_folder.record import (
     verify_record,
     write_record,
 )
+from sfbench_jax.run_folder.stored_runs import gather_runs, load_run
 
 #: The cheap real run of these tests (SeasonalNaive on ETTh1, 1,000 windows).
 COMMON = ["model=seasonal_naive", "eval=quick", "dataset=etth1", "eval.bootstrap_draws=200"]

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sfbench_jax.config import RunConfig
-from sfbench_jax.report.runs import RENAMED_SETTINGS as RENAMED  # the project's one rename table (old -> new)
+from sfbench_jax.run_folder.stored_runs import (
+    RENAMED_SETTINGS as RENAMED,  # the project's one rename table (old -> new)
+)
 
 #: Config sections whose keys are free (a `+key=value` adds one).
 FREE_MAPPINGS = ("model.grid", "model.hparams", "method.grid", "method.hparams")

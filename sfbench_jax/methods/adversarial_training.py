@@ -24,4 +24,5 @@ def _adaptive_loss_keys(unknown: Sequence[str]) -> str | None:
 
 
 SPEC = MethodSpec("adversarial_training", "train", "PGD", variant_id, transform=training.adversarial_training,
-                  bounds=bounds.PGD, unknown_keys=_adaptive_loss_keys, display_rank=1)
+                  bounds=bounds.PGD, unknown_keys=_adaptive_loss_keys, display_rank=1,
+                  trajectory_data_file="pgd_trajectory_data.csv")

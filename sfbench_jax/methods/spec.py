@@ -83,6 +83,9 @@ class MethodSpec:
         display_rank: a built-in's position in the registry and so in the report (the paper's Table 4 order,
             0 = the baseline); None: after the ranked built-ins, by name. Plug-ins from entry points come after all
             built-ins, by entry-point name, whatever their rank.
+        trajectory_data_file: the file name of its baseline -> method trajectory data when the paper's Figure 6
+            shows it (PGD: `pgd_trajectory_data.csv`); such a method is the figure's default. None: the figure
+            shows it only when asked (`--method`) or when it is the only method, as `trajectory_data_<name>.csv`.
     """
 
     name: str
@@ -97,6 +100,7 @@ class MethodSpec:
     check: Callable[..., None] | None = None
     unknown_keys: Callable[[Sequence[str]], str | None] | None = None
     display_rank: int | None = None
+    trajectory_data_file: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -44,8 +44,16 @@ from sfbench_jax.pipeline.cell import Selection, candidate_store, evaluate_model
 from sfbench_jax.pipeline.outputs.tables import candidates_table, per_window_table, summary_table
 from sfbench_jax.pipeline.runner import evaluate_anchor, load_data
 from sfbench_jax.predictors.protocol import CLEAN_CONTEXT, run_predictor
-from sfbench_jax.report.runs import MANIFEST_FILE, StoredRun, load_run, seal_run
 from sfbench_jax.run_folder.record import claim_run_folder, unlock_run_folder
+from sfbench_jax.run_folder.stored_runs import (
+    CANDIDATES_FILE,
+    MANIFEST_FILE,
+    PER_WINDOW_FILE,
+    SUMMARY_FILE,
+    StoredRun,
+    load_run,
+    seal_run,
+)
 from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
 from sfbench_jax.train import CandidateStore
 
@@ -372,10 +380,10 @@ def reselect_on_perturbed_validation(run: StoredRun | Path, output_dir: Path, *,
     summary["selection_metric"], summary["selection_value"] = mode, float(best["score"])
     candidates = candidates_table(selection).merge(scores.drop(columns=["trial_number", "best_val_loss"]),
                                                    on="candidate_hash", how="left")
-    write_csv(summary, folder.work / "summary.csv")
-    write_parquet(per_window_table([model]), folder.work / "per_window.parquet")
-    write_csv(candidates, folder.work / "candidates.csv")
-    written = {"summary": "summary.csv", "per_window": "per_window.parquet", "candidates": "candidates.csv"}
+    write_csv(summary, folder.work / SUMMARY_FILE)
+    write_parquet(per_window_table([model]), folder.work / PER_WINDOW_FILE)
+    write_csv(candidates, folder.work / CANDIDATES_FILE)
+    written = {"summary": SUMMARY_FILE, "per_window": PER_WINDOW_FILE, "candidates": CANDIDATES_FILE}
     manifest = {**restored.run.manifest, "timings": {"reselect_seconds": time.perf_counter() - started},
                 "files": written,
                 "selection_pressure": {

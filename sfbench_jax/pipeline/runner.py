@@ -1,18 +1,15 @@
 """`run(cfg, output_dir)`: the one path every `sfbench` run takes, as a list of library calls.
 
-check the config against the registries -> load and validate the data -> prepare windows -> select the
-model on clean validation (every model the same way; trainable ones through the resumable candidate
-store) -> evaluate the winner under the eight scenarios -> write summary.csv, per_window.parquet,
-candidates.csv, training_curves.parquet (trained models), manifest.json and the heatmap, and last the completion
-record that vouches for exactly them (`run_folder`, `report.runs.seal_run`). The run claims its folder before any
-work, under an exclusive writer lock held until the seal (a second writer is refused): a folder holding a completed
-run is refused, or with `overwrite` replaced in one atomic swap at the end; a sweep job's `cell.json` is kept.
-The summary's reference-normalised scores (mCE, relative mCE) need the dataset's SeasonalNaive winner on the same
-windows and faults: it is selected and evaluated in the same run (no training; the run's own model when it is that
-winner).
-Nothing is written outside `output_dir` except finished candidates in the candidate store (`train.store_dir`) and
-derived data files under `cache_dir`.
-"""
+check the config against the registries -> load and validate the data -> prepare windows -> select the model on clean
+validation (every model the same way; trainable ones through the resumable candidate store) -> evaluate the winner under
+the eight scenarios -> write summary.csv, per_window.parquet, candidates.csv, training_curves.parquet (trained models),
+manifest.json and the heatmap, and last the completion record that vouches for exactly them (`run_folder.record`,
+`run_folder.stored_runs.seal_run`). The run claims its folder before any work, under an exclusive writer lock held until
+the seal (a second writer is refused): a folder holding a completed run is refused, or with `overwrite` replaced in one
+atomic swap at the end; a sweep job's `cell.json` is kept. The summary's reference-normalised scores (mCE, relative mCE)
+need the dataset's SeasonalNaive winner on the same windows and faults: it is selected and evaluated in the same run (no
+training; the run's own model when it is that winner). Nothing is written outside `output_dir` except finished
+candidates in the candidate store (`train.store_dir`) and derived data files under `cache_dir`. """
 
 from __future__ import annotations
 
@@ -24,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sfbench_jax.config import MethodConfig, ModelConfig, RunConfig
+from sfbench_jax.config import ANCHOR_MODEL, MethodConfig, ModelConfig, RunConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.methods import check_method
@@ -46,13 +43,19 @@ from sfbench_jax.pipeline.outputs.tables import (
     summary_table,
     training_curves_table,
 )
-from sfbench_jax.report.runs import seal_run
 from sfbench_jax.run_folder.record import JOB_FILE, RunFolder, claim_run_folder, unlock_run_folder
+from sfbench_jax.run_folder.stored_runs import (
+    CANDIDATES_FILE,
+    MANIFEST_FILE,
+    PER_WINDOW_FILE,
+    SUMMARY_FILE,
+    TRAINING_CURVES_FILE,
+    seal_run,
+)
 from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
 from sfbench_jax.train import CandidateResult, check_search_space, expand_space, search_space
 
 #: The reference model of the normalised scores (protocol 6.5).
-ANCHOR_MODEL = "seasonal_naive"
 
 
 @dataclass(frozen=True)
@@ -119,17 +122,17 @@ def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, sel
     started = time.perf_counter()
     files: dict[str, Path] = {}
     summary = summary_table([model], anchor)
-    files["summary"] = write_csv(summary, output_dir / "summary.csv")
-    files["per_window"] = write_parquet(per_window_table([model]), output_dir / "per_window.parquet")
-    files["candidates"] = write_csv(candidates_table(selection), output_dir / "candidates.csv")
+    files["summary"] = write_csv(summary, output_dir / SUMMARY_FILE)
+    files["per_window"] = write_parquet(per_window_table([model]), output_dir / PER_WINDOW_FILE)
+    files["candidates"] = write_csv(candidates_table(selection), output_dir / CANDIDATES_FILE)
     if selection.is_trained:
         files["training_curves"] = write_parquet(training_curves_table(selection),
-                                                 output_dir / "training_curves.parquet")
+                                                 output_dir / TRAINING_CURVES_FILE)
     if cfg.figures:
         files["heatmap"] = scenario_heatmap(summary, output_dir / "scenario_heatmap.png")
     timings["write_seconds"] = time.perf_counter() - started
     manifest = run_manifest(cfg, data, [model], selection, timings, files)
-    files["manifest"] = write_json(manifest, output_dir / "manifest.json")
+    files["manifest"] = write_json(manifest, output_dir / MANIFEST_FILE)
     return files
 
 

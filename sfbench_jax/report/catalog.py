@@ -19,9 +19,11 @@ from typing import Any
 
 import pandas as pd
 
+from sfbench_jax.config import ANCHOR_MODEL
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES
 from sfbench_jax.faults.registry import scenario_group
+from sfbench_jax.methods import METHODS
 from sfbench_jax.report import extras, longform, paper
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
 from sfbench_jax.report.deltas import dataset_means, pair_bootstrap_table, paired_rows
@@ -44,8 +46,8 @@ from sfbench_jax.report.realisations import (
     select_rows,
     with_method_columns,
 )
-from sfbench_jax.report.runs import RunSet
 from sfbench_jax.report.sensitivity import eval_seed_stability, fixed_fraction_rows, fixed_fraction_summary
+from sfbench_jax.run_folder.stored_runs import RunSet
 from sfbench_jax.storage.atomic import write_csv, write_text
 
 
@@ -282,16 +284,23 @@ def build_figure5(analysis: Analysis, out: Path) -> dict[str, Path]:
     return {"figure5": save_figure(build_tradeoffs(analysis.baselines), out / "tradeoffs.png")}
 
 
+def _trajectory_data_file(method: str) -> str | None:
+    """The trajectory data file a method's spec names (Figure 6 features it), None if it names none."""
+    spec = METHODS.get(method)
+    return None if spec is None else spec.trajectory_data_file
+
+
 def trajectory_method(analysis: Analysis) -> str:
-    """The method Figure 6 shows: the option, else PGD, else the only method present."""
+    """The method Figure 6 shows: the option, else the one its spec features (PGD), else the only method present."""
     methods = ordered(list(analysis.pairs["method"].unique()), paper.METHOD_ORDER)
     wanted = analysis.options.method
     if wanted is not None:
         if wanted not in methods:
             raise NotApplicable(f"no run of method {wanted!r}; methods present: {methods}")
         return wanted
-    if "adversarial_training" in methods:
-        return "adversarial_training"
+    featured = [name for name in methods if _trajectory_data_file(name)]
+    if featured:
+        return featured[0]
     if len(methods) == 1:
         return methods[0]
     raise NotApplicable(f"several methods present ({methods}) and no PGD run: choose one with --method")
@@ -301,7 +310,7 @@ def build_figure6(analysis: Analysis, out: Path) -> dict[str, Path]:
     """Figure 6: baseline -> method trajectories with the Pareto frontier."""
     method = trajectory_method(analysis)
     pairs = analysis.pairs[analysis.pairs["method"] == method]
-    data_name = "pgd_trajectory_data.csv" if method == "adversarial_training" else f"trajectory_data_{method}.csv"
+    data_name = _trajectory_data_file(method) or f"trajectory_data_{method}.csv"
     return {"figure6": save_figure(build_trajectories(pairs, method_label=paper.label_of(method)),
                                    out / f"trajectories_{method}.png"),
             "figure6_data": write_csv(longform.trajectory_data(pairs, method), out / data_name)}
@@ -314,7 +323,7 @@ def example_runs(analysis: Analysis) -> list:
     chosen = []
     for dataset, rows in baselines.groupby("dataset", sort=False):
         names = ordered(list(rows["architecture"]), ARCHITECTURE_ORDER)
-        wanted = analysis.options.architecture or ("seasonal_naive" if "seasonal_naive" in names else names[0])
+        wanted = analysis.options.architecture or (ANCHOR_MODEL if ANCHOR_MODEL in names else names[0])
         if wanted not in names:
             raise NotApplicable(f"no canonical baseline run of {wanted!r} on {dataset}; present: {names}")
         chosen.append(analysis.runs.by_directory(rows[rows["architecture"] == wanted]["run_dir"].iloc[0]))

@@ -2,17 +2,15 @@
 the paper views the runs support (Table 4 and Figures 2/5 for an architecture sweep, Table 10 for an eval-seed
 sweep, ...). Nothing is published while a job is missing.
 
-Each job folder holds `cell.json` (written when the job starts, with the job's overrides), then either a
-finished run (`summary.csv`, `manifest.json`, ..., and last its completion record `run_record.json`) or
-`job_failed.json` (the recorded error); a folder with neither is an unfinished (e.g. killed) job. Every finished
-run is verified (`report.runs.load_run`) before it is merged: a damaged one stops the collection, named, and no
-table is written. What was expected
-comes from the sweep definition (`expected_cells.json`, written when the multirun starts: every job's overrides
-and (dataset, architecture, method) cell) or from the caller (cells). Runs are keyed by every setting that
-changes their numbers (`report.runs`), so a sweep over `eval.seed`, `eval.channel_fraction` or `eval.rng_mode`
-keeps one row per job. A missing job is never dropped silently: collection writes `collect_report.json` naming
-every missing job by the settings that tell it apart and why it is missing, and raises `MissingCellsError`.
-"""
+Each job folder holds `cell.json` (written when the job starts, with the job's overrides), then either a finished run
+(`summary.csv`, `manifest.json`, ..., and last its completion record `run_record.json`) or `job_failed.json` (the
+recorded error); a folder with neither is an unfinished (e.g. killed) job. Every finished run is verified
+(`run_folder.stored_runs.load_run`) before it is merged: a damaged one stops the collection, named, and no table is
+written. What was expected comes from the sweep definition (`expected_cells.json`, written when the multirun starts:
+every job's overrides and (dataset, architecture, method) cell) or from the caller (cells). Runs are keyed by every
+setting that changes their numbers (`run_folder.stored_runs`), so a sweep over `eval.seed`, `eval.channel_fraction` or
+`eval.rng_mode` keeps one row per job. A missing job is never dropped silently: collection writes `collect_report.json`
+naming every missing job by the settings that tell it apart and why it is missing, and raises `MissingCellsError`. """
 
 from __future__ import annotations
 
@@ -26,8 +24,15 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
-from sfbench_jax.report.runs import SUMMARY_FILE, DamagedRunsError, ExtraRunsError, Refused, RunSet, gather_runs
 from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run
+from sfbench_jax.run_folder.stored_runs import (
+    SUMMARY_FILE,
+    DamagedRunsError,
+    ExtraRunsError,
+    Refused,
+    RunSet,
+    gather_runs,
+)
 from sfbench_jax.storage.atomic import write_csv, write_json
 
 CELL_FILE, FAILED_FILE = "cell.json", "job_failed.json"

@@ -11,13 +11,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from sfbench_jax.config import ANCHOR_MODEL
 from sfbench_jax.evaluate.normalised import RhoFit, effective_robustness, normalised_scores, rho_fit
 from sfbench_jax.faults.registry import SCENARIO_KEYS
 from sfbench_jax.report.published import PUBLISHED_BASELINES
 from sfbench_jax.report.realisations import REALISATION_COLUMNS, is_perturbed_selection, with_method_columns
-from sfbench_jax.report.runs import RunSet, StoredRun
-
-ANCHOR_ARCHITECTURE = "seasonal_naive"
+from sfbench_jax.run_folder.stored_runs import RunSet, StoredRun
 
 
 def stored_losses(run: StoredRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -39,7 +38,7 @@ def anchor_runs(runs: RunSet) -> dict[tuple, StoredRun]:
     """The SeasonalNaive baseline run of every (dataset, realisation) in the set."""
     anchors: dict[tuple, StoredRun] = {}
     for run in runs.runs:
-        if run.row["architecture"] == ANCHOR_ARCHITECTURE and run.row["method"] == "baseline":
+        if run.row["architecture"] == ANCHOR_MODEL and run.row["method"] == "baseline":
             anchors.setdefault(_realisation(run.row), run)
     return anchors
 

@@ -3,11 +3,11 @@ multirun's collection): Table 4 with its 95% intervals (sortable), the per-scena
 stored severity curves with their bands, the method deltas with pair-bootstrap intervals (sign and significance
 marked), the extra scenarios, and every run's provenance with its verification status.
 
-The page is self-contained: styles and the few lines of sorting script are inline, figures are inline SVG
-written by matplotlib, and nothing is fetched when it is viewed. Every number is a stored number read through the
-verifying reader (`report.runs.load_run` / `gather_runs`) and the same report frames the Markdown and CSV tables
-use (`report.paper`, `report.deltas`): nothing is recomputed differently here. A damaged run folder or an
-expected job without a run is named at the top of the page and in the runs table, never left out silently.
+The page is self-contained: styles and the few lines of sorting script are inline, figures are inline SVG written by
+matplotlib, and nothing is fetched when it is viewed. Every number is a stored number read through the verifying reader
+(`run_folder.stored_runs.load_run` / `gather_runs`) and the same report frames the Markdown and CSV tables use
+(`report.paper`, `report.deltas`): nothing is recomputed differently here. A damaged run folder or an expected job
+without a run is named at the top of the page and in the runs table, never left out silently.
 
 Page building is small pure functions from frames to HTML text (`html.escape` for every stored string);
 `read_page_runs` and `write_html_report` are the only functions that touch the disk.
@@ -37,8 +37,8 @@ from sfbench_jax.report.collect import (
     read_jobs,
 )
 from sfbench_jax.report.realisations import NotApplicable
-from sfbench_jax.report.runs import RunSet, StoredRun, find_run_folders, gather_runs, load_run
 from sfbench_jax.run_folder.record import DamagedRunError
+from sfbench_jax.run_folder.stored_runs import RunSet, StoredRun, find_run_folders, gather_runs, load_run
 from sfbench_jax.storage.atomic import write_text
 
 #: The page must stay small enough to mail and open anywhere.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sfbench_jax.config import ANCHOR_MODEL
 from sfbench_jax.data.registry import DATASETS, DISPLAY_ORDER
 from sfbench_jax.faults.registry import SCENARIOS
 from sfbench_jax.methods import METHODS
@@ -167,7 +168,7 @@ def improvement_deltas_long(deltas: pd.DataFrame) -> pd.DataFrame:
 
 def anchors(scored: pd.DataFrame) -> pd.DataFrame:
     """`reference_normalization_anchors.csv`: the SeasonalNaive anchor of each dataset and realisation."""
-    rows = scored[(scored["architecture"] == "seasonal_naive") & (scored["method"] == "baseline")]
+    rows = scored[(scored["architecture"] == ANCHOR_MODEL) & (scored["method"] == "baseline")]
     return pd.DataFrame([{"dataset": r["dataset"], "eval_data_seed": r["eval_seed"], "rng_mode": r["rng_mode"],
                           "n_test_samples": r["k"], "perturbation_channel_fraction_fixed": r["channel_fraction"],
                           "anchor_model": "SeasonalNaive", "anchor_run_id": r["run_dir"],

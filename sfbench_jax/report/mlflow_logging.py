@@ -1,6 +1,6 @@
 """Logging stored runs to an MLflow tracking server (the optional `[mlflow]` extra), for users who track there.
 
-The run folder stays the source of truth: a run is logged from its verified folder (`report.runs.load_run`),
+The run folder stays the source of truth: a run is logged from its verified folder (`run_folder.stored_runs.load_run`),
 after it is complete, never instead of it. Per run: the resolved config as params (dotted names), every finite
 numeric summary column (scores, their 95% intervals, the extra scenarios) as metrics, every file of the folder
 as artifacts, and as tags the run key (`sfbench.run_key`, the SHA-256 of the key identity), the code revision,
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sfbench_jax.report.collect import EXPECTED_FILE
-from sfbench_jax.report.runs import StoredRun, flatten, gather_runs
+from sfbench_jax.run_folder.stored_runs import StoredRun, flatten, gather_runs
 
 RUN_KEY_TAG, SWEEP_TAG, COMPLETE_TAG = "sfbench.run_key", "sfbench.sweep_dir", "sfbench.logged"
 PARENT_TAG = "mlflow.parentRunId"
@@ -218,7 +218,7 @@ def log_stored_folders(folders: Sequence[Path], *, uri: str | None = None,
 
 def log_run_folder(directory: Path, *, uri: str | None = None, experiment: str = DEFAULT_EXPERIMENT) -> LoggedRun:
     """Log one completed run folder (the end of a single `sfbench` run with `tracking=mlflow`)."""
-    from sfbench_jax.report.runs import load_run
+    from sfbench_jax.run_folder.stored_runs import load_run
 
     run = load_run(directory)
     with _few_retries():

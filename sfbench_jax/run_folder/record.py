@@ -1,11 +1,11 @@
 """Run folders are complete or visibly not (docs/reliability.md): the completion record, its verification, and the
 claim a run makes on its folder.
 
-A run writes its files and then, last and atomically, its completion record `run_record.json`: the size and
-SHA-256 of every file of the run (`RECORDED_FILES` that are present) and the run's key. `verify_record` is the
-one check every reader makes (`sfbench-collect`, `sfbench-report`, the stored-run rebuilds and the MCP tools, all
-through `sfbench_jax.report.runs.load_run`): a folder without a readable record, or whose files differ from it,
-is refused with a `DamagedRunError` that names the folder, the file and the fix.
+A run writes its files and then, last and atomically, its completion record `run_record.json`: the size and SHA-256 of
+every file of the run (`RECORDED_FILES` that are present) and the run's key. `verify_record` is the one check every
+reader makes (`sfbench-collect`, `sfbench-report`, the stored-run rebuilds and the MCP tools, all through
+`sfbench_jax.run_folder.stored_runs.load_run`): a folder without a readable record, or whose files differ from it, is
+refused with a `DamagedRunError` that names the folder, the file and the fix.
 
 `claim_run_folder` is how a run takes its folder. A folder that holds a completed run (it has a record) is never
 written into: without `overwrite` the run stops before any work (`RunFolderTakenError`); with it the new run is
@@ -20,7 +20,7 @@ claim (before Hydra writes there, in the `sfbench` command) to the seal and swap
 it when the process ends, kill -9 included. A second writer is refused in one line naming the folder and the
 holder (`RunFolderBusyError`). The record covers exactly the files the run wrote (`write_record(names=...)`).
 
-Nothing here knows what the files mean; `report.runs` checks the numbers of a verified folder.
+Nothing here knows what the files mean; `stored_runs` checks the numbers of a verified folder.
 """
 
 from __future__ import annotations

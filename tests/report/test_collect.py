@@ -14,7 +14,7 @@ import pytest
 
 from sfbench_jax.cli.sfbench_collect import main as collect_main
 from sfbench_jax.report.collect import Cell, collect, read_expected_jobs
-from sfbench_jax.report.runs import RunConflictError, gather_runs
+from sfbench_jax.run_folder.stored_runs import RunConflictError, gather_runs
 
 from .conftest import report_command
 from .summaries import rewrite_consistently

@@ -216,11 +216,11 @@ def severity_curves(
     with 95% window-bootstrap bands, computed in one compiled pass; never trains."""
     api = _api()
     _checked_dataset(api, dataset)
-    if run != "seasonal_naive":
+    if run != api.ANCHOR_MODEL:
         check_run_name(run)
     _check_curve_cost(k, severities)
     try:
-        if run == "seasonal_naive":
+        if run == api.ANCHOR_MODEL:
             curves = api.seasonal_naive_curves(dataset, data_root=store.data_root, k=k, severities=severities)
         else:
             curves = _stored_curves(api, store, dataset, run, k, severities)

@@ -1,16 +1,18 @@
-"""Stored runs: find the run folders under some folders, verify each one, key every run by all the settings that
-change its numbers, and refuse ambiguous sets.
+"""The run-folder format and its stored runs: which files a run folder holds, sealing it (the last step of every
+writer), reading it back verified, keying every run by all the settings that change its numbers, finding the run
+folders under some folders and refusing ambiguous sets. The pipeline writes through it and the analysis, the API and
+the MCP tools read through it; it sits below all of them.
 
 `find_runs` is the one way every reader (`sfbench-collect`, `sfbench-report`, the API, the MCP tools) finds runs:
 a sweep folder yields exactly its jobs, a run inside another run folder or a stray run in a sweep is refused by
 name, symbolic links are followed with a cycle guard.
 
-A run folder holds `summary.csv` (one row) and `manifest.json` (its resolved config); `per_window.parquet` and
-`candidates.csv` lie beside them, and `run_record.json` (`sfbench_jax.run_folder.record`), written last, vouches for all
-of them. `load_run` is the one way a run is read: it verifies the record (every file's size and SHA-256) and then
-recomputes the summary's scores from the run's own per-window losses (`check_numbers`), so a cut or edited file
-is refused with a `DamagedRunError` naming the folder and the file before any number enters a table. `seal_run`
-is the matching last step of every writer.
+A run folder holds `summary.csv` (one row) and `manifest.json` (its resolved config); `per_window.parquet`,
+`candidates.csv` and for a trained model `training_curves.parquet` lie beside them (the names are the constants below),
+and `run_record.json` (`run_folder.record`), written last, vouches for all of them. `load_run` is the one way a run is
+read: it verifies the record (every file's size and SHA-256) and then recomputes the summary's scores from the run's own
+per-window losses (`check_numbers`), so a cut or edited file is refused with a `DamagedRunError` naming the folder and
+the file before any number enters a table. `seal_run` is the matching last step of every writer.
 
 A run's key is its resolved configuration without the settings that never change a number (chunking, devices,
 progress, folders, caches, figures, overwrite), plus the block size the engine used (it fixes the float rounding)
@@ -46,6 +48,7 @@ from sfbench_jax.run_folder.record import (
 
 SUMMARY_FILE, MANIFEST_FILE = "summary.csv", "manifest.json"
 PER_WINDOW_FILE, CANDIDATES_FILE = "per_window.parquet", "candidates.csv"
+TRAINING_CURVES_FILE = "training_curves.parquet"
 
 #: Resolved settings that never change a number (dotted names in the manifest's config).
 SETTINGS_WITHOUT_EFFECT = frozenset({
