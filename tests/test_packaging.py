@@ -51,7 +51,7 @@ def _is_data_file(path: Path) -> bool:
 def test_packages_list_every_importable_folder(setuptools_config: dict) -> None:
     package_dir = setuptools_config["package-dir"]
     expected = (_import_packages(ROOT / "sfbench_jax", "sfbench_jax")
-                | _import_packages(ROOT / "kernels", "phm_kernels")
+                | _import_packages(ROOT / "kernels" / "phm_kernels", "phm_kernels")
                 | _import_packages(ROOT / "conf", "sfbench_jax.conf")
                 | _import_packages(ROOT / "hydra_plugins", "hydra_plugins") | NAMESPACE_PACKAGES)
     listed = set(setuptools_config["packages"])

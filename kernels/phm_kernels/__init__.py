@@ -1,6 +1,6 @@
 """phm_kernels: pure, jitted, vmappable JAX kernels for prognostics and health management.
 
-Installed from the top-level ``kernels/`` folder under the import name ``phm_kernels``. It never
+Lives in ``kernels/phm_kernels/`` (the top-level ``kernels/`` folder) and installs as ``phm_kernels``. It never
 imports ``sfbench_jax``. Families (one module each): ``metrics``, ``economics``, ``safety``,
 ``vibration``, ``bearing``, ``battery``, ``trends``, ``turbofan``, ``cmapss`` (RUL labels,
 regimes, health-index baseline) and ``loaders`` (validated file readers). The learned RUL models
