@@ -478,7 +478,7 @@ def smoothing_cost(data: PreparedData, options: EvalConfig, repeats: int) -> dic
     for samples in (10, 30):
         predictors[f"n{samples}"] = SmoothingPredictor(backbone=backbone, sigma=0.1, samples=samples,
                                                        trimmed=check_trimming(alpha=0.1, samples=samples),
-                                                       seed=spec.seeds.seed_eval)
+                                                       seed=spec.seeds.noise_seed)
     first = {name: evaluate_predictor(predict, state, data, options) for name, predict in predictors.items()}
     rounds = []
     for _ in range(repeats):

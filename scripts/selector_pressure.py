@@ -6,7 +6,7 @@ evaluate the new winners in full, without training.
 
 Every method run (method != baseline) at the canonical realisation is re-selected among its stored candidates
 by the worst-scenario (or mean) perturbed validation MSE on all 3,000 validation windows (perturbation seed
-`seed_eval`); the new winner is evaluated on the run's test settings and written to OUTPUT/<run folder name>
+`noise_seed`); the new winner is evaluated on the run's test settings and written to OUTPUT/<run folder name>
 (summary `selection_metric` = the mode, `selection_value` = its score). Baselines stay as they are;
 `--include-baselines` re-selects them too (for trying the procedure on baseline runs).
 """

@@ -55,22 +55,21 @@ class DatasetSeeds:
 
     signature: str
     data_seed: int
-    seed_eval: int
+    noise_seed: int
 
     @property
     def canonical_eval_seed(self) -> int:
-        """The evaluation seed (`eval.seed`, the spec's `eval_data_seed`) of the published runs: the data seed.
-        Not to be confused with `seed_eval`, the per-dataset seed of the smoothing noise and the
-        perturbed-validation selector (protocol 1.6)."""
+        """The evaluation seed (`eval.seed`, column `eval_seed`) of the published runs: the data seed (protocol
+        1.6). `noise_seed` is another seed: randomized smoothing's noise and the perturbed validation."""
         return self.data_seed
 
 
 def dataset_seeds(reference_key: str, signature: str) -> DatasetSeeds:
-    """Data seed (`data:{key}:{sig}`) and `seed_eval` (`eval:{key}:{sig}`) of a dataset."""
+    """Data seed (`data:{key}:{sig}`) and `noise_seed` (`eval:{key}:{sig}`) of a dataset."""
     return DatasetSeeds(
         signature=signature,
         data_seed=derive_seed(MASTER_SEED, f"data:{reference_key}:{signature}"),
-        seed_eval=derive_seed(MASTER_SEED, f"eval:{reference_key}:{signature}"),
+        noise_seed=derive_seed(MASTER_SEED, f"eval:{reference_key}:{signature}"),
     )
 
 

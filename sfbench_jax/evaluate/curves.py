@@ -31,7 +31,7 @@ from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.seeds import bootstrap_seed
 from sfbench_jax.data.windows import WindowShape, gather_windows, window_shape
-from sfbench_jax.evaluate.engine import EngineStats, fault_context, run_window_program
+from sfbench_jax.evaluate.engine import EngineStats, fault_context, resolved_eval_seed, run_window_program
 from sfbench_jax.evaluate.kernel import model_inputs_block, window_mse
 from sfbench_jax.evaluate.scores import CONFIDENCE, bootstrap_means
 from sfbench_jax.faults.context import FaultContext
@@ -176,7 +176,7 @@ def severity_curves(predict: Predictor, state: Any, data: PreparedData, options:
         raise ValueError("Severity curves need eval.rng_mode=jax: the reference streams draw the severity first and "
                          "size their later draws by it, so a fixed severity has no reference stream.")
     units = severity_units_grid(severities)
-    options = options.for_dataset(data.spec)
+    options = options.for_dataset(data.spec)  # the one resolution of this evaluation's seed
     faults = tuple(scenarios)
     program = CurveProgram(predict=predict, scenarios=tuple(stream_keeping(f) for f in faults), faults=faults,
                            ctx=fault_context(data, options.channel_fraction), shape=window_shape(data.spec))
@@ -189,8 +189,7 @@ def severity_curves(predict: Predictor, state: Any, data: PreparedData, options:
     means = rows.mean(axis=1)
     shape = (len(units), len(faults))
     started = time.perf_counter()
-    assert options.seed is not None  # for_dataset resolved it
-    low, high = _ratio_intervals(rows, bootstrap_seed(options.seed), options.bootstrap_draws)
+    low, high = _ratio_intervals(rows, bootstrap_seed(resolved_eval_seed(options)), options.bootstrap_draws)
     return SeverityCurves(severities=np.asarray(list(severities), np.float64),
                           scenario_keys=tuple(f.key for f in faults), mse_c=float(means[0]),
                           mse=means[1:].reshape(shape), d=(means[1:] / means[0]).reshape(shape),

@@ -214,11 +214,24 @@ class ChunkPlan:
         return dataclasses.replace(self, block_size=block_size, chunk_size=per_device * devices)
 
 
+def resolved_eval_seed(options: EvalConfig) -> int:
+    """The evaluation seed of settings resolved at the evaluation's entry (`EvalConfig.for_dataset`, called once
+    by `evaluate_predictor`, `severity_curves` and `faulted_window_checksums`); the engine never resolves it.
+
+    Raises:
+        ValueError: the seed is unresolved (None): a caller below the entries got the user's settings.
+    """
+    if options.seed is None:
+        raise ValueError("eval.seed is unresolved: resolve the settings once with EvalConfig.for_dataset(spec) "
+                         "before calling the engine (evaluate_predictor and severity_curves do it).")
+    return options.seed
+
+
 def plan_chunks(data: PreparedData, options: EvalConfig, test_starts: np.ndarray | None) -> ChunkPlan:
     """The chunk plan of an evaluation (`options.seed` resolved): the seeded test draw (or the given
     starts), the device mesh, and the platform's default block size."""
-    assert options.seed is not None  # resolved by the caller (EvalConfig.for_dataset)
-    starts = (data.test_starts(options.seed, options.k) if test_starts is None
+    eval_seed = resolved_eval_seed(options)
+    starts = (data.test_starts(eval_seed, options.k) if test_starts is None
               else np.asarray(test_starts, np.int32))
     mesh = make_mesh(options.num_devices or automatic_device_count(data, len(starts)))
     block = options.block_size or default_block_size(data, mesh.devices.flat[0].platform, options.memory_budget_mb)
@@ -317,9 +330,8 @@ class DeviceInputs:
         window_ids = jax.device_put(ids.astype(np.int32), sharded)
         if self.options.rng_mode == "jax":
             return (self.state, self.series, self.base_key, starts, window_ids)
-        assert self.options.seed is not None  # resolved (EvalConfig.for_dataset)
         params = tuple(jax.device_put(reference_params(
-            fault, scenario_seeds(self.options.seed, fault.index, ids), self.ctx), sharded)
+            fault, scenario_seeds(resolved_eval_seed(self.options), fault.index, ids), self.ctx), sharded)
             for fault in self.scenarios)
         return (self.state, self.series, starts, window_ids, params)
 
@@ -329,7 +341,7 @@ def device_inputs(program: WindowProgram, state: Any, data: PreparedData, option
     """Replicate the state and the standardised series on the mesh; build the base key on the device from
     an explicitly transferred seed (no implicit transfer)."""
     replicated = NamedSharding(mesh, P())
-    seed = jax.device_put(np.asarray(options.seed, np.uint32), replicated)
+    seed = jax.device_put(np.asarray(resolved_eval_seed(options), np.uint32), replicated)
     return DeviceInputs(state=jax.device_put(state, replicated),
                         series=jax.device_put(data.standardised, replicated), base_key=jax.random.key(seed),
                         options=options, scenarios=program.scenarios, ctx=program.ctx)
@@ -463,7 +475,6 @@ def run_window_program(program: WindowProgram, state: Any, data: PreparedData, o
     Returns:
         `(host outputs per chunk, the window starts, statistics)`.
     """
-    options = options.for_dataset(data.spec)
     plan = plan_chunks(data, options, test_starts)
     inputs = device_inputs(program, state, data, options, plan.mesh)
     started = time.perf_counter()
@@ -524,6 +535,7 @@ def faulted_window_checksums(data: PreparedData, options: EvalConfig, *,
     Returns:
         float32 `(P, K)` sums of squares and engine statistics.
     """
+    options = options.for_dataset(data.spec)
     program = ChecksumProgram(scenarios=tuple(scenarios), ctx=fault_context(data, options.channel_fraction),
                               shape=window_shape(data.spec))
     outputs, _, stats = run_window_program(program, {}, data, options, label="fault pass", test_starts=None)

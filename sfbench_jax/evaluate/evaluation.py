@@ -18,7 +18,7 @@ import numpy as np
 
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate.engine import EngineStats, WindowLosses, score_windows
+from sfbench_jax.evaluate.engine import EngineStats, WindowLosses, resolved_eval_seed, score_windows
 from sfbench_jax.evaluate.scores import (
     BootstrapIntervals,
     RobustnessScores,
@@ -69,13 +69,12 @@ def evaluate_predictor(predict: Predictor, state: Any, data: PreparedData, optio
     Raises:
         HostModelError: a model that runs on the host (an external predictor, Chronos-2) failed on a block.
     """
-    options = options.for_dataset(data.spec)
-    assert options.seed is not None  # for_dataset resolved it
+    options = options.for_dataset(data.spec)  # the one resolution of this evaluation's seed
     with reporting_host_failures():
         losses, stats = score_windows(predict, state, data, options, label=label)
     scores = robustness_scores(losses.clean, losses.faulted)
     started = time.perf_counter()
-    intervals = bootstrap_intervals(losses.clean, losses.faulted, eval_seed=options.seed,
+    intervals = bootstrap_intervals(losses.clean, losses.faulted, eval_seed=resolved_eval_seed(options),
                                     draws=options.bootstrap_draws)
     bootstrap_seconds = time.perf_counter() - started
     extra = None
@@ -90,9 +89,8 @@ def score_extra_scenarios(predict: Predictor, state: Any, data: PreparedData, op
                           clean: np.ndarray, label: str) -> ExtraScenarios:
     """Score `options.extra_scenarios` on the same windows, relative to the eight's clean losses `clean`."""
     faults = scored_scenarios(options.extra_scenarios)[len(SCENARIOS):]
-    assert options.seed is not None  # the caller resolved it (EvalConfig.for_dataset)
     losses, stats = score_windows(predict, state, data, options, scenarios=faults, label=f"{label} (extra scenarios)")
     losses = dataclasses.replace(losses, clean=clean)
     return ExtraScenarios(losses=losses, scores=robustness_scores(clean, losses.faulted),
-                          intervals=bootstrap_intervals(clean, losses.faulted, eval_seed=options.seed,
+                          intervals=bootstrap_intervals(clean, losses.faulted, eval_seed=resolved_eval_seed(options),
                                                         draws=options.bootstrap_draws), engine=stats)

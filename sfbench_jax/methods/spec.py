@@ -47,7 +47,7 @@ class WrapperSpec:
             by the selection key (the first is the baseline winner); raises a `ValueError` naming the fix when the
             recipe asks for more than there are.
         predictor: `(recipe, members, *, seed) -> (predict, state)`, `members` the `(predict, state)` of each
-            candidate it chose, `seed` the dataset's `seed_eval`.
+            candidate it chose, `seed` the dataset's `noise_seed`.
     """
 
     members: Callable[[Recipe, Sequence[Any]], Sequence[Any]]

@@ -80,7 +80,7 @@ class SmoothingPredictor(RowAwarePredictor):
         sigma: noise standard deviation.
         samples: N noisy copies per row.
         trimmed: predictions dropped at each end, `floor(alpha N)`.
-        seed: the dataset's `seed_eval` (protocol 1.6).
+        seed: the dataset's `noise_seed` (protocol 1.6).
     """
 
     backbone: PredictFn

@@ -232,7 +232,7 @@ def wrapped_predictor(data: PreparedData, method: str, recipe: dict[str, Any], b
     wrapper = get_method(method).wrapper
     ranked = sorted((r for r in baseline.candidates if r.is_finished), key=selection_key)
     members = [stored.get(result) for result in wrapper.members(recipe, ranked)]
-    return wrapper.predictor(recipe, members, seed=data.spec.seeds.seed_eval)
+    return wrapper.predictor(recipe, members, seed=data.spec.seeds.noise_seed)
 
 
 def winner_predictor(data: PreparedData, selection: Selection, store: CandidateStore | None) -> tuple[Predictor, Any]:

@@ -331,10 +331,10 @@ SELECTION_MODES = ("perturbed_worst", "perturbed_mean")
 
 def perturbed_validation_scores(restored: RestoredRun, *, mode: str) -> pd.DataFrame:
     """Every finished candidate of a restored run scored on perturbed validation: the eight scenarios on all
-    3,000 validation windows (no drop-last) with the dataset's `seed_eval` and the run's RNG mode; `score` is
+    3,000 validation windows (no drop-last) with the dataset's `noise_seed` and the run's RNG mode; `score` is
     the worst (or mean) scenario's mean perturbed MSE."""
     data, cfg, selection = restored.data, restored.cfg, restored.selection
-    options = dataclasses.replace(cfg.eval, seed=data.spec.seeds.seed_eval, k=len(data.val_starts), progress=False,
+    options = dataclasses.replace(cfg.eval, seed=data.spec.seeds.noise_seed, k=len(data.val_starts), progress=False,
                                   channel_fraction=None)
     records = []
     for candidate in selection.candidates:
@@ -389,7 +389,7 @@ def reselect_on_perturbed_validation(run: StoredRun | Path, output_dir: Path, *,
                 "selection_pressure": {
         "mode": mode, "source_run": str(restored.run.directory), "winner": winner.candidate_hash,
         "clean_winner": restored.selection.winner.candidate_hash, "changed": winner.candidate_hash !=
-        restored.selection.winner.candidate_hash, "perturbation_seed": restored.data.spec.seeds.seed_eval}}
+        restored.selection.winner.candidate_hash, "noise_seed": restored.data.spec.seeds.noise_seed}}
     write_json(manifest, folder.work / MANIFEST_FILE)
     seal_run(folder.work, names=[*written.values(), MANIFEST_FILE])  # last: the completion record
     folder.commit(keep_replaced=False)

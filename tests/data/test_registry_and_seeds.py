@@ -40,7 +40,7 @@ def test_signatures_and_seeds(key: str) -> None:
     signature, data_seed, eval_seed, ci_seed = SEEDS[key]
     spec = get_dataset(key)
     assert spec.signature == signature
-    assert (spec.seeds.data_seed, spec.seeds.seed_eval) == (data_seed, eval_seed)
+    assert (spec.seeds.data_seed, spec.seeds.noise_seed) == (data_seed, eval_seed)
     assert bootstrap_seed(spec.seeds.canonical_eval_seed) == ci_seed
 
 

@@ -91,7 +91,7 @@ def test_selector_pressure_reselects_stored_candidates(analysis_root: Path, repo
         assert winner.mse_pert_ws_val == candidates.mse_pert_ws_val.min()
         manifest = json.loads((path.parent / "manifest.json").read_text())["selection_pressure"]
         assert manifest["winner"] == winner.candidate_hash
-        assert manifest["perturbation_seed"] == DATASETS[summary.dataset].seeds.seed_eval
+        assert manifest["noise_seed"] == DATASETS[summary.dataset].seeds.noise_seed
     dlinear = [p for p in folders if "dlinear" in str(p)]
     assert all(len(pd.read_csv(p.parent / "candidates.csv")) == 2 for p in dlinear)  # both PGD variants scored
     block = pd.read_csv(report_dir / "table11_selector_pressure.csv").set_index(["dataset", "measure"])
