@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from phm_kernels.errors import (
     DomainError,
     InsufficientDataError,

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammainc, gammaln, ndtr
 from jaxtyping import Array, ArrayLike, Float, Int, Real
+
 from phm_kernels._checks import (
     as_float,
     finite_arrays,

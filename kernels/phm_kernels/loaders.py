@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
 from phm_kernels._checks import option_index
 from phm_kernels.errors import DomainError, ShapeMismatchError
 

@@ -35,6 +35,7 @@ import numpy as np
 import optax
 from flax import nnx
 from jaxtyping import Array, Float
+
 from phm_kernels._checks import option_index
 from phm_kernels.cmapss import (
     DEFAULT_FD001_SENSOR_INDICES,

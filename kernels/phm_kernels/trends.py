@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import erfc
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+
 from phm_kernels._checks import (
     as_float,
     option_index,

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, Real
+
 from phm_kernels._checks import (
     as_float,
     finite_arrays,

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int, Real
+
 from phm_kernels._checks import (
     as_float,
     option_codes,
