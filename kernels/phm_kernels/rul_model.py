@@ -252,7 +252,7 @@ def default_train_config(subset: str, architecture: str = "mlp", *, seed: int = 
     """The configuration used for the reported results (chosen on held-out training units).
 
     MLP: AdamW lr 2e-3, weight decay 1e-4, 60 epochs. CNN (3 x 10 filters of length 10):
-    lr 5e-4, weight decay 1e-2, 40 epochs (it overfits sooner and trains ~6x slower on CPU).
+    lr 5e-4, weight decay 1e-2, 40 epochs (it overfits sooner and trains several times slower on CPU).
 
     Args:
         subset: "FD001".."FD004".

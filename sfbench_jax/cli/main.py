@@ -275,9 +275,9 @@ def main() -> None:
 
 def exit_now() -> None:
     """End the process with status 0 after flushing the log files and standard streams, without the interpreter's
-    teardown: collecting ~1,500 imported modules and running JAX's and Orbax's exit hooks costs ~0.8 s of CPU,
-    a sixth of a whole `sfbench eval=quick` process on 2 cores. Every output was already written and sealed, the
-    compilation cache is written when a program is compiled, and checkpoints before a candidate's record."""
+    teardown: collecting ~1,500 imported modules and running JAX's and Orbax's exit hooks is a sizeable share of a short
+    `sfbench eval=quick` process (docs/speed.md, "Start-up of a whole run"). Every output was already written and
+    sealed, the compilation cache is written when a program is compiled, and checkpoints before a candidate's record."""
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -1,11 +1,11 @@
 """A persistent cache of compiled chunk kernels (the fused evaluation program), so that a warm process loads the
 executable instead of tracing and lowering the kernel again.
 
-JAX's persistent compilation cache (`cache_dir/xla`) skips XLA's compilation only: its key is the lowered program,
-so every process still traces and lowers the fused kernel (about 0.8 s of CPU in a SeasonalNaive
-`sfbench eval=quick`, a fifth of the whole process). This cache is keyed on what determines the program instead,
-and holds the compiled executable itself, so a hit runs the very executable a fresh compilation gave: the numbers
-are the same bit for bit.
+JAX's persistent compilation cache (`cache_dir/xla`) skips XLA's compilation only: its key is the lowered program, so
+every process still traces and lowers the fused kernel (a large share of a short SeasonalNaive `sfbench eval=quick`
+process: docs/speed.md "Measured constants"). This cache is keyed on what determines the program instead, and holds the
+compiled executable itself, so a hit runs the very executable a fresh compilation gave: the numbers are the same bit for
+bit.
 
 The key (`program_key`) is a SHA-256 over
 * the program: its kind, the predictor's description (only a predictor built by `evaluate.predict.predict_fn` has

@@ -4,7 +4,7 @@
 windows once (SeasonalNaive's ten seasons on Traffic read 2 GB of windows once instead of ten times);
 a validation set of at most `VALIDATION_ONE_BLOCK_BYTES` of window data (ETTh1, Beijing) is computed exactly as
 one batch; a larger one (Traffic) in blocks of `VALIDATION_BLOCK_BYTES`, small enough that the ten seasons'
-passes over a block read it from cache (Traffic's season choice: 1.9 -> 1.06 s, the same numbers).
+passes over a block read it from cache (same numbers, less time: docs/speed.md "Measured constants").
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ VALIDATION_CACHE_SIZE = 16
 #: A validation set with at most this much window data runs as one batch (ETTh1's and Beijing's do).
 VALIDATION_ONE_BLOCK_BYTES = 64 * 2**20
 #: Window data per block of a larger validation set: cache-sized, since every predictor passes over the block
-#: (measured on Traffic's ten seasons: 64 MB 1.92 s, 16 MB 1.33 s, 4 MB 1.06 s, 2 MB 1.11 s, 1 MB 1.37 s).
+#: (the fastest of the sizes tried on Traffic's ten seasons: docs/speed.md "Measured constants").
 VALIDATION_BLOCK_BYTES = 4 * 2**20
 
 

@@ -36,8 +36,9 @@ from sfbench_jax.mcp.errors import DomainToolError, OverBudgetError
 
 __all__ = ["DEFAULT_CALL_TIMEOUT_S", "MAX_CALL_TIMEOUT_S", "CallGuard", "check_answer", "guarded_tool", "redact"]
 
-#: Default per-call time budget: the costliest allowed call (severity_curves at its cost bound on a
-#: SeasonalNaive) took 40 s on a 2-core CPU shared with other jobs; a stored trained model may take longer.
+#: Default per-call time budget: several times what the costliest allowed call (severity_curves at its
+#: cost bound on a SeasonalNaive) took on CI's CPU (docs/speed.md "Measured constants"); a stored trained model
+#: may take longer.
 DEFAULT_CALL_TIMEOUT_S = 120.0
 #: Largest per-call budget the server accepts (an hour: beyond it, use the CLI, which has none).
 MAX_CALL_TIMEOUT_S = 3600.0

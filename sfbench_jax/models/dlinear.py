@@ -228,8 +228,8 @@ class DLinearMap(nnx.Module):
 
 #: The architecture's spec (the registry collects it). Evaluated in its inference form, a channel's forecast is one
 #: small matrix product, about what the channel-sparse path spends sorting and gathering that channel's row
-#: (docs/speed.md: on Traffic-shaped data the full path is 1.6x faster; on 7-12 channels the sparse path saves a
-#: fraction of a second), so it is not channel-sparse.
+#: (docs/speed.md: the full path is faster on Traffic-shaped data and about even on 7-12 channels), so it is not
+#: channel-sparse.
 SPEC = ModelSpec(name="dlinear", config_cls=DLinearConfig, is_valid=is_valid, module_cls=DLinear,
                  is_trainable=True, is_channel_independent=True, supports_revin=True, label="DLinear",
                  family="Fully Connected", forecasts_channels_cheaply=False, display_rank=1)

@@ -113,8 +113,8 @@ class GRULayer(nnx.Module):
 
         Each step projects its own input row inside the scan: projecting the whole sequence first
         would materialise `(time, batch, 3d)` gates (for 7 inputs and d = 64, 27x the window's
-        bytes; 340 MB per evaluation block) and the loop would stream them from memory, 9x slower
-        on CPU than the per-step product of a cache-resident `(batch, in)` row.
+        bytes; 340 MB per evaluation block) and the loop would stream them from memory, several times
+        slower on CPU than the per-step product of a cache-resident `(batch, in)` row (docs/speed.md).
         """
         input_kernel, input_bias = self.input_kernel[...], self.input_bias[...]
         hidden_kernel, hidden_bias = self.hidden_kernel[...], self.hidden_bias[...]

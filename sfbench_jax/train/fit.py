@@ -46,8 +46,8 @@ from sfbench_jax.train.training_seeds import dropout_key, shuffle_key
 VALIDATION_BLOCK_ELEMENTS = 1 << 17
 
 #: Candidates trained together under vmap when `train.group_size` is null, per JAX backend. On CPU the
-#: epoch is compute-bound: 8 candidates split over the cores train 1.1-2.4x faster than one after another
-#: (benchmarks/training.py), but a group runs until its last member stops, so a sweep's learning-rate
+#: epoch is compute-bound: 8 candidates split over the cores train faster than one after another
+#: (benchmarks/training.py; docs/speed.md), but a group runs until its last member stops, so a sweep's learning-rate
 #: siblings gain little; on accelerators one small candidate leaves the device mostly idle.
 AUTO_GROUP_SIZE = {"cpu": 1}
 AUTO_GROUP_SIZE_ACCELERATOR = 8
@@ -55,11 +55,9 @@ AUTO_GROUP_SIZE_ACCELERATOR = 8
 
 #: Method variants (same inherited hyperparameters, recipes differing only in values) trained together when
 #: `train.group_size` is null, on every backend: all of a method's variants of one structure (the adaptive loss's
-#: 40; fault augmentation's groups of 4, PGD's of 3). On CI's 2-core CPU the adaptive loss's 40-variant search of
-#: DLinear on ETTh1 (full protocol) ran 2.03x faster (median of 3 paired rounds; 1.76x with compilation) as one group
-#: split over both cores than one after another, 2.3-2.4x on an earlier 2-core machine; fault augmentation's and
-#: randomized training's searches 1.8-1.9x warm (about even on a cold compilation cache, where a group compiles one
-#: program per width). `benchmarks/training.py --variants`, docs/speed.md "Vectorised method variants".
+#: 40; fault augmentation's groups of 4, PGD's of 3): one group split over the cores trains them faster than one
+#: after another on CPU, warm (about even on a cold compilation cache, where a group compiles one program per
+#: width). `benchmarks/training.py --variants`; the measurements are in docs/speed.md "Vectorised method variants".
 AUTO_VARIANT_GROUP_SIZE = 40
 
 

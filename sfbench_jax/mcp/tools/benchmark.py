@@ -35,8 +35,8 @@ __all__ = ["MAX_CURVE_CELLS", "MAX_CURVE_WINDOWS", "TOOLS", "list_fault_scenario
 #: Most test windows of one severity_curves call.
 MAX_CURVE_WINDOWS = 20_000
 #: Most windows x severities of one severity_curves call: each such cell is nine forecasts (clean and eight
-#: scenarios) plus its bootstrap share. SeasonalNaive on ETTh1, 2-core CPU: 210,000 cells 7.3 s (quiet), 420,000
-#: (20,000 windows x 21 severities) 39.7 s and 641 MB peak (box ~4x oversubscribed); 100,000 x 101 took 94 s, 2.9 GB.
+#: scenarios) plus its bootstrap share; the bound keeps a SeasonalNaive call well inside the default call budget
+#: and its memory under a gigabyte (docs/speed.md "Measured constants").
 MAX_CURVE_CELLS = 420_000
 
 
