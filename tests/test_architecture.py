@@ -4,6 +4,7 @@ configuration imports no engine code, the engine's functions stay short, plug-in
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,35 @@ def test_imports_form_no_cycle_between_layers() -> None:
         order += ready
         for layer in ready:
             del imports[layer]
+
+
+ARCHITECTURE_DOC = PACKAGE.parent / "docs" / "architecture.md"
+#: A row of the doc's layer table: `| 3 | `methods/` | ...` or `| 8 | `api.py` | ...`.
+_DOC_ROW = re.compile(r"^\| (\d+) \| `([a-z_]+)(?:/|\.py)` \|(.*)$", re.MULTILINE)
+
+
+def _layer_numbers() -> dict[str, int]:
+    """Each layer's number: the longest chain of allowed imports below it (0: it imports no other layer)."""
+    numbers: dict[str, int] = {}
+    for layer in _layer_order():
+        below = ALLOWED_IMPORTS[layer] - {layer}
+        numbers[layer] = 1 + max(numbers[name] for name in below) if below else 0
+    return numbers
+
+
+def test_architecture_doc_lists_every_layer_at_its_number_with_its_modules() -> None:
+    """docs/architecture.md's layer table is this table: each layer at its number, each module of it named."""
+    rows = {name: (int(number), text) for number, name, text in _DOC_ROW.findall(ARCHITECTURE_DOC.read_text())}
+    expected = {layer: number for layer, number in _layer_numbers().items() if layer != "__init__"}
+    assert {name: number for name, (number, _) in rows.items()} == expected, (
+        "docs/architecture.md's layer table differs from ALLOWED_IMPORTS (layer: number): write the table from it")
+    for layer in expected:
+        if (PACKAGE / f"{layer}.py").is_file():
+            continue
+        modules = sorted(path.relative_to(PACKAGE / layer).as_posix() for path in (PACKAGE / layer).rglob("*.py")
+                         if path.name != "__init__.py")
+        missing = [module for module in modules if f"`{module}`" not in rows[layer][1]]
+        assert not missing, f"docs/architecture.md's row of {layer}/ does not name {missing}"
 
 
 def test_every_layer_has_its_allowed_imports() -> None:
