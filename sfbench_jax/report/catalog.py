@@ -5,8 +5,8 @@ An output reads the rows it needs from an `Analysis` (the runs' summary rows, fi
 family, the canonical realisation, the method pairs); when the runs cannot support it, it raises
 `NotApplicable` saying which runs are lacking. Outputs marked `restores` rebuild stored winners (never
 training) to evaluate something new: fault examples (Figures 3/4) and severity curves. They call the
-`Restorer` the command gives the analysis (`sfbench_jax.pipeline.rebuild` implements it, a layer above this one); the
-rest only read the stored numbers.
+`Restorer` the command gives the analysis (`sfbench_jax.pipeline.rebuild` implements it), so an analysis that only
+reads stored numbers never builds a model; the rest only read the stored numbers.
 """
 
 from __future__ import annotations
