@@ -216,14 +216,15 @@ class ChunkPlan:
 
 def resolved_eval_seed(options: EvalConfig) -> int:
     """The evaluation seed of settings resolved at the evaluation's entry (`EvalConfig.for_dataset`, called once
-    by `evaluate_predictor`, `severity_curves` and `faulted_window_checksums`); the engine never resolves it.
+    by `evaluate_predictor`, `severity_curves`, `score_windows` and `faulted_window_checksums`); the engine below
+    them never resolves it.
 
     Raises:
         ValueError: the seed is unresolved (None): a caller below the entries got the user's settings.
     """
     if options.seed is None:
         raise ValueError("eval.seed is unresolved: resolve the settings once with EvalConfig.for_dataset(spec) "
-                         "before calling the engine (evaluate_predictor and severity_curves do it).")
+                         "before calling the engine (evaluate_predictor, severity_curves and score_windows do it).")
     return options.seed
 
 
@@ -505,7 +506,8 @@ def score_windows(predict: Predictor, state: Any, data: PreparedData, options: E
         predict: `predict(state, x) -> y_hat` (pure; the model in eval mode), or a `RowAwarePredictor`.
         state: the model state pytree (replicated on every device).
         data: the prepared dataset.
-        options: evaluation settings (seed, RNG mode, K, chunking, devices).
+        options: evaluation settings (seed, RNG mode, K, chunking, devices); a seed of None is the dataset's
+            canonical one, resolved here, once.
         scenarios: scenarios to score (default: the eight, in canonical order).
         label: progress label.
         test_starts: absolute window starts to score instead of the seeded test draw (e.g. validation
@@ -514,6 +516,14 @@ def score_windows(predict: Predictor, state: Any, data: PreparedData, options: E
     Returns:
         Per-window losses and engine statistics.
     """
+    return score_resolved_windows(predict, state, data, options.for_dataset(data.spec), scenarios=scenarios,
+                                  label=label, test_starts=test_starts)
+
+
+def score_resolved_windows(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
+                           scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
+                           test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
+    """`score_windows` for settings whose seed an entry already resolved (`evaluate_predictor`)."""
     program = ScoreProgram(predict=predict, scenarios=tuple(scenarios),
                            ctx=fault_context(data, options.channel_fraction), shape=window_shape(data.spec),
                            channel_sparse=options.channel_sparse)

@@ -18,7 +18,7 @@ import numpy as np
 
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate.engine import EngineStats, WindowLosses, resolved_eval_seed, score_windows
+from sfbench_jax.evaluate.engine import EngineStats, WindowLosses, resolved_eval_seed, score_resolved_windows
 from sfbench_jax.evaluate.scores import (
     BootstrapIntervals,
     RobustnessScores,
@@ -71,7 +71,7 @@ def evaluate_predictor(predict: Predictor, state: Any, data: PreparedData, optio
     """
     options = options.for_dataset(data.spec)  # the one resolution of this evaluation's seed
     with reporting_host_failures():
-        losses, stats = score_windows(predict, state, data, options, label=label)
+        losses, stats = score_resolved_windows(predict, state, data, options, label=label)
     scores = robustness_scores(losses.clean, losses.faulted)
     started = time.perf_counter()
     intervals = bootstrap_intervals(losses.clean, losses.faulted, eval_seed=resolved_eval_seed(options),
@@ -89,7 +89,8 @@ def score_extra_scenarios(predict: Predictor, state: Any, data: PreparedData, op
                           clean: np.ndarray, label: str) -> ExtraScenarios:
     """Score `options.extra_scenarios` on the same windows, relative to the eight's clean losses `clean`."""
     faults = scored_scenarios(options.extra_scenarios)[len(SCENARIOS):]
-    losses, stats = score_windows(predict, state, data, options, scenarios=faults, label=f"{label} (extra scenarios)")
+    losses, stats = score_resolved_windows(predict, state, data, options, scenarios=faults,
+                                           label=f"{label} (extra scenarios)")
     losses = dataclasses.replace(losses, clean=clean)
     return ExtraScenarios(losses=losses, scores=robustness_scores(clean, losses.faulted),
                           intervals=bootstrap_intervals(clean, losses.faulted, eval_seed=resolved_eval_seed(options),
