@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -152,7 +153,7 @@ class Chronos2Forecast:
         _, mean = self.pipeline.predict_quantiles(context, prediction_length=self.horizon, quantile_levels=[0.5],
                                                   context_length=self.context_length, limit_prediction_length=False,
                                                   cross_learning=False, batch_size=self.batch_size)
-        forecast = torch.stack(mean).to(torch.float32).numpy()  # (B, m, H)
+        forecast: np.ndarray = torch.stack(mean).to(torch.float32).numpy()  # (B, m, H); torch reads as Any
         return np.swapaxes(forecast, 1, 2)[..., self.target_indices]
 
 
@@ -189,7 +190,7 @@ class Chronos2(nnx.Module):
 
     def __call__(self, x: Inputs) -> Forecast:
         """Map `(batch, n, channels)` to `(batch, H, targets)` on the host (one call for the whole batch)."""
-        return host_forecast(self.forecaster, x)
+        return host_forecast(self.forecaster, jnp.asarray(x))
 
 
 #: The architecture's spec (the registry collects it): a host model, no JAX weights; called once per block of

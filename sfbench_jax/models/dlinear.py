@@ -110,7 +110,7 @@ class DLinear(nnx.Module):
         lead = (num_channels,) if self.config.individual else ()
         init = torch_uniform_init(input_len)
 
-        def kernel() -> nnx.Param:
+        def kernel() -> nnx.Param[jax.Array]:
             if self.config.init_weights:
                 return nnx.Param(jnp.full(lead + (input_len, horizon), 1.0 / input_len,
                                           jnp.float32))
@@ -121,8 +121,9 @@ class DLinear(nnx.Module):
         self.trend_kernel = kernel()
         self.trend_bias = nnx.Param(init(rngs.params(), lead + (horizon,)))
 
-    def decompose(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def decompose(self, x: Inputs | ChannelInputs) -> tuple[jax.Array, jax.Array]:
         """Split `x (batch, n, m)` into `(seasonal, trend)`, both `(batch, n, m)`."""
+        x = jnp.asarray(x)
         counts = jnp.asarray(moving_average_counts(self.input_len, self.config.moving_avg))
         trend = jnp.einsum("ts,bsm->btm", counts, x) / self.config.moving_avg
         return x - trend, trend
@@ -223,7 +224,7 @@ class DLinearMap(nnx.Module):
         if self.individual:  # the targets' own kernels (a slice when the targets are contiguous)
             kernel = jnp.moveaxis(select_targets(jnp.moveaxis(kernel, 0, -1), self.target_indices), -1, 0)
             bias = select_targets(bias.T, self.target_indices).T
-        return apply_time_map(select_targets(x, self.target_indices), kernel, bias)
+        return apply_time_map(select_targets(jnp.asarray(x), self.target_indices), kernel, bias)
 
 
 #: The architecture's spec (the registry collects it). Evaluated in its inference form, a channel's forecast is one

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -80,7 +81,7 @@ def resolve_target(target: str | None) -> Callable[..., Any]:
     module_name, separator, attribute = target.partition(":")
     if not separator or not module_name or not attribute:
         raise ValueError(f"model.target={target!r} must look like {TARGET_FORMAT!r}: {_TARGET_HELP}.")
-    value: Any = _import_module(module_name, target)
+    value: object = _import_module(module_name, target)
     for part in attribute.split("."):
         if not hasattr(value, part):
             raise ValueError(f"model.target={target!r}: {module_name!r} has no attribute {attribute!r}; name a "
@@ -164,7 +165,8 @@ class TorchPredictor:
         torch = _import_torch()
         with torch.inference_mode():
             forecast = self.module(torch.as_tensor(x, dtype=torch.float32, device=self.device))
-        return forecast.detach().to("cpu", torch.float32).numpy()
+        result: np.ndarray = forecast.detach().to("cpu", torch.float32).numpy()  # torch reads as Any
+        return result
 
 
 def _import_torch() -> Any:
@@ -217,7 +219,7 @@ class ExternalModel(nnx.Module):
 
     def __call__(self, x: Inputs) -> Forecast:
         """Map `(batch, n, channels)` to `(batch, H, targets)` on the host (one call for the whole batch)."""
-        return host_forecast(self.forecaster, x)
+        return host_forecast(self.forecaster, jnp.asarray(x))
 
 
 def _as_predict(target: str | Callable[..., Any] | None) -> Callable[..., Any]:

@@ -120,8 +120,9 @@ def build_model(name: str, hparams: Mapping[str, Any], *, input_len: int, horizo
     if revin is not None and not spec.supports_revin:
         supported = sorted(n for n, s in MODELS.items() if s.supports_revin)
         raise ValueError(f"RevIN cannot wrap {name!r}; it applies to {supported}.")
-    model: nnx.Module = spec.module_cls(input_len=input_len, horizon=horizon, num_channels=num_channels,
-                            target_indices=target_indices, rngs=model_rngs(seed), **dataclasses.asdict(config))
-    if revin is not None:
-        model = RevIN(model, revin)
+    # `module_cls` is a plain `type` (plug-ins name any NNX class), so `base` is untyped here; a spec that
+    # `supports_revin` promises `predict_all_channels` (contracts.py checks it), which RevIN needs.
+    base = spec.module_cls(input_len=input_len, horizon=horizon, num_channels=num_channels,
+                           target_indices=target_indices, rngs=model_rngs(seed), **dataclasses.asdict(config))
+    model: nnx.Module = RevIN(base, revin) if revin is not None else base
     return model

@@ -57,7 +57,9 @@ class TSMixerConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)
+        def set_(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
         set_("n_block", require_int("n_block", self.n_block))
         set_("ff_dim", require_int("ff_dim", self.ff_dim))
         set_("norm_type", require_choice("norm_type", self.norm_type, ("L", "B")))
@@ -100,7 +102,7 @@ class MixerBlock(nnx.Module):
         self.feature_out = _keras_dense(config.ff_dim, num_channels, rngs=rngs)
         self.feature_dropout_out = Dropout(config.dropout, rngs=rngs)
 
-    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
+    def __call__(self, x: jax.Array) -> jax.Array:
         """`(batch, n, m) -> (batch, n, m)`."""
         act = ACTIVATIONS[self.activation]
         # The time-mixing Dense acts along time: move time last and back.
@@ -146,14 +148,15 @@ class TSMixer(nnx.Module):
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`. In inference mode a large batch
         runs in cache-sized slices of windows (the same numbers, the intermediates stay in cache)."""
         if in_inference_mode(self):
-            return map_in_slices(self.forecast, x, self.slice_windows())
+            return map_in_slices(self.forecast, jnp.asarray(x), self.slice_windows())
         return self.forecast(x)
 
     def forecast(self, x: Inputs) -> AllChannelForecast:
         """The forward of `predict_all_channels` on one batch."""
+        y = jnp.asarray(x)
         for block in self.blocks:
-            x = block(x)
-        return jnp.swapaxes(self.projection(jnp.swapaxes(x, 1, 2)), 1, 2)
+            y = block(y)
+        return jnp.swapaxes(self.projection(jnp.swapaxes(y, 1, 2)), 1, 2)
 
     def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
