@@ -67,7 +67,7 @@ class ReferenceDraw(NamedTuple):
     """
 
     draw_count: Callable[[FaultContext], int]
-    params: Callable[[np.ndarray, FaultContext], Any]
+    params: Callable[[np.ndarray, FaultContext], NamedTuple]
 
 
 @dataclass(frozen=True)

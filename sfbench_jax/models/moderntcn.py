@@ -322,6 +322,7 @@ class ModernTCN(nnx.Module):
             return self.infer(x, channels)
         padded = -(-b // chunk) * chunk
         x = jnp.pad(x, ((0, padded - b), (0, 0), (0, 0)))
+        # `lax.map` returns its pytree untyped (Any); here it is one array
         out: jax.Array = jax.lax.map(lambda part: self.infer(part, channels),
                           x.reshape(padded // chunk, chunk, *x.shape[1:]))
         return out.reshape(padded, *out.shape[2:])[:b]
