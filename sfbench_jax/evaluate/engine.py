@@ -44,7 +44,8 @@ from sfbench_jax.evaluate.kernel import (
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
 from sfbench_jax.faults.registry import SCENARIOS, Fault
-from sfbench_jax.predictors import ChannelIndependentPredictor, Predictor
+from sfbench_jax.faults.spec import FaultParams
+from sfbench_jax.predictors import ChannelIndependentPredictor, ModelState, Predictor
 
 DEFAULT_CHUNK_PER_DEVICE = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 3 * 2**20  # window data per inner block on CPU (stays in cache; tuned on Traffic)
@@ -113,8 +114,8 @@ class ScoreProgram:
     #: Stage two receives the windows' sample ids (a row-aware predictor keys its randomness by them).
     uses_window_ids = True
 
-    def block(self, state: Any, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
-              prepared: tuple[Any, ...]) -> tuple[jax.Array, ...]:
+    def block(self, state: ModelState, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
+              prepared: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
         """`(clean (c,), faulted (c, P), severity units (c, P))` of one block of windows; a channel-independent
         model runs only on the channels the faults touched (`channel_sparse`)."""
         if self.channel_sparse and isinstance(self.predict, ChannelIndependentPredictor):
@@ -133,7 +134,8 @@ class ChecksumProgram:
     ctx: FaultContext
     shape: WindowShape
 
-    def block(self, state: Any, series: jax.Array, starts: jax.Array, prepared: tuple[Any, ...]) -> tuple[jax.Array]:
+    def block(self, state: ModelState, series: jax.Array, starts: jax.Array,
+              prepared: tuple[FaultParams, ...]) -> tuple[jax.Array]:
         """`(sums of squares (c, P),)` of one block of windows."""
         del state
         x, _ = gather_windows(series, starts, self.shape)
@@ -273,22 +275,22 @@ def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: j
     """
     scenarios, ctx = program.scenarios, program.ctx
 
-    def stage_two(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array,
-                  prepared: tuple[Any, ...]) -> tuple[Any, ...]:
+    def stage_two(state: ModelState, series: jax.Array, starts: jax.Array, ids: jax.Array,
+                  prepared: tuple[FaultParams, ...]) -> tuple[Any, ...]:
         batched = (starts, ids, prepared) if getattr(program, "uses_window_ids", False) else (starts, prepared)
         outputs: tuple[Any, ...] = map_blocks(functools.partial(program.block, state, series), batched, block_size)
         return outputs
 
     local: Callable[..., tuple[Any, ...]]  # its arguments differ between the two RNG modes
     if rng_mode == "jax":
-        def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array,
+        def local(state: ModelState, series: jax.Array, base_key: jax.Array, starts: jax.Array,
                   ids: jax.Array) -> tuple[Any, ...]:
             draw = functools.partial(draw_block, base_key, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(draw, (ids,), block_size))
         specs = (P(), P(), P(), P("data"), P("data"))
     else:
-        def local(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array,
-                  params: tuple[Any, ...]) -> tuple[Any, ...]:
+        def local(state: ModelState, series: jax.Array, starts: jax.Array, ids: jax.Array,
+                  params: tuple[FaultParams, ...]) -> tuple[Any, ...]:
             prepare = functools.partial(prepare_block, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(prepare, (params,), block_size))
         specs = (P(), P(), P("data"), P("data"), P("data"))
@@ -302,7 +304,7 @@ def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: j
 class DeviceInputs:
     """What every chunk call shares, on the devices, and how to build one chunk's arguments."""
 
-    state: Any
+    state: ModelState
     series: jax.Array
     base_key: jax.Array
     options: EvalConfig
@@ -324,7 +326,7 @@ class DeviceInputs:
         return (self.state, self.series, starts, window_ids, params)
 
 
-def device_inputs(program: WindowProgram, state: Any, data: PreparedData, options: EvalConfig,
+def device_inputs(program: WindowProgram, state: ModelState, data: PreparedData, options: EvalConfig,
                   mesh: jax.sharding.Mesh) -> DeviceInputs:
     """Replicate the state and the standardised series on the mesh; build the base key on the device from
     an explicitly transferred seed (no implicit transfer)."""
@@ -456,7 +458,7 @@ def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -
             for (count, _), out in zip(outputs, host, strict=True)]
 
 
-def run_window_program(program: WindowProgram, state: Any, data: PreparedData, options: EvalConfig, *,
+def run_window_program(program: WindowProgram, state: ModelState, data: PreparedData, options: EvalConfig, *,
                        label: str, test_starts: np.ndarray | None) -> tuple[list[Any], np.ndarray, EngineStats]:
     """Run stage one and `program` over all test windows (or `test_starts`).
 
@@ -485,7 +487,7 @@ def _concatenate(outputs: list[Any], index: int) -> np.ndarray:
 # --- public entry points ----------------------------------------------------------------------------
 
 
-def score_windows(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
+def score_windows(predict: Predictor, state: ModelState, data: PreparedData, options: EvalConfig, *,
                   scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
                   test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
     """Score K test windows clean and under every scenario with the fused kernel.

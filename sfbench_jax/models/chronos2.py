@@ -32,7 +32,7 @@ from flax import nnx
 
 from sfbench_jax.data.windows import Forecast, Inputs
 from sfbench_jax.host_calls import HostForecaster, host_forecast
-from sfbench_jax.models.hparams import require_int
+from sfbench_jax.models.hparams import HParams, require_int
 from sfbench_jax.models.layers import validate_dataset_shape
 from sfbench_jax.models.spec import ModelSpec
 
@@ -77,7 +77,7 @@ class Chronos2Config:
         resolve_weights(self.weights)
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Chronos-2 has no grid of its own: its single candidate is always valid."""
     del hparams, input_len
     return True
@@ -90,7 +90,7 @@ def _require_chronos() -> None:
         raise ValueError(INSTALL_HINT)
 
 
-def _chronos() -> Any:
+def _chronos() -> Any:  # the chronos module (untyped, and an optional extra)
     _require_chronos()
     import chronos
 
@@ -122,7 +122,7 @@ def resolve_weights(weights: str | None) -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def load_pipeline(folder: Path, device: str = "cpu") -> Any:
+def load_pipeline(folder: Path, device: str = "cpu") -> Any:  # chronos's pipeline (untyped)
     """The `Chronos2Pipeline` of a checkpoint folder on a PyTorch device, in eval mode (kept for the next build:
     selection and evaluation build the model twice)."""
     pipeline = _chronos().Chronos2Pipeline.from_pretrained(str(folder), device_map=device)
@@ -142,7 +142,7 @@ class Chronos2Forecast:
     """
 
     def __init__(self, pipeline: Any, *, horizon: int, context_length: int, target_indices: Sequence[int],
-                 batch_size: int) -> None:
+                 batch_size: int) -> None:  # pipeline: chronos's (untyped)
         self.pipeline, self.horizon, self.context_length = pipeline, horizon, context_length
         self.target_indices, self.batch_size = list(target_indices), batch_size
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +25,7 @@ from sfbench_jax.data.windows import (
     Inputs,
     select_targets,
 )
-from sfbench_jax.models.hparams import require_bool, require_int
+from sfbench_jax.models.hparams import HParams, require_bool, require_int
 from sfbench_jax.models.layers import (
     check_input,
     torch_uniform_init,
@@ -57,7 +56,7 @@ class DLinearConfig:
 
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Every DLinear grid combination is valid."""
     del hparams, input_len
     return True

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +16,7 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
-from sfbench_jax.models.hparams import require_bool, require_int, require_rate
+from sfbench_jax.models.hparams import HParams, require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
     check_input,
     torch_linear,
@@ -57,7 +56,7 @@ class GRUConfig:
 
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Invalid: `dropout > 0` with a single layer."""
     del input_len
     return not (hparams.get("dropout", 0.0) > 0 and hparams.get("n_layers", 1) == 1)

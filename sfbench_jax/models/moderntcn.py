@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +19,7 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
-from sfbench_jax.models.hparams import require_bool, require_int, require_rate
+from sfbench_jax.models.hparams import HParams, require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
     Dropout,
     TorchBatchNorm,
@@ -83,7 +82,7 @@ class ModernTCNConfig:
 
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Invalid: `small_size > large_size` or `patch_stride > patch_size` (or patch > window)."""
     return bool(hparams.get("small_size", 5) <= hparams.get("large_size", 31)
                 and hparams.get("patch_stride", 4) <= hparams.get("patch_size", 8)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +26,7 @@ from sfbench_jax.data.windows import (
     Inputs,
     select_targets,
 )
-from sfbench_jax.models.hparams import require_choice, require_int, require_rate
+from sfbench_jax.models.hparams import HParams, require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
     Dropout,
@@ -94,7 +93,7 @@ def patch_count(*, input_len: int, patch_len: int, stride: int) -> int:
     return (input_len + stride - patch_len) // stride + 1
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Invalid: `d_model % n_heads != 0` or `patch_len > input_len`."""
     return bool(hparams.get("d_model", 16) % hparams.get("n_heads", 4) == 0
                 and hparams.get("patch_len", 16) <= input_len)

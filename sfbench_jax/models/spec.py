@@ -90,7 +90,7 @@ class ModelSpec:
         return self.is_channel_independent and self.forecasts_channels_cheaply
 
     @property
-    def grid(self) -> Mapping[str, tuple[Any, ...]]:
+    def grid(self) -> Mapping[str, tuple[Any, ...]]:  # values: see `models.hparams.HParams`
         """Search space in the preset's key order (first key varies slowest), `lr` included where trained."""
         return preset_grid("model", self.name)
 

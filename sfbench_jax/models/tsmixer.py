@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
-from sfbench_jax.models.hparams import require_choice, require_int, require_rate
+from sfbench_jax.models.hparams import HParams, require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
     Dropout,
@@ -68,7 +67,7 @@ class TSMixerConfig:
 
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Every TSMixer grid combination is valid."""
     del hparams, input_len
     return True
