@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -265,7 +265,8 @@ def make_mesh(num_devices: int | None = None) -> jax.sharding.Mesh:
 
 
 @functools.lru_cache(maxsize=KERNEL_CACHE_SIZE)
-def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: jax.sharding.Mesh) -> Any:
+def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int,
+                 mesh: jax.sharding.Mesh) -> jax.stages.Wrapped:
     """The jitted, device-sharded program of one chunk: stage one (draw or prepare every scenario's
     parameters) then the program's stage two, block by block.
 
@@ -276,21 +277,22 @@ def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: j
     scenarios, ctx = program.scenarios, program.ctx
 
     def stage_two(state: ModelState, series: jax.Array, starts: jax.Array, ids: jax.Array,
-                  prepared: tuple[FaultParams, ...]) -> tuple[Any, ...]:
+                  prepared: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
         batched = (starts, ids, prepared) if getattr(program, "uses_window_ids", False) else (starts, prepared)
-        outputs: tuple[Any, ...] = map_blocks(functools.partial(program.block, state, series), batched, block_size)
+        block = functools.partial(program.block, state, series)
+        outputs: tuple[jax.Array, ...] = map_blocks(block, batched, block_size)
         return outputs
 
-    local: Callable[..., tuple[Any, ...]]  # its arguments differ between the two RNG modes
+    local: Callable[..., tuple[jax.Array, ...]]  # its arguments differ between the two RNG modes
     if rng_mode == "jax":
         def local(state: ModelState, series: jax.Array, base_key: jax.Array, starts: jax.Array,
-                  ids: jax.Array) -> tuple[Any, ...]:
+                  ids: jax.Array) -> tuple[jax.Array, ...]:
             draw = functools.partial(draw_block, base_key, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(draw, (ids,), block_size))
         specs = (P(), P(), P(), P("data"), P("data"))
     else:
         def local(state: ModelState, series: jax.Array, starts: jax.Array, ids: jax.Array,
-                  params: tuple[FaultParams, ...]) -> tuple[Any, ...]:
+                  params: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
             prepare = functools.partial(prepare_block, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(prepare, (params,), block_size))
         specs = (P(), P(), P("data"), P("data"), P("data"))
@@ -311,7 +313,7 @@ class DeviceInputs:
     scenarios: tuple[Fault, ...]
     ctx: FaultContext
 
-    def chunk_arguments(self, plan: ChunkPlan, ids: np.ndarray) -> tuple[Any, ...]:
+    def chunk_arguments(self, plan: ChunkPlan, ids: np.ndarray) -> tuple[program_cache.Pytree, ...]:
         """The kernel's arguments for the windows `ids`, padded to the chunk size by repeating the last."""
         ids = _padded(ids, plan.chunk_size)
         sharded = NamedSharding(plan.mesh, P("data"))
@@ -348,9 +350,9 @@ def _padded(values: np.ndarray, size: int) -> np.ndarray:
 class CompiledChunk:
     """A compiled chunk program, the plan it was compiled for and its first chunk's arguments."""
 
-    compiled: Any
+    compiled: jax.stages.Compiled
     plan: ChunkPlan
-    first_arguments: tuple[Any, ...]
+    first_arguments: tuple[program_cache.Pytree, ...]
     temp_bytes: int | None
     program_cache: str | None = None
 
@@ -366,10 +368,10 @@ def compile_chunk(program: WindowProgram, inputs: DeviceInputs, plan: ChunkPlan)
 
 
 def cached_program(program: WindowProgram, rng_mode: str, plan: ChunkPlan,
-                   arguments: tuple[Any, ...]) -> tuple[Any, str | None]:
+                   arguments: tuple[program_cache.Pytree, ...]) -> tuple[jax.stages.Compiled, str | None]:
     """The chunk kernel compiled for `arguments` and where it came from (`EngineStats.program_cache`): loaded from
     the program cache (`program_cache.py`: no trace, no lowering), else traced and compiled, and stored there."""
-    def compile_now() -> Any:
+    def compile_now() -> jax.stages.Compiled:
         return chunk_kernel(program, rng_mode, plan.block_size, plan.mesh).lower(*arguments).compile()
 
     if program_cache.program_cache_folder() is None:
@@ -437,14 +439,14 @@ class Progress:
               f"{rate:,.0f} windows/s, ETA {eta:,.1f} s", file=sys.stderr, flush=True)
 
 
-def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -> list[Any]:
+def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -> list[tuple[np.ndarray, ...]]:
     """Run the compiled program over every chunk, one chunk in flight while the next is dispatched.
 
     Returns:
         Per chunk, the host outputs with the padding dropped.
     """
     plan = chunk.plan
-    outputs: list[tuple[int, Any]] = []
+    outputs: list[tuple[int, tuple[jax.Array, ...]]] = []
     for index in range(plan.num_chunks):
         ids = plan.window_ids(index)
         arguments = chunk.first_arguments if index == 0 else inputs.chunk_arguments(plan, ids)
@@ -459,7 +461,8 @@ def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -
 
 
 def run_window_program(program: WindowProgram, state: ModelState, data: PreparedData, options: EvalConfig, *,
-                       label: str, test_starts: np.ndarray | None) -> tuple[list[Any], np.ndarray, EngineStats]:
+                       label: str, test_starts: np.ndarray | None,
+                       ) -> tuple[list[tuple[np.ndarray, ...]], np.ndarray, EngineStats]:
     """Run stage one and `program` over all test windows (or `test_starts`).
 
     Returns:
@@ -480,7 +483,7 @@ def run_window_program(program: WindowProgram, state: ModelState, data: Prepared
     return outputs, plan.starts, stats
 
 
-def _concatenate(outputs: list[Any], index: int) -> np.ndarray:
+def _concatenate(outputs: list[tuple[np.ndarray, ...]], index: int) -> np.ndarray:
     return np.concatenate([out[index] for out in outputs])
 
 

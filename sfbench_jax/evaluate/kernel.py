@@ -266,7 +266,7 @@ def touched_row_errors(predict: ChannelIndependentPredictor, state: ModelState, 
             jnp.zeros((total,), bool).at[order].set(changed))
 
 
-def map_blocks(block_fn: Callable[..., Any], batched: Sequence[Any], block_size: int) -> Any:
+def map_blocks(block_fn: Callable[..., Any], batched: Sequence[Any], block_size: int) -> Any:  # pytrees, as lax.map
     """Run `block_fn` over consecutive blocks of `block_size` windows with `lax.map` (inside XLA).
 
     `batched` leaves have a leading window axis whose length is a multiple of `block_size`; outputs of

@@ -53,6 +53,7 @@ def predict_with(graphdef: nnx.GraphDef[nnx.Module]) -> PredictFn:
     return predict
 
 
+# `GraphDef[Any]`: the graph of any module with `predict_channels` (read off the merged module, not typed here)
 @functools.lru_cache(maxsize=PREDICT_CACHE_SIZE)
 def channels_with(graphdef: nnx.GraphDef[Any]) -> Callable[[ModelState, jax.Array, jax.Array], jax.Array]:
     """The channel forecast `channels(state, x (B, n, k), ids (B, k)) -> (B, H, k)` of a channel-independent

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +32,7 @@ VALIDATION_BLOCK_BYTES = 4 * 2**20
 
 
 @functools.lru_cache(maxsize=VALIDATION_CACHE_SIZE)
-def validation_kernel(predictors: tuple[Predictor, ...], shape: WindowShape, block: int) -> Any:
+def validation_kernel(predictors: tuple[Predictor, ...], shape: WindowShape, block: int) -> jax.stages.Wrapped:
     """The jitted per-window clean MSE `(P, V)` of several predict functions over `V` windows (padded to whole
     blocks of `block` windows by the caller)."""
 

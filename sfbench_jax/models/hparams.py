@@ -46,7 +46,7 @@ def require_bool(name: str, value: object, *, choices: Sequence[bool] = (False, 
     return bool(value)
 
 
-def require_rate(name: str, value: Any) -> float:
+def require_rate(name: str, value: object) -> float:
     """Return a dropout probability as float; raise unless it is a number in [0, 1)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
         raise ValueError(f"{name} must be a float in [0, 1), got {value!r}.")
