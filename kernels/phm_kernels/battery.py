@@ -25,7 +25,7 @@ double-exponential (He et al. 2011) fade model (needs an iterative fit).
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -113,17 +113,21 @@ DEFAULT_ACTIVATION_ENERGY_J_MOL = 31_700.0
 #: SOH references: first discharge cycle (PHMForge default) or the rated capacity.
 SOH_REFERENCES = ("first", "rated")
 #: Degradation stages (codes 0..3), cut-points 0.90 / 0.80 / 0.70 on SOH_rated.
-BATTERY_STAGES = ("HEALTHY", "EARLY_DEGRADATION", "ACCELERATED_DEGRADATION", "EOL")
+BatteryStage = Literal["HEALTHY", "EARLY_DEGRADATION", "ACCELERATED_DEGRADATION", "EOL"]
+BATTERY_STAGES: tuple[BatteryStage, ...] = ("HEALTHY", "EARLY_DEGRADATION", "ACCELERATED_DEGRADATION", "EOL")
 #: Status codes of the fade RUL kernels.
 FADE_STATUS = ("ok", "no_fade", "eol_reached")
 #: Labels of :func:`thermal_anomaly_checker` (first match wins, in this order of checks:
 #: thermal_spike, internal_resistance_rise, normal_aging).
-THERMAL_LABELS = ("normal_aging", "thermal_spike", "internal_resistance_rise")
+ThermalLabel = Literal["normal_aging", "thermal_spike", "internal_resistance_rise"]
+THERMAL_LABELS: tuple[ThermalLabel, ...] = ("normal_aging", "thermal_spike", "internal_resistance_rise")
 #: Labels of :func:`impedance_trend_analyzer` (first match wins: sensor_fault,
 #: real_degradation, inconclusive).
-IMPEDANCE_LABELS = ("sensor_fault", "real_degradation", "inconclusive")
+ImpedanceLabel = Literal["sensor_fault", "real_degradation", "inconclusive"]
+IMPEDANCE_LABELS: tuple[ImpedanceLabel, ...] = ("sensor_fault", "real_degradation", "inconclusive")
 #: Triage levels of :func:`health_report_triage`, least to most severe.
-TRIAGE_LEVELS = ("routine", "elevated", "urgent", "emergency")
+TriageLevel = Literal["routine", "elevated", "urgent", "emergency"]
+TRIAGE_LEVELS: tuple[TriageLevel, ...] = ("routine", "elevated", "urgent", "emergency")
 
 Scalar = Float[Array, "*batch"]
 
@@ -909,7 +913,7 @@ def health_report_triage_core(stage, predicted_rul, thermal_spike, any_anomaly,
         jnp.int32)
 
 
-def health_report_triage(stage: int | Int[ArrayLike, "*batch"],
+def health_report_triage(stage: BatteryStage | int | Int[ArrayLike, "*batch"],
                          predicted_rul: Real[ArrayLike, "*batch"],
                          thermal_spike: bool | Bool[ArrayLike, "*batch"],
                          any_anomaly: bool | Bool[ArrayLike, "*batch"], *,

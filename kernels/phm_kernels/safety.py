@@ -21,7 +21,7 @@ Compliance checks cover the random-hardware-failure target (PFD/PFH criterion) o
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -93,7 +93,8 @@ __all__ = [
 ]
 
 #: Four-level FMEA risk labels (codes 0..3) required by PHMForge's assess_safety_risk.
-RISK_LEVELS = ("low", "medium", "high", "critical")
+RiskLevel = Literal["low", "medium", "high", "critical"]
+RISK_LEVELS: tuple[RiskLevel, ...] = ("low", "medium", "high", "critical")
 #: ISO 13849-1 performance levels; code 0 means the PFH_D is too high for any PL.
 PL_LEVELS = ("none", "a", "b", "c", "d", "e")
 #: SIL claimable alongside each PL (ISO 13849-1 / IEC 62061 correspondence), by PL code.

@@ -22,7 +22,7 @@ emitting a Python warning.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -68,9 +68,11 @@ __all__ = [
 ]
 
 #: Mann-Kendall trend labels (``trend`` codes 0..2).
-TREND_LABELS = ("NO_TREND", "INCREASING", "DECREASING")
+TrendLabel = Literal["NO_TREND", "INCREASING", "DECREASING"]
+TREND_LABELS: tuple[TrendLabel, ...] = ("NO_TREND", "INCREASING", "DECREASING")
 #: Trend-fit model labels (``model`` codes 0, 1).
-TREND_MODELS = ("linear", "exponential")
+TrendModel = Literal["linear", "exponential"]
+TREND_MODELS: tuple[TrendModel, ...] = ("linear", "exponential")
 #: Baseline buffers of :func:`rolling_zscore_anomaly`.
 ANOMALY_BASELINES = ("gated", "trailing", "reference")
 

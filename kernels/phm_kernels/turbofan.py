@@ -16,7 +16,7 @@ What does not live here: degradation trend tests (``trends.py``) and C-MAPSS RUL
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -52,12 +52,15 @@ __all__ = [
 #: Rotating modules; component codes 0..4 index this tuple.
 COMPONENTS = ("FAN", "LPC", "HPC", "HPT", "LPT")
 #: Health bands (codes 0..3).
-HEALTH_BANDS = ("HEALTHY", "DEGRADED", "SEVERE", "CRITICAL")
+HealthBand = Literal["HEALTHY", "DEGRADED", "SEVERE", "CRITICAL"]
+HEALTH_BANDS: tuple[HealthBand, ...] = ("HEALTHY", "DEGRADED", "SEVERE", "CRITICAL")
 #: PHMForge scenario wording per health band code.
-PHMFORGE_HEALTH_LABELS = ("Operating Normally", "Abnormal Degradation", "Abnormal Degradation",
-                          "Imminent Failure")
+HealthStatus = Literal["Operating Normally", "Abnormal Degradation", "Imminent Failure"]
+PHMFORGE_HEALTH_LABELS: tuple[HealthStatus, ...] = ("Operating Normally", "Abnormal Degradation",
+                                                   "Abnormal Degradation", "Imminent Failure")
 #: Dominance classes of :func:`efficiency_flow_signature` (codes 0..3).
-SIGNATURE_CLASSES = ("NONE", "EFFICIENCY_DOMINANT", "FLOW_DOMINANT", "COUPLED")
+SignatureClass = Literal["NONE", "EFFICIENCY_DOMINANT", "FLOW_DOMINANT", "COUPLED"]
+SIGNATURE_CLASSES: tuple[SignatureClass, ...] = ("NONE", "EFFICIENCY_DOMINANT", "FLOW_DOMINANT", "COUPLED")
 #: Advisory mechanism hints (codes 0..4); validators should score the class, not the hint.
 MECHANISM_HINTS = ("fouling", "erosion_or_clearance", "turbine_erosion", "turbine_fouling",
                    "indeterminate")

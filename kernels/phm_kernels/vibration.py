@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -62,7 +62,8 @@ __all__ = [
 ]
 
 #: Evaluation zones; zone codes 0..3 index this tuple.
-ISO_ZONES = ("A", "B", "C", "D")
+IsoZone = Literal["A", "B", "C", "D"]
+ISO_ZONES: tuple[IsoZone, ...] = ("A", "B", "C", "D")
 #: ISO 10816-1 machine classes (codes 0..3).
 ISO10816_1_CLASSES = ("I", "II", "III", "IV")
 #: ISO 10816-3 machine groups (codes 0, 1 for group 1, 2).

@@ -41,7 +41,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -492,7 +492,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if len(args.run_dir) > 1 and not args.out:
         _usage_error(args, "several run folders need --out DIR for the combined report")
     try:
-        records = [r for run_dir in args.run_dir for r in read_records(Path(run_dir))]
+        records: list[Mapping[str, Any]] = [r for run_dir in args.run_dir for r in read_records(Path(run_dir))]
     except FileNotFoundError as exc:
         _usage_error(args, str(exc))
     if args.paired:

@@ -128,7 +128,7 @@ def _vibration_zone(params: Mapping[str, Any], data: TruthData) -> dict[str, Any
 
 @_derivation("vibration_fleet")
 def _vibration_fleet(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
-    machines = {}
+    machines: dict[str, dict[str, Any]] = {}
     for spec in params["machines"]:
         velocity = _velocity_mm_s_rms(spec["value"], spec["from_unit"], spec.get("frequency_hz"))
         bounds = _zone_boundaries(spec)
@@ -144,7 +144,7 @@ def _vibration_fleet(params: Mapping[str, Any], data: TruthData) -> dict[str, An
 # =============================================================================================
 
 
-def _mann_kendall(values: Sequence[float], alpha: float = 0.05) -> dict[str, Any]:
+def _mann_kendall(values: Sequence[float] | np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
     """Mann (1945) / Kendall (1975) with tie correction and continuity correction; Sen (1968)."""
     y = np.asarray(values, dtype=np.float64)
     n = y.size
@@ -531,7 +531,8 @@ class TruthData:
         if subset is None:
             raise KeyError(f"{name!r} is not a C-MAPSS sub-dataset (cmapss_fd001..cmapss_fd004)")
         k = subset.group(1)
-        return tuple(str(self._path(f"phm/cmapss/{kind}_fd00{k}.txt.gz")) for kind in ("train", "test", "rul"))
+        train, test, rul = (str(self._path(f"phm/cmapss/{kind}_fd00{k}.txt.gz")) for kind in ("train", "test", "rul"))
+        return train, test, rul
 
     def cmapss(self, name: str) -> dict[str, np.ndarray]:
         """``train`` / ``test`` (rows x 26, NASA column order) and ``rul`` (one per test unit)."""
@@ -858,6 +859,9 @@ def _battery_rul_compare(params: Mapping[str, Any], data: TruthData) -> dict[str
     cell = data.battery(params["battery_id"])
     observed = int(params["observed_cycles"])
     eol = _observed_eol(cell)
+    if eol is None:
+        raise ValueError(f"battery {params['battery_id']!r} never fell below {_EOL_AH} Ah in its recorded cycles: "
+                         "there is no end of life to compare the predictions with; pick a battery that reached it")
     out: dict[str, Any] = {"actual_eol_cycle": eol}
     miss = {}
     for model in ("linear", "empirical"):

@@ -469,7 +469,7 @@ def edge_violated(calls: Sequence[ToolCallEvent], edge: tuple[str, str]) -> bool
 
 def _trace_order(spec: Mapping[str, Any], ctx: ValidationContext) -> ValidatorResult:
     edges = [tuple(e) for e in spec.get("edges", ctx.precedence)]
-    violated = [list(e) for e in edges if not edge_satisfied(ctx.calls, e)]  # type: ignore[arg-type]
+    violated = [list(e) for e in edges if not edge_satisfied(ctx.calls, e)]
     return ValidatorResult(kind="trace_order", path="", passed=not violated,
                            observed={"violated": violated}, expected={"edges": edges},
                            detail="" if not violated else f"precedence violated: {violated}")

@@ -20,15 +20,17 @@ from sfbench_jax.run_folder.stored_runs import DamagedRunsError, ExtraRunsError
 
 def parse_expect(tokens: list[str]) -> list[Cell]:
     """`dataset=a,b model=c,d method=baseline` -> the Cartesian product of cells."""
-    axes = {"dataset": None, "model": None, "method": ["baseline"]}
+    axes: dict[str, list[str] | None] = {"dataset": None, "model": None, "method": ["baseline"]}
     for token in tokens:
         key, _, values = token.partition("=")
         if key not in axes or not values:
             raise ValueError(f"--expect takes dataset=..., model=... and method=... (comma-separated), got {token!r}.")
         axes[key] = values.split(",")
-    if axes["dataset"] is None or axes["model"] is None:
+    datasets, models, methods = axes["dataset"], axes["model"], axes["method"]
+    if datasets is None or models is None:
         raise ValueError("--expect needs both dataset=... and model=....")
-    return [Cell(*cell) for cell in itertools.product(axes["dataset"], axes["model"], axes["method"])]
+    assert methods is not None  # defaults to ["baseline"]; a given method= sets a list
+    return [Cell(*cell) for cell in itertools.product(datasets, models, methods)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,7 +53,7 @@ def record_path(cached: Path) -> Path:
     return cached.with_suffix(".json")
 
 
-def _read_verified(cached: Path) -> tuple[bytes, dict[str, Any]] | str:
+def _read_verified(cached: Path) -> tuple[bytes, dict[str, Any]] | str:  # the record: parsed JSON
     """The cache file's bytes and its record when they agree, else the reason they cannot be used."""
     record_file = record_path(cached)
     if not record_file.is_file():

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -183,7 +182,7 @@ class FileLoader:
                                     "Write them as ISO dates (e.g. 2024-01-31 13:00:00).") from error
         return RuntimeFrame(frame, origin)
 
-    def _resolve(self, spec: DatasetSpec, data_root: Path | None) -> tuple[Any, str]:
+    def _resolve(self, spec: DatasetSpec, data_root: Path | None) -> tuple[Path | Traversable, str]:
         """The file to read and how to name it in messages."""
         if isinstance(self.path, Traversable) and not isinstance(self.path, Path):
             if not self.path.is_file():

@@ -20,7 +20,6 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -37,19 +36,20 @@ from sfbench_jax.evaluate.scores import CONFIDENCE, bootstrap_means
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import SCENARIOS, Fault
 from sfbench_jax.faults.severity import severity_to_units
-from sfbench_jax.predictors.protocol import Predictor, run_predictor
+from sfbench_jax.faults.spec import FaultParams
+from sfbench_jax.predictors.protocol import ModelState, Predictor, run_predictor
 
 #: The default grid: s = 0, 0.05, ..., 1.
 DEFAULT_SEVERITIES: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
 
 
-def _stream_words(words: jax.Array, ctx: FaultContext, units: Any) -> jax.Array:
+def _stream_words(words: jax.Array, ctx: FaultContext, units: jax.Array | None) -> jax.Array:
     """Stage one of the curves: keep the pair's stream words (parameters are sampled per severity later)."""
     del ctx, units
     return words
 
 
-def _unchanged(params: Any, ctx: FaultContext) -> Any:
+def _unchanged(params: FaultParams, ctx: FaultContext) -> FaultParams:
     del ctx
     return params
 
@@ -77,8 +77,8 @@ class CurveProgram:
     #: Stage two receives the windows' sample ids (a row-aware predictor keys its randomness by them).
     uses_window_ids = True
 
-    def block(self, state: Any, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
-              prepared: tuple[Any, ...]) -> tuple[jax.Array, jax.Array]:
+    def block(self, state: ModelState, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
+              prepared: tuple[FaultParams, ...]) -> tuple[jax.Array, jax.Array]:
         """`(clean (c,), faulted (c, G, P))` of one block of windows; `prepared` holds the stream words."""
         model_state, units = state
         x, y = gather_windows(series, starts, self.shape)
@@ -156,7 +156,7 @@ def severity_units_grid(severities: Sequence[float]) -> np.ndarray:
     return np.asarray(severity_to_units(values), np.int32)
 
 
-def severity_curves(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
+def severity_curves(predict: Predictor, state: ModelState, data: PreparedData, options: EvalConfig, *,
                     severities: Sequence[float] = DEFAULT_SEVERITIES, scenarios: Sequence[Fault] = SCENARIOS,
                     label: str = "severity curves") -> SeverityCurves:
     """D_p(s) per scenario at every severity of the grid, with 95% window-bootstrap bands.

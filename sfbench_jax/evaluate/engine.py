@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +44,8 @@ from sfbench_jax.evaluate.kernel import (
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.reference_rng import reference_params, scenario_seeds
 from sfbench_jax.faults.registry import SCENARIOS, Fault
-from sfbench_jax.predictors.protocol import ChannelIndependentPredictor, Predictor
+from sfbench_jax.faults.spec import FaultParams
+from sfbench_jax.predictors.protocol import ChannelIndependentPredictor, ModelState, Predictor
 
 DEFAULT_CHUNK_PER_DEVICE = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 3 * 2**20  # window data per inner block on CPU (stays in cache; tuned on Traffic)
@@ -113,8 +114,8 @@ class ScoreProgram:
     #: Stage two receives the windows' sample ids (a row-aware predictor keys its randomness by them).
     uses_window_ids = True
 
-    def block(self, state: Any, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
-              prepared: tuple[Any, ...]) -> tuple[jax.Array, ...]:
+    def block(self, state: ModelState, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
+              prepared: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
         """`(clean (c,), faulted (c, P), severity units (c, P))` of one block of windows; a channel-independent
         model runs only on the channels the faults touched (`channel_sparse`)."""
         if self.channel_sparse and isinstance(self.predict, ChannelIndependentPredictor):
@@ -133,7 +134,8 @@ class ChecksumProgram:
     ctx: FaultContext
     shape: WindowShape
 
-    def block(self, state: Any, series: jax.Array, starts: jax.Array, prepared: tuple[Any, ...]) -> tuple[jax.Array]:
+    def block(self, state: ModelState, series: jax.Array, starts: jax.Array,
+              prepared: tuple[FaultParams, ...]) -> tuple[jax.Array]:
         """`(sums of squares (c, P),)` of one block of windows."""
         del state
         x, _ = gather_windows(series, starts, self.shape)
@@ -277,7 +279,8 @@ def make_mesh(num_devices: int | None = None) -> jax.sharding.Mesh:
 
 
 @functools.lru_cache(maxsize=KERNEL_CACHE_SIZE)
-def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: jax.sharding.Mesh) -> Any:
+def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int,
+                 mesh: jax.sharding.Mesh) -> jax.stages.Wrapped:
     """The jitted, device-sharded program of one chunk: stage one (draw or prepare every scenario's
     parameters) then the program's stage two, block by block.
 
@@ -287,22 +290,23 @@ def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: j
     """
     scenarios, ctx = program.scenarios, program.ctx
 
-    def stage_two(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array,
-                  prepared: tuple[Any, ...]) -> tuple[Any, ...]:
+    def stage_two(state: ModelState, series: jax.Array, starts: jax.Array, ids: jax.Array,
+                  prepared: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
         batched = (starts, ids, prepared) if getattr(program, "uses_window_ids", False) else (starts, prepared)
-        outputs: tuple[Any, ...] = map_blocks(functools.partial(program.block, state, series), batched, block_size)
+        block = functools.partial(program.block, state, series)
+        outputs: tuple[jax.Array, ...] = map_blocks(block, batched, block_size)
         return outputs
 
-    local: Callable[..., tuple[Any, ...]]  # its arguments differ between the two RNG modes
+    local: Callable[..., tuple[jax.Array, ...]]  # its arguments differ between the two RNG modes
     if rng_mode == "jax":
-        def local(state: Any, series: jax.Array, base_key: jax.Array, starts: jax.Array,
-                  ids: jax.Array) -> tuple[Any, ...]:
+        def local(state: ModelState, series: jax.Array, base_key: jax.Array, starts: jax.Array,
+                  ids: jax.Array) -> tuple[jax.Array, ...]:
             draw = functools.partial(draw_block, base_key, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(draw, (ids,), block_size))
         specs = (P(), P(), P(), P("data"), P("data"))
     else:
-        def local(state: Any, series: jax.Array, starts: jax.Array, ids: jax.Array,
-                  params: tuple[Any, ...]) -> tuple[Any, ...]:
+        def local(state: ModelState, series: jax.Array, starts: jax.Array, ids: jax.Array,
+                  params: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
             prepare = functools.partial(prepare_block, scenarios=scenarios, ctx=ctx)
             return stage_two(state, series, starts, ids, map_blocks(prepare, (params,), block_size))
         specs = (P(), P(), P("data"), P("data"), P("data"))
@@ -316,14 +320,14 @@ def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int, mesh: j
 class DeviceInputs:
     """What every chunk call shares, on the devices, and how to build one chunk's arguments."""
 
-    state: Any
+    state: ModelState
     series: jax.Array
     base_key: jax.Array
     options: EvalConfig
     scenarios: tuple[Fault, ...]
     ctx: FaultContext
 
-    def chunk_arguments(self, plan: ChunkPlan, ids: np.ndarray) -> tuple[Any, ...]:
+    def chunk_arguments(self, plan: ChunkPlan, ids: np.ndarray) -> tuple[program_cache.Pytree, ...]:
         """The kernel's arguments for the windows `ids`, padded to the chunk size by repeating the last."""
         ids = _padded(ids, plan.chunk_size)
         sharded = NamedSharding(plan.mesh, P("data"))
@@ -337,7 +341,7 @@ class DeviceInputs:
         return (self.state, self.series, starts, window_ids, params)
 
 
-def device_inputs(program: WindowProgram, state: Any, data: PreparedData, options: EvalConfig,
+def device_inputs(program: WindowProgram, state: ModelState, data: PreparedData, options: EvalConfig,
                   mesh: jax.sharding.Mesh) -> DeviceInputs:
     """Replicate the state and the standardised series on the mesh; build the base key on the device from
     an explicitly transferred seed (no implicit transfer)."""
@@ -359,9 +363,9 @@ def _padded(values: np.ndarray, size: int) -> np.ndarray:
 class CompiledChunk:
     """A compiled chunk program, the plan it was compiled for and its first chunk's arguments."""
 
-    compiled: Any
+    compiled: jax.stages.Compiled
     plan: ChunkPlan
-    first_arguments: tuple[Any, ...]
+    first_arguments: tuple[program_cache.Pytree, ...]
     temp_bytes: int | None
     program_cache: str | None = None
 
@@ -377,10 +381,10 @@ def compile_chunk(program: WindowProgram, inputs: DeviceInputs, plan: ChunkPlan)
 
 
 def cached_program(program: WindowProgram, rng_mode: str, plan: ChunkPlan,
-                   arguments: tuple[Any, ...]) -> tuple[Any, str | None]:
+                   arguments: tuple[program_cache.Pytree, ...]) -> tuple[jax.stages.Compiled, str | None]:
     """The chunk kernel compiled for `arguments` and where it came from (`EngineStats.program_cache`): loaded from
     the program cache (`program_cache.py`: no trace, no lowering), else traced and compiled, and stored there."""
-    def compile_now() -> Any:
+    def compile_now() -> jax.stages.Compiled:
         return chunk_kernel(program, rng_mode, plan.block_size, plan.mesh).lower(*arguments).compile()
 
     if program_cache.program_cache_folder() is None:
@@ -448,14 +452,14 @@ class Progress:
               f"{rate:,.0f} windows/s, ETA {eta:,.1f} s", file=sys.stderr, flush=True)
 
 
-def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -> list[Any]:
+def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -> list[tuple[np.ndarray, ...]]:
     """Run the compiled program over every chunk, one chunk in flight while the next is dispatched.
 
     Returns:
         Per chunk, the host outputs with the padding dropped.
     """
     plan = chunk.plan
-    outputs: list[tuple[int, Any]] = []
+    outputs: list[tuple[int, tuple[jax.Array, ...]]] = []
     for index in range(plan.num_chunks):
         ids = plan.window_ids(index)
         arguments = chunk.first_arguments if index == 0 else inputs.chunk_arguments(plan, ids)
@@ -469,8 +473,9 @@ def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -
             for (count, _), out in zip(outputs, host, strict=True)]
 
 
-def run_window_program(program: WindowProgram, state: Any, data: PreparedData, options: EvalConfig, *,
-                       label: str, test_starts: np.ndarray | None) -> tuple[list[Any], np.ndarray, EngineStats]:
+def run_window_program(program: WindowProgram, state: ModelState, data: PreparedData, options: EvalConfig, *,
+                       label: str, test_starts: np.ndarray | None,
+                       ) -> tuple[list[tuple[np.ndarray, ...]], np.ndarray, EngineStats]:
     """Run stage one and `program` over all test windows (or `test_starts`).
 
     Returns:
@@ -490,14 +495,14 @@ def run_window_program(program: WindowProgram, state: Any, data: PreparedData, o
     return outputs, plan.starts, stats
 
 
-def _concatenate(outputs: list[Any], index: int) -> np.ndarray:
+def _concatenate(outputs: list[tuple[np.ndarray, ...]], index: int) -> np.ndarray:
     return np.concatenate([out[index] for out in outputs])
 
 
 # --- public entry points ----------------------------------------------------------------------------
 
 
-def score_windows(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
+def score_windows(predict: Predictor, state: ModelState, data: PreparedData, options: EvalConfig, *,
                   scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
                   test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
     """Score K test windows clean and under every scenario with the fused kernel.

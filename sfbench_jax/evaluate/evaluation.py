@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from sfbench_jax.evaluate.scores import (
 )
 from sfbench_jax.faults.registry import SCENARIOS, scored_scenarios
 from sfbench_jax.predictors.host import reporting_host_failures
-from sfbench_jax.predictors.protocol import Predictor
+from sfbench_jax.predictors.protocol import ModelState, Predictor
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ class Evaluation:
         return self.losses.scenario_keys + (() if self.extra is None else self.extra.losses.scenario_keys)
 
 
-def evaluate_predictor(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
+def evaluate_predictor(predict: Predictor, state: ModelState, data: PreparedData, options: EvalConfig, *,
                        label: str = "evaluate") -> Evaluation:
     """Score a predictor on K test windows clean and under the eight scenarios (and the extras `options.scenarios`
     names), with 95% intervals (`options.bootstrap_draws` resamples). `Evaluation.options` holds the settings with
@@ -85,7 +84,7 @@ def evaluate_predictor(predict: Predictor, state: Any, data: PreparedData, optio
                       bootstrap_seconds=bootstrap_seconds, options=options, extra=extra)
 
 
-def score_extra_scenarios(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
+def score_extra_scenarios(predict: Predictor, state: ModelState, data: PreparedData, options: EvalConfig, *,
                           clean: np.ndarray, label: str) -> ExtraScenarios:
     """Score `options.extra_scenarios` on the same windows, relative to the eight's clean losses `clean`."""
     faults = scored_scenarios(options.extra_scenarios)[len(SCENARIOS):]

@@ -20,10 +20,12 @@ from jaxtyping import Array, Bool, Float, Int
 from sfbench_jax.data.windows import WindowShape, gather_windows
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
+from sfbench_jax.faults.spec import FaultParams
 from sfbench_jax.faults.streams import pair_key, stream_words
 from sfbench_jax.predictors.protocol import (
     VALIDATION_CONTEXT,
     ChannelIndependentPredictor,
+    ModelState,
     Predictor,
     RowAwarePredictor,
     run_predictor,
@@ -51,7 +53,7 @@ def window_mse(prediction: Float[Array, "window h target"],
     return jnp.mean(squared_errors(prediction, target), axis=(1, 2))
 
 
-def clean_mse(predict: Predictor, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
+def clean_mse(predict: Predictor, state: ModelState, series: Float[Array, "row channel"], starts: Int[Array, " window"],
               shape: WindowShape) -> Float[Array, " window"]:
     """Per-window clean MSE `(C,)` of a validation pass. A row-aware predictor sees the validation context and
     the windows' positions, in blocks of `ROW_AWARE_VALIDATION_BLOCK` windows (its copies of each window would
@@ -72,36 +74,37 @@ def clean_mse(predict: Predictor, state: Any, series: Float[Array, "row channel"
 
 
 def sample_scenario_params(fault: Fault, base_key: jax.Array, window_ids: Int[Array, " window"],
-                           ctx: FaultContext) -> Any:
+                           ctx: FaultContext) -> FaultParams:
     """Draw the parameters of one scenario for a chunk of windows from their folded keys."""
     keys = jax.vmap(lambda window: pair_key(base_key, fault.index, window))(window_ids)
     words = jax.vmap(stream_words)(keys)
     return jax.vmap(lambda w: fault.sample(w, ctx, None))(words)
 
 
-def prepare_scenario_params(fault: Fault, params: Any, ctx: FaultContext) -> Any:
+def prepare_scenario_params(fault: Fault, params: FaultParams, ctx: FaultContext) -> FaultParams:
     """Per-window preparation of drawn parameters (e.g. time-warp source positions)."""
     return jax.vmap(lambda p: fault.prepare(p, ctx))(params)
 
 
-def apply_scenario(fault: Fault, x: Windows, params: Any, ctx: FaultContext) -> Windows:
+def apply_scenario(fault: Fault, x: Windows, params: FaultParams, ctx: FaultContext) -> Windows:
     """Apply one scenario (prepared parameters) to a chunk of windows `(C, n, m)`."""
     return jax.vmap(lambda window, p: fault.apply(window, p, ctx))(x, params)
 
 
 def draw_block(base_key: jax.Array, window_ids: Int[Array, " window"], *, scenarios: Sequence[Fault],
-               ctx: FaultContext) -> tuple[Any, ...]:
+               ctx: FaultContext) -> tuple[FaultParams, ...]:
     """Stage 1 (JAX RNG mode): draw and prepare every scenario's parameters for a block of windows."""
     return tuple(prepare_scenario_params(fault, sample_scenario_params(fault, base_key, window_ids, ctx), ctx)
                  for fault in scenarios)
 
 
-def prepare_block(params: Sequence[Any], *, scenarios: Sequence[Fault], ctx: FaultContext) -> tuple[Any, ...]:
+def prepare_block(params: Sequence[FaultParams], *, scenarios: Sequence[Fault],
+                  ctx: FaultContext) -> tuple[FaultParams, ...]:
     """Stage 1 (reference RNG mode): prepare host-drawn parameters for a block of windows."""
     return tuple(prepare_scenario_params(fault, p, ctx) for fault, p in zip(scenarios, params, strict=True))
 
 
-def model_inputs_block(x: Windows, prepared: Sequence[Any], *, scenarios: Sequence[Fault],
+def model_inputs_block(x: Windows, prepared: Sequence[FaultParams], *, scenarios: Sequence[Fault],
                        ctx: FaultContext) -> Float[Array, "branch window n channel"]:
     """The clean block followed by every scenario applied to it -> `(1 + P, c, n, m)`.
 
@@ -110,8 +113,8 @@ def model_inputs_block(x: Windows, prepared: Sequence[Any], *, scenarios: Sequen
     into a model such as SeasonalNaive, which reads an input step several times, XLA would recompute the
     fault (noise included) for every read.
     """
-    branches: list[Callable[[jax.Array, Any], jax.Array]] = [lambda x, prepared: x]
-    def faulting(fault: Fault, index: int) -> Callable[[jax.Array, Any], jax.Array]:
+    branches: list[Callable[[jax.Array, Sequence[FaultParams]], jax.Array]] = [lambda x, prepared: x]
+    def faulting(fault: Fault, index: int) -> Callable[[jax.Array, Sequence[FaultParams]], jax.Array]:
         return lambda x, prepared: apply_scenario(fault, x, prepared[index], ctx)
 
     branches += [faulting(fault, index) for index, fault in enumerate(scenarios)]
@@ -120,9 +123,9 @@ def model_inputs_block(x: Windows, prepared: Sequence[Any], *, scenarios: Sequen
     return faulted
 
 
-def score_block(predict: Predictor, state: Any, series: Float[Array, "row channel"], starts: Int[Array, " window"],
-                window_ids: Int[Array, " window"], prepared: Sequence[Any], *, scenarios: Sequence[Fault],
-                ctx: FaultContext,
+def score_block(predict: Predictor, state: ModelState, series: Float[Array, "row channel"],
+                starts: Int[Array, " window"], window_ids: Int[Array, " window"], prepared: Sequence[FaultParams], *,
+                scenarios: Sequence[Fault], ctx: FaultContext,
                 shape: WindowShape) -> tuple[Float[Array, " window"], Float[Array, "window scenario"],
                                              Int[Array, "window scenario"]]:
     """Stage 2: clean MSE `(c,)`, faulted MSE `(c, P)` and severity units `(c, P)` of a block.
@@ -143,8 +146,8 @@ def score_block(predict: Predictor, state: Any, series: Float[Array, "row channe
     return losses[0], losses[1:].T, units
 
 
-def score_block_sparse(predict: ChannelIndependentPredictor, state: Any, series: Float[Array, "row channel"],
-                       starts: Int[Array, " window"], prepared: Sequence[Any], *, scenarios: Sequence[Fault],
+def score_block_sparse(predict: ChannelIndependentPredictor, state: ModelState, series: Float[Array, "row channel"],
+                       starts: Int[Array, " window"], prepared: Sequence[FaultParams], *, scenarios: Sequence[Fault],
                        ctx: FaultContext, shape: WindowShape) -> tuple[Float[Array, " window"],
                                                                        Float[Array, "window scenario"],
                                                                        Int[Array, "window scenario"]]:
@@ -202,7 +205,7 @@ class TouchedRows(NamedTuple):
     valid: jax.Array
 
 
-def touched_target_rows(fault: Fault, x: Windows, params: Any, *, targets: np.ndarray,
+def touched_target_rows(fault: Fault, x: Windows, params: FaultParams, *, targets: np.ndarray,
                         ctx: FaultContext) -> TouchedRows:
     """The rows of a channel-scoped scenario's faulted block that a channel-independent model must forecast."""
     count, length = x.shape[0], x.shape[1]
@@ -217,7 +220,7 @@ def touched_target_rows(fault: Fault, x: Windows, params: Any, *, targets: np.nd
                        window=window.reshape(-1), slot=order.astype(jnp.int32).reshape(-1), valid=valid.reshape(-1))
 
 
-def touched_row_errors(predict: ChannelIndependentPredictor, state: Any, touched: Sequence[TouchedRows],
+def touched_row_errors(predict: ChannelIndependentPredictor, state: ModelState, touched: Sequence[TouchedRows],
                        clean_forecast: Float[Array, "window h target"], y: Float[Array, "window h target"], *,
                        sub_batches: int) -> tuple[Float[Array, " rows"], Bool[Array, " rows"]]:
     """For every row, its target's sum of squared errors under the faulted forecast, and whether that forecast
@@ -263,7 +266,7 @@ def touched_row_errors(predict: ChannelIndependentPredictor, state: Any, touched
             jnp.zeros((total,), bool).at[order].set(changed))
 
 
-def map_blocks(block_fn: Callable[..., Any], batched: Sequence[Any], block_size: int) -> Any:
+def map_blocks(block_fn: Callable[..., Any], batched: Sequence[Any], block_size: int) -> Any:  # pytrees, as lax.map
     """Run `block_fn` over consecutive blocks of `block_size` windows with `lax.map` (inside XLA).
 
     `batched` leaves have a leading window axis whose length is a multiple of `block_size`; outputs of

@@ -10,13 +10,13 @@ import jax
 from flax import nnx
 
 from sfbench_jax.evaluate.program_cache import describe
-from sfbench_jax.predictors.protocol import ChannelIndependentPredictor, PredictFn
+from sfbench_jax.predictors.protocol import ChannelIndependentPredictor, ModelState, PredictFn
 
 #: Predict functions kept per graph definition (one per model structure seen in a process).
 PREDICT_CACHE_SIZE = 64
 
 
-def predict_fn(model: nnx.Module, *, channel_sparse: bool = False) -> tuple[PredictFn, Any]:
+def predict_fn(model: nnx.Module, *, channel_sparse: bool = False) -> tuple[PredictFn, ModelState]:
     """Split an NNX model once (in eval mode) into a pure predict function and its state.
 
     Models of one structure (equal graph definitions, e.g. two candidates that differ only in their
@@ -45,7 +45,7 @@ def predict_fn(model: nnx.Module, *, channel_sparse: bool = False) -> tuple[Pred
 def predict_with(graphdef: nnx.GraphDef[nnx.Module]) -> PredictFn:
     """The pure predict function of one model structure."""
 
-    def predict(state: Any, x: jax.Array) -> jax.Array:
+    def predict(state: ModelState, x: jax.Array) -> jax.Array:
         forecast: jax.Array = nnx.merge(graphdef, state)(x)
         return forecast
 
@@ -53,12 +53,13 @@ def predict_with(graphdef: nnx.GraphDef[nnx.Module]) -> PredictFn:
     return predict
 
 
+# `GraphDef[Any]`: the graph of any module with `predict_channels` (read off the merged module, not typed here)
 @functools.lru_cache(maxsize=PREDICT_CACHE_SIZE)
-def channels_with(graphdef: nnx.GraphDef[Any]) -> Callable[[Any, jax.Array, jax.Array], jax.Array]:
+def channels_with(graphdef: nnx.GraphDef[Any]) -> Callable[[ModelState, jax.Array, jax.Array], jax.Array]:
     """The channel forecast `channels(state, x (B, n, k), ids (B, k)) -> (B, H, k)` of a channel-independent
     model structure."""
 
-    def channels(state: Any, x: jax.Array, channel_ids: jax.Array) -> jax.Array:
+    def channels(state: ModelState, x: jax.Array, channel_ids: jax.Array) -> jax.Array:
         forecast: jax.Array = nnx.merge(graphdef, state).predict_channels(x, channel_ids)
         return forecast
 

@@ -64,7 +64,11 @@ VERSIONED = ("jax", "jaxlib", "flax", "numpy", "ml_dtypes")
 
 #: Descriptions of predict functions, by the function object itself (`describe`): a wrapper around a described
 #: function (even one made with `functools.wraps`, which copies attributes) is another object, so it has none.
-_DESCRIPTIONS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+#: What the cache handles untyped, and why: a compiled program (`Compiled` from tracing, but what jax's unannotated
+#: `deserialize_and_load` returns when loaded), its arguments and outputs (pytrees of arrays: no static pytree type),
+#: the function a description is keyed by (a jitted function or a predictor) and the description (picklable data).
+Pytree = Any
+_DESCRIPTIONS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # function -> description
 
 
 def use_program_cache(folder: Path | None) -> None:
@@ -77,12 +81,12 @@ def program_cache_folder() -> Path | None:
     return _FOLDER[0]
 
 
-def describe(function: Any, description: Any) -> None:
+def describe(function: Any, description: Any) -> None:  # see `Pytree`
     """Record that `function`'s traced program is determined by `description` (picklable) and the code."""
     _DESCRIPTIONS[function] = description
 
 
-def describe_predictor(predict: Any) -> Any:
+def describe_predictor(predict: Any) -> Any:  # a predictor -> its description (see `Pytree`)
     """A picklable description of a predictor that determines its traced program, or None."""
     if isinstance(predict, ChannelIndependentPredictor):
         full, channels = describe_predictor(predict.full), describe_predictor(predict.channels)
@@ -93,9 +97,9 @@ def describe_predictor(predict: Any) -> Any:
         return None
 
 
-def _argument_layout(arguments: tuple[Any, ...]) -> tuple[str, tuple[tuple[Any, ...], ...]]:
+def _argument_layout(arguments: tuple[Pytree, ...]) -> tuple[str, tuple[tuple[Any, ...], ...]]:  # picklable facts
     leaves, tree = jax.tree.flatten(arguments)
-    layout: list[tuple[tuple[Any, ...], str, bool, str]] = []
+    layout: list[tuple[tuple[Any, ...], str, bool, str]] = []  # (a leaf's shape, dtype, ...)
     for leaf in leaves:
         sharding = getattr(leaf, "sharding", None)
         layout.append((tuple(np.shape(leaf)), str(getattr(leaf, "dtype", type(leaf))),
@@ -103,7 +107,7 @@ def _argument_layout(arguments: tuple[Any, ...]) -> tuple[str, tuple[tuple[Any, 
     return str(tree), tuple(layout)
 
 
-def _platform(mesh: jax.sharding.Mesh) -> tuple[Any, ...]:
+def _platform(mesh: jax.sharding.Mesh) -> tuple[Any, ...]:  # picklable platform facts
     devices = list(mesh.devices.flat)
     client = devices[0].client
     versions: list[tuple[str, str | None]] = []
@@ -128,8 +132,8 @@ def _cpu_flags() -> str:
         return ""
 
 
-def program_key(program: Any, rng_mode: str, block_size: int, mesh: jax.sharding.Mesh,
-                arguments: tuple[Any, ...]) -> str | None:
+def program_key(program: Any, rng_mode: str, block_size: int, mesh: jax.sharding.Mesh,  # program: engine's
+                arguments: tuple[Pytree, ...]) -> str | None:  # WindowProgram (engine.py sits above this module)
     """The entry's key (see the module docstring), or None when the program cannot be described."""
     predict = getattr(program, "predict", None)
     description = describe_predictor(predict) if predict is not None else None
@@ -177,7 +181,7 @@ def code_unchanged(code: LoadedCode) -> bool:
 UNSTORABLE = "unstorable"
 
 
-def load(key: str, mesh: jax.sharding.Mesh) -> Any | None:
+def load(key: str, mesh: jax.sharding.Mesh) -> Any | None:  # a compiled program (see `Pytree`), UNSTORABLE
     """The compiled program stored under `key` if its code is unchanged, `UNSTORABLE` if it was recorded as a
     program that cannot be stored (with the same code), else None."""
     folder = program_cache_folder()
@@ -228,7 +232,7 @@ def fresh_compilation() -> Iterator[None]:
         compilation_cache.reset_cache()
 
 
-def _same_outputs(first: Any, second: Any) -> bool:
+def _same_outputs(first: Pytree, second: Pytree) -> bool:
     left, right = jax.device_get(jax.tree.leaves(first)), jax.device_get(jax.tree.leaves(second))
     if len(left) != len(right):
         return False
@@ -236,7 +240,8 @@ def _same_outputs(first: Any, second: Any) -> bool:
                for a, b in zip(left, right, strict=True))
 
 
-def store(key: str, compiled: Any, code: LoadedCode, mesh: jax.sharding.Mesh, arguments: tuple[Any, ...]) -> bool:
+def store(key: str, compiled: jax.stages.Compiled, code: LoadedCode, mesh: jax.sharding.Mesh,
+          arguments: tuple[Pytree, ...]) -> bool:
     """Serialise a freshly compiled program under `key`, after checking that the bytes load back and give the same
     outputs on `arguments` bit for bit. Returns whether it was stored. A program that cannot be (a host callback, an
     executable that already ran, whose CPU sort kernels no longer serialise) is recorded as such, so later runs with

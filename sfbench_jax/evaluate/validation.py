@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +20,7 @@ from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import WindowShape, window_shape
 from sfbench_jax.evaluate.kernel import clean_mse
 from sfbench_jax.predictors.host import reporting_host_failures
-from sfbench_jax.predictors.protocol import Predictor
+from sfbench_jax.predictors.protocol import ModelState, Predictor
 
 #: Jitted validation kernels kept per (predict functions, window shape, block).
 VALIDATION_CACHE_SIZE = 16
@@ -33,11 +32,11 @@ VALIDATION_BLOCK_BYTES = 4 * 2**20
 
 
 @functools.lru_cache(maxsize=VALIDATION_CACHE_SIZE)
-def validation_kernel(predictors: tuple[Predictor, ...], shape: WindowShape, block: int) -> Any:
+def validation_kernel(predictors: tuple[Predictor, ...], shape: WindowShape, block: int) -> jax.stages.Wrapped:
     """The jitted per-window clean MSE `(P, V)` of several predict functions over `V` windows (padded to whole
     blocks of `block` windows by the caller)."""
 
-    def blocked(states: tuple[Any, ...], series: jax.Array, starts: jax.Array) -> jax.Array:
+    def blocked(states: tuple[ModelState, ...], series: jax.Array, starts: jax.Array) -> jax.Array:
         def one_block(block_starts: jax.Array) -> jax.Array:
             return jnp.stack([clean_mse(predict, state, series, block_starts, shape)
                               for predict, state in zip(predictors, states, strict=True)])
@@ -48,7 +47,7 @@ def validation_kernel(predictors: tuple[Predictor, ...], shape: WindowShape, blo
     return jax.jit(blocked)
 
 
-def validation_mses(models: Sequence[tuple[Predictor, Any]], data: PreparedData) -> list[float]:
+def validation_mses(models: Sequence[tuple[Predictor, ModelState]], data: PreparedData) -> list[float]:
     """Mean clean MSE of each `(predict, state)` over the validation windows a drop-last loader of the
     dataset's batch size visits (all batches have one size, so the mean of batch means equals the mean over
     those windows)."""
@@ -65,6 +64,6 @@ def validation_mses(models: Sequence[tuple[Predictor, Any]], data: PreparedData)
     return [float(np.mean(np.asarray(row[: len(starts)], np.float64))) for row in per_window]
 
 
-def validation_mse(predict: Predictor, state: Any, data: PreparedData) -> float:
+def validation_mse(predict: Predictor, state: ModelState, data: PreparedData) -> float:
     """Mean clean MSE of one predictor over the drop-last validation windows (see `validation_mses`)."""
     return validation_mses([(predict, state)], data)[0]

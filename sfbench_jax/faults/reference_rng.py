@@ -8,6 +8,11 @@ samples in NumPy; draws are converted exactly as PyTorch converts them (24-bit f
 integers, the 16-lane Box-Muller of `randn`). Parameters (severity, k, durations) use the reference's
 double-precision formulas. This mode exists to prove exactness against the published numbers; the JAX
 mode is the fast one.
+
+The parameter NamedTuples of `faults.scored` are typed for the device (`jax.Array` leaves, what the apply
+functions read); this mode fills them with NumPy arrays, which the engine's `device_put` turns into device arrays.
+They are built with `_make` (which takes any iterable) for that reason: a NamedTuple generic in its leaf type
+would state both, but beartype, which checks this package's annotations in the tests, rejects generic NamedTuples.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ def _temper(y: np.ndarray) -> np.ndarray:
     y = y ^ (y >> np.uint32(11))
     y = y ^ ((y << np.uint32(7)) & np.uint32(0x9D2C5680))
     y = y ^ ((y << np.uint32(15)) & np.uint32(0xEFC60000))
-    return y ^ (y >> np.uint32(18))
+    tempered: np.ndarray = y ^ (y >> np.uint32(18))  # numpy's stubs give `^` of untyped-dtype arrays as Any
+    return tempered
 
 
 def mt19937_outputs(seeds: np.ndarray, count: int) -> np.ndarray:
@@ -140,7 +146,7 @@ class ChannelDraws(NamedTuple):
 
     units: np.ndarray
     severity: np.ndarray
-    count: np.ndarray
+    count: np.ndarray  # type: ignore[assignment]  # a public field name; it shadows tuple.count
     selected: np.ndarray
     ranks: np.ndarray
     own: np.ndarray
@@ -174,15 +180,15 @@ def noise_draws(ctx: FaultContext) -> int:
 def channel_params(draws: np.ndarray, ctx: FaultContext) -> scored.ChannelFault:
     """Drift / attenuation."""
     common = channel_selection(draws, ctx)
-    return scored.ChannelFault(common.units, common.selected)
+    return scored.ChannelFault._make((common.units, common.selected))
 
 
 def time_warp_params(draws: np.ndarray, ctx: FaultContext) -> scored.TimeWarpFault:
     """TimeStretch / TimeCompress: one start in [1, n-D]."""
     common, n = channel_selection(draws, ctx), ctx.input_len
     span = n - scored.time_warp_duration(n)
-    return scored.TimeWarpFault(common.units, common.selected,
-                                1 + (common.own[:, 0] % np.uint32(span)).astype(np.int32))
+    return scored.TimeWarpFault._make((common.units, common.selected,
+                                       1 + (common.own[:, 0] % np.uint32(span)).astype(np.int32)))
 
 
 def _per_rank(common: ChannelDraws, span: np.ndarray | int, ctx: FaultContext) -> np.ndarray:
@@ -195,7 +201,7 @@ def _per_rank(common: ChannelDraws, span: np.ndarray | int, ctx: FaultContext) -
 def spike_params(draws: np.ndarray, ctx: FaultContext) -> scored.SpikeFault:
     """Spike: a position in [1, n-1] per selected channel."""
     common = channel_selection(draws, ctx)
-    return scored.SpikeFault(common.units, common.selected, _per_rank(common, ctx.input_len - 1, ctx))
+    return scored.SpikeFault._make((common.units, common.selected, _per_rank(common, ctx.input_len - 1, ctx)))
 
 
 def stuck_sensor_params(draws: np.ndarray, ctx: FaultContext) -> scored.StuckFault:
@@ -203,14 +209,14 @@ def stuck_sensor_params(draws: np.ndarray, ctx: FaultContext) -> scored.StuckFau
     common, n = channel_selection(draws, ctx), ctx.input_len
     duration = np.ceil(common.severity * (n - 1)).astype(np.int64)
     span = np.maximum(n - duration, 1).astype(np.uint32)[:, None]
-    return scored.StuckFault(common.units, common.selected, _per_rank(common, span, ctx))
+    return scored.StuckFault._make((common.units, common.selected, _per_rank(common, span, ctx)))
 
 
 def noise_params(draws: np.ndarray, ctx: FaultContext) -> scored.NoiseFault:
     """Noise: the reference's `randn(n, k)` scattered onto the selected channels."""
     common = channel_selection(draws, ctx)
     noise = _reference_noise(common.own, common.count, common.ranks, common.selected, ctx)
-    return scored.NoiseFault(common.units, common.selected, noise)
+    return scored.NoiseFault._make((common.units, common.selected, noise))
 
 
 def missing_data_params(draws: np.ndarray, ctx: FaultContext) -> scored.MissingFault:
@@ -218,7 +224,7 @@ def missing_data_params(draws: np.ndarray, ctx: FaultContext) -> scored.MissingF
     units, severity = severity_units(draws)
     duration = np.ceil(severity * 0.5 * (ctx.input_len - 1)).astype(np.int64)
     start = 1 + (draws[:, 1] % (ctx.input_len - duration).astype(np.uint32)).astype(np.int32)
-    return scored.MissingFault(units, start)
+    return scored.MissingFault._make((units, start))
 
 
 def missing_data_draws(ctx: FaultContext) -> int:
@@ -234,7 +240,7 @@ NOISE = ReferenceDraw(noise_draws, noise_params)
 MISSING_DATA = ReferenceDraw(missing_data_draws, missing_data_params)
 
 
-def reference_params(fault: FaultSpec, seeds: np.ndarray, ctx: FaultContext) -> tuple:
+def reference_params(fault: FaultSpec, seeds: np.ndarray, ctx: FaultContext) -> tuple[np.ndarray, ...]:
     """Parameters of `fault` for a batch of reference streams (one per sample).
 
     Args:

@@ -31,9 +31,14 @@ import numpy as np
 
 from sfbench_jax.faults.context import FaultContext
 
-Sampler = Callable[[jax.Array, FaultContext, Any], Any]
-Preparer = Callable[[Any, FaultContext], Any]
-Applier = Callable[[jax.Array, Any, FaultContext], jax.Array]
+#: A fault's parameter pytree (a NamedTuple of fixed-shape arrays). Each fault has its own NamedTuple and the
+#: registry holds every fault, so as a type it is `Any`: `FaultSpec` is not generic in it because beartype, which
+#: checks this package in the tests, rejects generic NamedTuples (`reference_rng.py`) and the engine holds specs of
+#: every kind in one tuple.
+FaultParams = Any
+Sampler = Callable[[jax.Array, FaultContext, jax.Array | None], FaultParams]
+Preparer = Callable[[FaultParams, FaultContext], FaultParams]
+Applier = Callable[[jax.Array, FaultParams, FaultContext], jax.Array]
 
 #: Fault classes of the paper's scored scenarios, and of the training-only transfer families.
 SCORED_CLASSES = ("Value", "Timing", "Availability")
@@ -44,7 +49,7 @@ RESERVED_SCENARIO_IDS = 2**16
 _DERIVED_ID_SPAN = 2**31 - RESERVED_SCENARIO_IDS
 
 
-def as_drawn(params: Any, ctx: FaultContext) -> Any:
+def as_drawn(params: FaultParams, ctx: FaultContext) -> FaultParams:
     """The default `prepare`: parameters are used as drawn."""
     del ctx
     return params
@@ -67,7 +72,7 @@ class ReferenceDraw(NamedTuple):
     """
 
     draw_count: Callable[[FaultContext], int]
-    params: Callable[[np.ndarray, FaultContext], Any]
+    params: Callable[[np.ndarray, FaultContext], NamedTuple]
 
 
 @dataclass(frozen=True)

@@ -83,8 +83,14 @@ def redact(text: str, hidden_paths: Mapping[str, Path]) -> str:
                     for form in {Path(path), Path(path).expanduser().resolve()} if str(form) not in ("/", ".")),
                    key=lambda pair: -len(pair[0]))
     for form, label in forms:  # the folder and whatever path follows it inside
-        text = re.sub(re.escape(form) + r"(?![\w.-])" + _PATH_TAIL, lambda _, label=label: label, text)
+        text = re.sub(re.escape(form) + r"(?![\w.-])" + _PATH_TAIL, functools.partial(_as_label, label), text)
     return _ABSOLUTE_PATH.sub("<server path>", text)
+
+
+def _as_label(label: str, match: re.Match[str]) -> str:
+    """A hidden path's replacement: its label as written (a function, so `re.sub` reads no escapes in it)."""
+    del match
+    return label
 
 
 def _non_finite(value: Any, where: str) -> str | None:

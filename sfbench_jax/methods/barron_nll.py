@@ -15,8 +15,9 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
+#: A recipe value: a Python float, or a traced scalar when the recipe is bound as data.
+Scalar = float | jax.Array
 #: Upper end of alpha (protocol 4.4).
 ALPHA_HI = 1.999
 #: Knots of the log-partition table: uniform in alpha on [0, 2].
@@ -101,24 +102,24 @@ def initial_latents(*, horizon: int, num_targets: int, alpha_lo: float, alpha_in
     return {"alpha": jnp.full(shape, logit, jnp.float32), "scale": jnp.zeros(shape, jnp.float32)}
 
 
-def alpha_of(latent: jax.Array, *, alpha_lo: ArrayLike, alpha_span: ArrayLike | None = None) -> jax.Array:
+def alpha_of(latent: jax.Array, *, alpha_lo: Scalar, alpha_span: Scalar | None = None) -> jax.Array:
     """`alpha = alpha_lo + (alpha_hi - alpha_lo) sigmoid(a)`; `alpha_span` is `alpha_hi - alpha_lo` when given
     as data (computed on the host in float64, so it rounds like the Python constant)."""
     span = ALPHA_HI - alpha_lo if alpha_span is None else alpha_span
     return alpha_lo + span * jax.nn.sigmoid(latent)
 
 
-def scale_of(latent: jax.Array, *, scale_lo: ArrayLike, scale_init: ArrayLike,
-             scale_span: ArrayLike | None = None) -> jax.Array:
+def scale_of(latent: jax.Array, *, scale_lo: Scalar, scale_init: Scalar,
+             scale_span: Scalar | None = None) -> jax.Array:
     """`c = (scale_init - scale_lo) softplus(b + ln(e - 1)) + scale_lo`; `scale_span` is
     `scale_init - scale_lo` when given as data."""
     span = scale_init - scale_lo if scale_span is None else scale_span
     return span * jax.nn.softplus(latent + math.log(math.e - 1.0)) + scale_lo
 
 
-def adaptive_nll(prediction: jax.Array, target: jax.Array, latents: dict[str, jax.Array], *, alpha_lo: ArrayLike,
-                 scale_lo: ArrayLike, scale_init: ArrayLike, alpha_span: ArrayLike | None = None,
-                 scale_span: ArrayLike | None = None) -> jax.Array:
+def adaptive_nll(prediction: jax.Array, target: jax.Array, latents: dict[str, jax.Array], *, alpha_lo: Scalar,
+                 scale_lo: Scalar, scale_init: Scalar, alpha_span: Scalar | None = None,
+                 scale_span: Scalar | None = None) -> jax.Array:
     """Mean over windows, horizon and targets of `rho(y_hat - y, alpha, c) + ln c + ln Z(alpha)`. The recipe
     values may be Python floats (constants of the program) or float32 arrays (data, e.g. one per candidate
     of a vectorised group, with the spans precomputed on the host); both round alike."""

@@ -26,11 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.windows import Forecast, Inputs
-from sfbench_jax.models.hparams import require_int
+from sfbench_jax.models.hparams import HParams, require_int
 from sfbench_jax.models.layers import validate_dataset_shape
 from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.predictors.host import HostForecaster, host_forecast
@@ -76,7 +77,7 @@ class Chronos2Config:
         resolve_weights(self.weights)
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Chronos-2 has no grid of its own: its single candidate is always valid."""
     del hparams, input_len
     return True
@@ -89,7 +90,7 @@ def _require_chronos() -> None:
         raise ValueError(INSTALL_HINT)
 
 
-def _chronos() -> Any:
+def _chronos() -> Any:  # the chronos module (untyped, and an optional extra)
     _require_chronos()
     import chronos
 
@@ -121,7 +122,7 @@ def resolve_weights(weights: str | None) -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def load_pipeline(folder: Path, device: str = "cpu") -> Any:
+def load_pipeline(folder: Path, device: str = "cpu") -> Any:  # chronos's pipeline (untyped)
     """The `Chronos2Pipeline` of a checkpoint folder on a PyTorch device, in eval mode (kept for the next build:
     selection and evaluation build the model twice)."""
     pipeline = _chronos().Chronos2Pipeline.from_pretrained(str(folder), device_map=device)
@@ -141,7 +142,7 @@ class Chronos2Forecast:
     """
 
     def __init__(self, pipeline: Any, *, horizon: int, context_length: int, target_indices: Sequence[int],
-                 batch_size: int) -> None:
+                 batch_size: int) -> None:  # pipeline: chronos's (untyped)
         self.pipeline, self.horizon, self.context_length = pipeline, horizon, context_length
         self.target_indices, self.batch_size = list(target_indices), batch_size
 
@@ -152,7 +153,7 @@ class Chronos2Forecast:
         _, mean = self.pipeline.predict_quantiles(context, prediction_length=self.horizon, quantile_levels=[0.5],
                                                   context_length=self.context_length, limit_prediction_length=False,
                                                   cross_learning=False, batch_size=self.batch_size)
-        forecast = torch.stack(mean).to(torch.float32).numpy()  # (B, m, H)
+        forecast: np.ndarray = torch.stack(mean).to(torch.float32).numpy()  # (B, m, H); torch reads as Any
         return np.swapaxes(forecast, 1, 2)[..., self.target_indices]
 
 
@@ -189,7 +190,7 @@ class Chronos2(nnx.Module):
 
     def __call__(self, x: Inputs) -> Forecast:
         """Map `(batch, n, channels)` to `(batch, H, targets)` on the host (one call for the whole batch)."""
-        return host_forecast(self.forecaster, x)
+        return host_forecast(self.forecaster, jnp.asarray(x))
 
 
 #: The architecture's spec (the registry collects it): a host model, no JAX weights; called once per block of

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +25,7 @@ from sfbench_jax.data.windows import (
     Inputs,
     select_targets,
 )
-from sfbench_jax.models.hparams import require_bool, require_int
+from sfbench_jax.models.hparams import HParams, require_bool, require_int
 from sfbench_jax.models.layers import (
     check_input,
     torch_uniform_init,
@@ -57,7 +56,7 @@ class DLinearConfig:
 
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Every DLinear grid combination is valid."""
     del hparams, input_len
     return True
@@ -110,7 +109,7 @@ class DLinear(nnx.Module):
         lead = (num_channels,) if self.config.individual else ()
         init = torch_uniform_init(input_len)
 
-        def kernel() -> nnx.Param:
+        def kernel() -> nnx.Param[jax.Array]:
             if self.config.init_weights:
                 return nnx.Param(jnp.full(lead + (input_len, horizon), 1.0 / input_len,
                                           jnp.float32))
@@ -121,8 +120,9 @@ class DLinear(nnx.Module):
         self.trend_kernel = kernel()
         self.trend_bias = nnx.Param(init(rngs.params(), lead + (horizon,)))
 
-    def decompose(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def decompose(self, x: Inputs | ChannelInputs) -> tuple[jax.Array, jax.Array]:
         """Split `x (batch, n, m)` into `(seasonal, trend)`, both `(batch, n, m)`."""
+        x = jnp.asarray(x)
         counts = jnp.asarray(moving_average_counts(self.input_len, self.config.moving_avg))
         trend = jnp.einsum("ts,bsm->btm", counts, x) / self.config.moving_avg
         return x - trend, trend
@@ -223,7 +223,7 @@ class DLinearMap(nnx.Module):
         if self.individual:  # the targets' own kernels (a slice when the targets are contiguous)
             kernel = jnp.moveaxis(select_targets(jnp.moveaxis(kernel, 0, -1), self.target_indices), -1, 0)
             bias = select_targets(bias.T, self.target_indices).T
-        return apply_time_map(select_targets(x, self.target_indices), kernel, bias)
+        return apply_time_map(select_targets(jnp.asarray(x), self.target_indices), kernel, bias)
 
 
 #: The architecture's spec (the registry collects it). Evaluated in its inference form, a channel's forecast is one

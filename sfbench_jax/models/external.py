@@ -24,13 +24,16 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.registry import DatasetSpec
 from sfbench_jax.data.windows import Forecast, Inputs
+from sfbench_jax.models.hparams import HParams
 from sfbench_jax.models.layers import validate_dataset_shape
 from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.predictors.host import HostForecaster, host_forecast
@@ -59,13 +62,18 @@ class ExternalConfig:
         resolve_target(self.target)
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """An external predictor has no grid of its own: its single candidate is always valid."""
     del hparams, input_len
     return True
 
 
-def resolve_target(target: str | None) -> Callable[..., Any]:
+#: A user's predict function, `predict(x (B, n, m) float32 NumPy, **dataset keywords) -> (B, H, targets)`. Any
+#: callable is accepted and its output is checked on the host (`HostForecaster`), so the type stays this loose.
+PredictTarget = Callable[..., Any]
+
+
+def resolve_target(target: str | None) -> PredictTarget:
     """Import `package.module:attribute` and return the callable (a PyTorch module wrapped in `TorchPredictor`).
 
     The current folder is searched after the installed packages, so `sfbench model=external
@@ -80,7 +88,7 @@ def resolve_target(target: str | None) -> Callable[..., Any]:
     module_name, separator, attribute = target.partition(":")
     if not separator or not module_name or not attribute:
         raise ValueError(f"model.target={target!r} must look like {TARGET_FORMAT!r}: {_TARGET_HELP}.")
-    value: Any = _import_module(module_name, target)
+    value: object = _import_module(module_name, target)
     for part in attribute.split("."):
         if not hasattr(value, part):
             raise ValueError(f"model.target={target!r}: {module_name!r} has no attribute {attribute!r}; name a "
@@ -93,7 +101,7 @@ def resolve_target(target: str | None) -> Callable[..., Any]:
     return value
 
 
-def _import_module(module_name: str, target: str) -> Any:
+def _import_module(module_name: str, target: str) -> ModuleType:
     """Import the target's module from the installed packages, else from the current folder (like `python -m`)."""
     try:
         return importlib.import_module(module_name)
@@ -122,25 +130,26 @@ def _import_failure(target: str, module_name: str, error: Exception) -> ValueErr
     return ValueError(f"model.target={target!r}: importing {module_name!r} raised {type(error).__name__}: {error}")
 
 
-def _is_torch_module(value: Any) -> bool:
+def _is_torch_module(value: object) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.nn.Module)
 
 
-def dataset_keywords(predict: Callable[..., Any], *, input_len: int, horizon: int, num_channels: int | None,
-                     target_indices: Sequence[int]) -> dict[str, Any]:
+def dataset_keywords(predict: PredictTarget, *, input_len: int, horizon: int, num_channels: int | None,
+                     target_indices: Sequence[int]) -> dict[str, int | tuple[int, ...]]:
     """The dataset-shape keywords (`DATASET_KEYWORDS`) that `predict`'s signature names, with their values,
     so one function can serve every dataset (e.g. `def predict(x, *, horizon): ...`)."""
     try:
         parameters = inspect.signature(predict).parameters
     except (TypeError, ValueError):  # builtins and some C callables have no signature: pass nothing
         return {}
-    values = {"input_len": input_len, "horizon": horizon, "num_channels": num_channels,
-              "target_indices": tuple(int(i) for i in target_indices)}
+    values: dict[str, int | tuple[int, ...] | None] = {
+        "input_len": input_len, "horizon": horizon, "num_channels": num_channels,
+        "target_indices": tuple(int(i) for i in target_indices)}
     keyword_kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     named = [name for name, parameter in parameters.items()
              if name in DATASET_KEYWORDS and parameter.kind in keyword_kinds]
-    return {name: values[name] for name in named if values[name] is not None}
+    return {name: value for name in named if (value := values[name]) is not None}
 
 
 class TorchPredictor:
@@ -154,7 +163,7 @@ class TorchPredictor:
         module: a module mapping `(windows, input_len, channels)` to `(windows, horizon, targets)`.
     """
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any) -> None:  # a torch.nn.Module (torch is untyped here)
         torch = _import_torch()
         self.module = module.eval()
         tensors = [*module.parameters(), *module.buffers()]
@@ -164,10 +173,11 @@ class TorchPredictor:
         torch = _import_torch()
         with torch.inference_mode():
             forecast = self.module(torch.as_tensor(x, dtype=torch.float32, device=self.device))
-        return forecast.detach().to("cpu", torch.float32).numpy()
+        result: np.ndarray = forecast.detach().to("cpu", torch.float32).numpy()  # torch reads as Any
+        return result
 
 
-def _import_torch() -> Any:
+def _import_torch() -> Any:  # the torch module (read as Any: an optional extra)
     try:
         import torch
     except ImportError as error:
@@ -195,7 +205,7 @@ class ExternalModel(nnx.Module):
     #: A host model: its output shape is declared to JAX and checked on the host (contracts.py skips it).
     runs_on_host = True
 
-    def __init__(self, *, target: str | Callable[..., Any] | None, input_len: int, horizon: int,
+    def __init__(self, *, target: str | PredictTarget | None, input_len: int, horizon: int,
                  target_indices: Sequence[int], num_channels: int | None = None,
                  rngs: nnx.Rngs | None = None) -> None:
         del rngs
@@ -210,17 +220,17 @@ class ExternalModel(nnx.Module):
                                          horizon=horizon, num_targets=len(self.target_indices))
 
     @classmethod
-    def for_dataset(cls, target: str | Callable[..., Any], spec: DatasetSpec) -> ExternalModel:
+    def for_dataset(cls, target: str | PredictTarget, spec: DatasetSpec) -> ExternalModel:
         """The external model for a dataset's window shape (`data.spec` of a prepared dataset)."""
         return cls(target=target, input_len=spec.input_len, horizon=spec.horizon,
                    num_channels=spec.num_channels, target_indices=spec.target_indices)
 
     def __call__(self, x: Inputs) -> Forecast:
         """Map `(batch, n, channels)` to `(batch, H, targets)` on the host (one call for the whole batch)."""
-        return host_forecast(self.forecaster, x)
+        return host_forecast(self.forecaster, jnp.asarray(x))
 
 
-def _as_predict(target: str | Callable[..., Any] | None) -> Callable[..., Any]:
+def _as_predict(target: str | PredictTarget | None) -> PredictTarget:
     if isinstance(target, str) or target is None:
         return resolve_target(target)
     if _is_torch_module(target):
@@ -231,13 +241,13 @@ def _as_predict(target: str | Callable[..., Any] | None) -> Callable[..., Any]:
     return target
 
 
-def _with_keywords(predict: Callable[..., Any], keywords: dict[str, Any]) -> Callable[[np.ndarray], Any]:
+def _with_keywords(predict: PredictTarget, keywords: dict[str, int | tuple[int, ...]]) -> PredictTarget:
     if not keywords:
         return predict
     return lambda x: predict(x, **keywords)
 
 
-def _display_name(target: str | Callable[..., Any] | None) -> str:
+def _display_name(target: str | PredictTarget | None) -> str:
     if isinstance(target, str):
         return target
     name = getattr(target, "__qualname__", None) or type(target).__qualname__

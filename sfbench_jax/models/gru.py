@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +16,7 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
-from sfbench_jax.models.hparams import require_bool, require_int, require_rate
+from sfbench_jax.models.hparams import HParams, require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
     check_input,
     torch_linear,
@@ -57,7 +56,7 @@ class GRUConfig:
 
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Invalid: `dropout > 0` with a single layer."""
     del input_len
     return not (hparams.get("dropout", 0.0) > 0 and hparams.get("n_layers", 1) == 1)
@@ -189,6 +188,7 @@ class GRU(nnx.Module):
         """
         cfg = self.config
         _, states = self.encode(x)
+        assert self.head.bias is not None  # torch_linear always has a bias
         kernel, bias = self.head.kernel[...], self.head.bias[...]
         first = select_targets(states[-1] @ kernel + bias, self.target_indices)
         row = self._overwrite_targets(x[:, -1], first)
@@ -200,9 +200,11 @@ class GRU(nnx.Module):
                                           x.dtype))
         weights = [(layer.hidden_kernel[...], layer.hidden_bias[...]) for layer in self.layers]
 
-        def step(carry, mask):
+        def step(carry: tuple[jax.Array, jax.Array],
+                 mask: jax.Array | None) -> tuple[tuple[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]:
             h, row = carry
-            inputs, new_states = row, []
+            inputs = row
+            new_states: list[jax.Array] = []
             for i, layer in enumerate(self.layers):
                 if i > 0 and mask is not None:
                     inputs = inputs * mask[i - 1]
@@ -221,14 +223,14 @@ class GRU(nnx.Module):
         if self.config.autoregressive:
             raise ValueError("The autoregressive GRU only forecasts its target channels; "
                              "use __call__ or rollout.")
-        _, states = self.encode(x)
+        _, states = self.encode(jnp.asarray(x))
         return self.head(states[-1]).reshape(x.shape[0], self.horizon, self.num_channels)
 
     def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""
         check_input(x, input_len=self.input_len, num_channels=self.num_channels, model="GRU")
         if self.config.autoregressive:
-            return self.rollout(x)[0]
+            return self.rollout(jnp.asarray(x))[0]
         return select_targets(self.predict_all_channels(x), self.target_indices)
 
 

@@ -7,17 +7,21 @@ They return the (possibly normalised) value; configs store it with `object.__set
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeGuard
 
 import numpy as np
 
+#: Hyperparameters by name as a preset, a grid or a manifest gives them (int, float, str or bool per name). The
+#: values are `Any`: what type each one has is what its config class checks (the helpers below), not the mapping.
+HParams = Mapping[str, Any]
 
-def _is_int(value: Any) -> bool:
+
+def _is_int(value: object) -> TypeGuard[int | np.integer]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def require_int(name: str, value: Any, *, minimum: int = 1, odd: bool = False,
+def require_int(name: str, value: object, *, minimum: int = 1, odd: bool = False,
                 choices: Sequence[int] | None = None) -> int:
     """Return `value` as int; raise unless it is an int >= minimum (and odd / in choices)."""
     if not _is_int(value):
@@ -32,7 +36,7 @@ def require_int(name: str, value: Any, *, minimum: int = 1, odd: bool = False,
     return int(value)
 
 
-def require_bool(name: str, value: Any, *, choices: Sequence[bool] = (False, True)) -> bool:
+def require_bool(name: str, value: object, *, choices: Sequence[bool] = (False, True)) -> bool:
     """Return `value` as bool; raise unless it is a bool among `choices`."""
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be a bool (valid values: {list(choices)}), got {value!r}.")
@@ -42,7 +46,7 @@ def require_bool(name: str, value: Any, *, choices: Sequence[bool] = (False, Tru
     return bool(value)
 
 
-def require_rate(name: str, value: Any) -> float:
+def require_rate(name: str, value: object) -> float:
     """Return a dropout probability as float; raise unless it is a number in [0, 1)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
         raise ValueError(f"{name} must be a float in [0, 1), got {value!r}.")
@@ -52,7 +56,7 @@ def require_rate(name: str, value: Any) -> float:
     return float(value)
 
 
-def require_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+def require_choice(name: str, value: object, choices: Sequence[str]) -> str:
     """Return `value`; raise unless it is one of the string `choices`."""
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name}={value!r} is not supported; valid values: {list(choices)}.")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +19,7 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
-from sfbench_jax.models.hparams import require_bool, require_int, require_rate
+from sfbench_jax.models.hparams import HParams, require_bool, require_int, require_rate
 from sfbench_jax.models.layers import (
     Dropout,
     TorchBatchNorm,
@@ -61,7 +60,9 @@ class ModernTCNConfig:
     individual: bool = False
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)
+        def set_(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
         set_("d_model", require_int("d_model", self.d_model))
         set_("num_blocks", require_int("num_blocks", self.num_blocks))
         set_("large_size", require_int("large_size", self.large_size, odd=True))
@@ -81,11 +82,11 @@ class ModernTCNConfig:
 
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Invalid: `small_size > large_size` or `patch_stride > patch_size` (or patch > window)."""
-    return (hparams.get("small_size", 5) <= hparams.get("large_size", 31)
-            and hparams.get("patch_stride", 4) <= hparams.get("patch_size", 8)
-            and hparams.get("patch_size", 8) <= input_len)
+    return bool(hparams.get("small_size", 5) <= hparams.get("large_size", 31)
+                and hparams.get("patch_stride", 4) <= hparams.get("patch_size", 8)
+                and hparams.get("patch_size", 8) <= input_len)
 
 
 def depthwise_conv(x: jax.Array, weight: jax.Array) -> jax.Array:
@@ -99,8 +100,8 @@ def depthwise_conv(x: jax.Array, weight: jax.Array) -> jax.Array:
     k, length = weight.shape[-1], x.shape[-1]
     half = k // 2
     padded = jnp.pad(x, ((0, 0), (0, 0), (half, half)))
-    taps = [j for j in range(k) if abs(j - half) < length]
-    return sum(padded[..., j:j + length] * weight[None, :, 0, j, None] for j in taps)
+    terms = [padded[..., j:j + length] * weight[None, :, 0, j, None] for j in range(k) if abs(j - half) < length]
+    return sum(terms[1:], start=terms[0])  # the centre tap always touches the signal, so `terms` is not empty
 
 
 #: Windows per slice of the inference path: its activations (~43 kB a window at d = 64, 7 channels)
@@ -163,7 +164,7 @@ class ModernTCNBlock(nnx.Module):
         self.variables_out = _GroupedPointwise(d, m * r, m, rngs=rngs)
         self.dropouts = nnx.List([Dropout(config.dropout, rngs=rngs) for _ in range(4)])
 
-    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
+    def __call__(self, x: jax.Array) -> jax.Array:
         """`(batch, m, d, P) -> (batch, m, d, P)`."""
         b, m, d, p = x.shape
         flat = x.reshape(b, m * d, p)  # channel index c·d + j, as in the reference
@@ -320,12 +321,14 @@ class ModernTCN(nnx.Module):
             return self.infer(x, channels)
         padded = -(-b // chunk) * chunk
         x = jnp.pad(x, ((0, padded - b), (0, 0), (0, 0)))
-        out = jax.lax.map(lambda part: self.infer(part, channels),
+        # `lax.map` returns its pytree untyped (Any); here it is one array
+        out: jax.Array = jax.lax.map(lambda part: self.infer(part, channels),
                           x.reshape(padded // chunk, chunk, *x.shape[1:]))
         return out.reshape(padded, *out.shape[2:])[:b]
 
     def predict_all_channels(self, x: Inputs) -> AllChannelForecast:
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`."""
+        x = jnp.asarray(x)
         if self.inference_mode():
             return self.infer_in_slices(x, range(self.num_channels))
         features = self.stem(x)
@@ -338,7 +341,7 @@ class ModernTCN(nnx.Module):
         check_input(x, input_len=self.input_len, num_channels=self.num_channels,
                     model="ModernTCN")
         if self.inference_mode():
-            return self.infer_in_slices(x, self.target_indices)
+            return self.infer_in_slices(jnp.asarray(x), self.target_indices)
         return select_targets(self.predict_all_channels(x), self.target_indices)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 from flax import nnx
 
 from sfbench_jax.models.dlinear import DLinear
@@ -346,7 +347,7 @@ class Fixture:
     """
 
     name: str
-    meta: dict[str, Any]
+    meta: dict[str, Any]  # the fixture's metadata, parsed JSON
     state: dict[str, np.ndarray]
     input: np.ndarray
     output: np.ndarray
@@ -397,7 +398,7 @@ def model_from_fixture(fixture: Fixture, *, seed: int = 0) -> nnx.Module:
     return model
 
 
-def parity_error(prediction: Any, reference: Any) -> float:
+def parity_error(prediction: npt.ArrayLike, reference: npt.ArrayLike) -> float:
     """Scale-relative error `max|y − ref| / max|ref|` (parity README section 6), in float64."""
     y = np.asarray(prediction, np.float64)
     ref = np.asarray(reference, np.float64)

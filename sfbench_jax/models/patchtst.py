@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +26,7 @@ from sfbench_jax.data.windows import (
     Inputs,
     select_targets,
 )
-from sfbench_jax.models.hparams import require_choice, require_int, require_rate
+from sfbench_jax.models.hparams import HParams, require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
     Dropout,
@@ -75,7 +74,9 @@ class PatchTSTConfig:
     activation: str = "gelu"
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)
+        def set_(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
         for name in ("d_model", "d_ff", "n_layers_enc", "n_heads", "patch_len", "stride",
                      "factor"):
             set_(name, require_int(name, getattr(self, name)))
@@ -92,10 +93,10 @@ def patch_count(*, input_len: int, patch_len: int, stride: int) -> int:
     return (input_len + stride - patch_len) // stride + 1
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Invalid: `d_model % n_heads != 0` or `patch_len > input_len`."""
-    return (hparams.get("d_model", 16) % hparams.get("n_heads", 4) == 0
-            and hparams.get("patch_len", 16) <= input_len)
+    return bool(hparams.get("d_model", 16) % hparams.get("n_heads", 4) == 0
+                and hparams.get("patch_len", 16) <= input_len)
 
 
 class PatchTSTEncoderLayer(nnx.Module):
@@ -125,7 +126,10 @@ class PatchTSTEncoderLayer(nnx.Module):
         """Tokens `(batch, m, Np, d)` -> `(tokens, raw scores (batch, m, heads, Np, Np))`."""
         *lead, tokens, d = x.shape
         heads, d_k = self.n_heads, d // self.n_heads
-        split = lambda t: t.reshape(*lead, tokens, heads, d_k)
+
+        def split(t: jax.Array) -> jax.Array:
+            return t.reshape(*lead, tokens, heads, d_k)
+
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
         scores = jnp.einsum("...lhe,...she->...hls", q, k)
         if previous_scores is not None:
@@ -238,12 +242,12 @@ class PatchTST(nnx.Module):
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`. In inference mode a large batch
         runs in cache-sized slices of windows (the same numbers, the intermediates stay in cache)."""
         if in_inference_mode(self):
-            return map_in_slices(self.forecast, x, self.slice_windows(x.shape[2]))
+            return map_in_slices(self.forecast, jnp.asarray(x), self.slice_windows(x.shape[2]))
         return self.forecast(x)
 
     def forecast(self, x: Inputs) -> AllChannelForecast:
         """The forward of `predict_all_channels` on one batch."""
-        x_norm, mean, std = self.normalize(x)
+        x_norm, mean, std = self.normalize(jnp.asarray(x))
         tokens = self.encode(self.embed_patches(x_norm))
         return jnp.swapaxes(self.head(tokens), 1, 2) * std + mean
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import jax
 from flax import nnx
 
+from sfbench_jax.models.hparams import HParams
 from sfbench_jax.models.revin import RevIN, RevINConfig
 from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.plugins.entry_points import discovered, package_specs, register_specs, unknown_name_error
@@ -49,7 +50,7 @@ def get_spec(name: str) -> ModelSpec:
     return MODELS[name]
 
 
-def expand_grid(name: str, *, input_len: int = 96) -> list[dict[str, Any]]:
+def expand_grid(name: str, *, input_len: int = 96) -> list[dict[str, Any]]:  # values: see `HParams`
     """All valid grid combinations of `name`, in spec order (first key varies slowest).
 
     Invalid combinations (protocol 5.3) are dropped before any sampling; counts for `input_len=96`:
@@ -61,7 +62,7 @@ def expand_grid(name: str, *, input_len: int = 96) -> list[dict[str, Any]]:
     return [c for c in combos if spec.is_valid(c, input_len=input_len)]
 
 
-def _architecture_hparams(spec: ModelSpec, hparams: Mapping[str, Any]) -> dict[str, Any]:
+def _architecture_hparams(spec: ModelSpec, hparams: HParams) -> dict[str, Any]:  # values: see `HParams`
     valid = spec.hyperparameter_names
     unknown = sorted(set(hparams) - set(valid) - set(NON_ARCHITECTURE_KEYS))
     if unknown:
@@ -70,7 +71,7 @@ def _architecture_hparams(spec: ModelSpec, hparams: Mapping[str, Any]) -> dict[s
     return {k: v for k, v in hparams.items() if k in valid}
 
 
-def make_config(name: str, hparams: Mapping[str, Any]) -> Any:
+def make_config(name: str, hparams: HParams) -> Any:  # the spec's `config_cls`, a plain `type` (one per architecture)
     """The validated config dataclass of `name` from a hyperparameter dict (`lr` ignored).
 
     Raises:
@@ -80,7 +81,7 @@ def make_config(name: str, hparams: Mapping[str, Any]) -> Any:
     return spec.config_cls(**_architecture_hparams(spec, hparams))
 
 
-def is_valid_combination(name: str, hparams: Mapping[str, Any], *, input_len: int = 96) -> bool:
+def is_valid_combination(name: str, hparams: HParams, *, input_len: int = 96) -> bool:
     """Whether `hparams` is a valid combination for `name` (the grid filter of protocol 5.3)."""
     return bool(get_spec(name).is_valid(dict(hparams), input_len=input_len))
 
@@ -91,7 +92,7 @@ def model_rngs(seed: int) -> nnx.Rngs:
     return nnx.Rngs(params=jax.random.fold_in(base, 0), dropout=jax.random.fold_in(base, 1))
 
 
-def build_model(name: str, hparams: Mapping[str, Any], *, input_len: int, horizon: int,
+def build_model(name: str, hparams: HParams, *, input_len: int, horizon: int,
                 num_channels: int, target_indices: Sequence[int], seed: int,
                 revin: RevINConfig | None = None) -> nnx.Module:
     """Construct an architecture for one dataset shape.
@@ -120,8 +121,9 @@ def build_model(name: str, hparams: Mapping[str, Any], *, input_len: int, horizo
     if revin is not None and not spec.supports_revin:
         supported = sorted(n for n, s in MODELS.items() if s.supports_revin)
         raise ValueError(f"RevIN cannot wrap {name!r}; it applies to {supported}.")
-    model: nnx.Module = spec.module_cls(input_len=input_len, horizon=horizon, num_channels=num_channels,
-                            target_indices=target_indices, rngs=model_rngs(seed), **dataclasses.asdict(config))
-    if revin is not None:
-        model = RevIN(model, revin)
+    # `module_cls` is a plain `type` (plug-ins name any NNX class), so `base` is untyped here; a spec that
+    # `supports_revin` promises `predict_all_channels` (contracts.py checks it), which RevIN needs.
+    base = spec.module_cls(input_len=input_len, horizon=horizon, num_channels=num_channels,
+                           target_indices=target_indices, rngs=model_rngs(seed), **dataclasses.asdict(config))
+    model: nnx.Module = RevIN(base, revin) if revin is not None else base
     return model

@@ -16,11 +16,12 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.data.prepared import PreparedData
+from sfbench_jax.models.hparams import HParams
 from sfbench_jax.models.registry import build_model
 from sfbench_jax.models.revin import RevINConfig
 
 
-def build_for(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
+def build_for(data: PreparedData, architecture: str, hparams: HParams, seed: int,
               revin: RevINConfig | None = None) -> nnx.Module:
     """The architecture for this dataset's shape (train mode), wrapped in RevIN when asked."""
     spec = data.spec
@@ -28,7 +29,7 @@ def build_for(data: PreparedData, architecture: str, hparams: Mapping[str, Any],
                        num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed, revin=revin)
 
 
-def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:
+def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:  # an nnx.State of any nesting
     pure = nnx.to_pure_dict(state)
     expected = {".".join(str(part) for part in path): path for path, _ in nnx.to_flat_state(state)}
     if set(expected) != set(flat):
@@ -46,7 +47,7 @@ def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:
     nnx.replace_by_pure_dict(state, pure)
 
 
-def restore_model(data: PreparedData, architecture: str, hparams: Mapping[str, Any], seed: int,
+def restore_model(data: PreparedData, architecture: str, hparams: HParams, seed: int,
                   checkpoint: Mapping[str, Mapping[str, np.ndarray]], revin: RevINConfig | None = None) -> nnx.Module:
     """Rebuild a stored candidate from its checkpoint (`{"params": ..., "batch_stats": ...}`, flat dotted names),
     in eval mode. A model without trainable weights takes the empty checkpoint.

@@ -17,6 +17,7 @@ from flax import nnx
 
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs
 from sfbench_jax.models.hparams import require_bool
+from sfbench_jax.models.spec import AllChannelForecaster
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,12 +49,12 @@ class RevIN(nnx.Module):
     mapped back by `ŷ ← (ŷ − b_t)/(w_t + eps²)` (affine) and `ŷ·σ_t + μ_t`, `t` = target channels.
 
     Args:
-        base: the wrapped forecaster; it must expose `input_len`, `num_channels` and
-            `target_indices` like the architectures in this package.
+        base: the wrapped forecaster; it must expose `input_len`, `num_channels`, `target_indices` and
+            `predict_all_channels` like the architectures in this package (`AllChannelForecaster`).
         config: RevIN options (default: affine).
     """
 
-    def __init__(self, base: nnx.Module, config: RevINConfig | None = None) -> None:
+    def __init__(self, base: AllChannelForecaster, config: RevINConfig | None = None) -> None:
         self.config = config if config is not None else RevINConfig()
         self.base = base
         self.input_len = base.input_len
@@ -91,6 +92,7 @@ class RevIN(nnx.Module):
         Needs a base model with `predict_all_channels` (not the autoregressive GRU, whose
         feedback depends on which channels are targets).
         """
+        x = jnp.asarray(x)
         mean, std = self.statistics(x)
         y = self.base.predict_all_channels(self.normalize(x, mean, std))
         if self.config.affine:
@@ -102,6 +104,7 @@ class RevIN(nnx.Module):
         if x.ndim != 3 or x.shape[1:] != (self.input_len, self.num_channels):
             raise ValueError(f"RevIN expects input of shape (batch, {self.input_len}, "
                              f"{self.num_channels}), got {tuple(x.shape)}.")
+        x = jnp.asarray(x)
         mean, std = self.statistics(x)
         return self.denormalize(self.base(self.normalize(x, mean, std)), mean, std)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax.numpy as jnp
 from flax import nnx
@@ -22,7 +21,7 @@ from sfbench_jax.data.windows import (
     Inputs,
     select_targets,
 )
-from sfbench_jax.models.hparams import require_int
+from sfbench_jax.models.hparams import HParams, require_int
 from sfbench_jax.models.layers import validate_dataset_shape
 from sfbench_jax.models.spec import ModelSpec
 
@@ -42,7 +41,7 @@ class SeasonalNaiveConfig:
                            require_int("season_length", self.season_length))
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Every season length in the grid is valid."""
     del hparams, input_len
     return True

@@ -9,15 +9,38 @@ Capabilities are read by the rest of the code instead of name lists: `is_trainab
 training-kind methods apply), `is_channel_independent` (channel i's forecast depends on channel i only; with
 `forecasts_channels_cheaply` the engine takes the channel-sparse path, the module then implements
 `predict_channels(x, channel_ids)`), `supports_revin` (the RevIN wrapper may be put around it).
+
+`Forecaster` and `AllChannelForecaster` are the module interfaces as types (for the type checker; nothing checks
+them at run time): what the engine calls on every architecture, and what a RevIN-wrappable one adds.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sfbench_jax.plugins.presets import preset_grid
+
+if TYPE_CHECKING:  # the protocols' annotations only; no import of the data layer at run time
+    from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs
+
+
+class Forecaster(Protocol):
+    """An architecture's module as the wrappers see it: its window shape and its forecast of the targets."""
+
+    input_len: int
+    horizon: int
+    num_channels: int
+    target_indices: tuple[int, ...]
+
+    def __call__(self, x: Inputs) -> Forecast: ...
+
+
+class AllChannelForecaster(Forecaster, Protocol):
+    """A forecaster that also forecasts every input channel (`supports_revin`: RevIN de-normalises those)."""
+
+    def predict_all_channels(self, x: Inputs) -> AllChannelForecast: ...
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -67,7 +90,7 @@ class ModelSpec:
         return self.is_channel_independent and self.forecasts_channels_cheaply
 
     @property
-    def grid(self) -> Mapping[str, tuple[Any, ...]]:
+    def grid(self) -> Mapping[str, tuple[Any, ...]]:  # values: see `models.hparams.HParams`
         """Search space in the preset's key order (first key varies slowest), `lr` included where trained."""
         return preset_grid("model", self.name)
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
 from sfbench_jax.data.windows import AllChannelForecast, Forecast, Inputs, select_targets
-from sfbench_jax.models.hparams import require_choice, require_int, require_rate
+from sfbench_jax.models.hparams import HParams, require_choice, require_int, require_rate
 from sfbench_jax.models.layers import (
     ACTIVATIONS,
     Dropout,
@@ -57,7 +56,9 @@ class TSMixerConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)
+        def set_(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
         set_("n_block", require_int("n_block", self.n_block))
         set_("ff_dim", require_int("ff_dim", self.ff_dim))
         set_("norm_type", require_choice("norm_type", self.norm_type, ("L", "B")))
@@ -66,7 +67,7 @@ class TSMixerConfig:
 
 
 
-def is_valid(hparams: dict[str, Any], *, input_len: int = 96) -> bool:
+def is_valid(hparams: HParams, *, input_len: int = 96) -> bool:
     """Every TSMixer grid combination is valid."""
     del hparams, input_len
     return True
@@ -100,7 +101,7 @@ class MixerBlock(nnx.Module):
         self.feature_out = _keras_dense(config.ff_dim, num_channels, rngs=rngs)
         self.feature_dropout_out = Dropout(config.dropout, rngs=rngs)
 
-    def __call__(self, x: jax.typing.ArrayLike) -> jax.Array:
+    def __call__(self, x: jax.Array) -> jax.Array:
         """`(batch, n, m) -> (batch, n, m)`."""
         act = ACTIVATIONS[self.activation]
         # The time-mixing Dense acts along time: move time last and back.
@@ -146,14 +147,15 @@ class TSMixer(nnx.Module):
         """Forecast every input channel: `(batch, n, m) -> (batch, H, m)`. In inference mode a large batch
         runs in cache-sized slices of windows (the same numbers, the intermediates stay in cache)."""
         if in_inference_mode(self):
-            return map_in_slices(self.forecast, x, self.slice_windows())
+            return map_in_slices(self.forecast, jnp.asarray(x), self.slice_windows())
         return self.forecast(x)
 
     def forecast(self, x: Inputs) -> AllChannelForecast:
         """The forward of `predict_all_channels` on one batch."""
+        y = jnp.asarray(x)
         for block in self.blocks:
-            x = block(x)
-        return jnp.swapaxes(self.projection(jnp.swapaxes(x, 1, 2)), 1, 2)
+            y = block(y)
+        return jnp.swapaxes(self.projection(jnp.swapaxes(y, 1, 2)), 1, 2)
 
     def __call__(self, x: Inputs) -> Forecast:
         """Forecast the targets: `(batch, n, m) -> (batch, H, len(target_indices))`."""

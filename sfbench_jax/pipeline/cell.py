@@ -230,6 +230,7 @@ def wrapped_predictor(data: PreparedData, method: str, recipe: dict[str, Any], b
     """The wrap-kind variant's predictor: the method's wrapper over the stored baseline candidates it chooses from
     the finished ones ranked by the selection key (the first is the baseline winner)."""
     wrapper = get_method(method).wrapper
+    assert wrapper is not None  # a wrap-kind method (the only kind this is called for) has a wrapper
     ranked = sorted((r for r in baseline.candidates if r.is_finished), key=selection_key)
     members = [stored.get(result) for result in wrapper.members(recipe, ranked)]
     return wrapper.predictor(recipe, members, seed=data.spec.seeds.noise_seed)
@@ -239,6 +240,7 @@ def winner_predictor(data: PreparedData, selection: Selection, store: CandidateS
     """The selected candidate as a predictor with its state."""
     winner = selection.winner
     if selection.kind == "wrapped":
+        assert selection.baseline is not None  # a wrapped selection chose from the baseline's candidates
         return wrapped_predictor(data, winner.method, winner.recipe, selection.baseline,
                                  StoredPredictors(data, _required(store, winner.architecture)))
     weights = _required(store, winner.architecture).restore(winner) if selection.is_trained else NO_WEIGHTS

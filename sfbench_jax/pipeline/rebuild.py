@@ -127,8 +127,9 @@ def check_manifest(manifest: Any, policy: RebuildPolicy) -> None:
     if not isinstance(values, dict):
         raise UntrustedRunError("the run's manifest.json holds no `config` mapping; it is not a run folder sfbench "
                                 "wrote. Re-run the job to write it again.")
-    model = values.get("model") if isinstance(values.get("model"), dict) else {}
-    method = values.get("method") if isinstance(values.get("method"), dict) else {}
+    model_section, method_section = values.get("model"), values.get("method")
+    model = model_section if isinstance(model_section, dict) else {}
+    method = method_section if isinstance(method_section, dict) else {}
     name, method_name = model.get("name", "seasonal_naive"), method.get("name", "baseline")
     if not isinstance(name, str) or name not in MODELS:
         raise UntrustedRunError(f"the run's model {str(name)[:64]!r} is not a registered architecture; stored runs "
@@ -181,7 +182,7 @@ def run_config(manifest: dict[str, Any], *, policy: RebuildPolicy | None = None)
         if item.name not in values:
             continue
         default = getattr(defaults, item.name)
-        if dataclasses.is_dataclass(default):
+        if dataclasses.is_dataclass(default) and not isinstance(default, type):
             known = {f.name for f in dataclasses.fields(default)}
             kwargs[item.name] = type(default)(**{k: v for k, v in values[item.name].items() if k in known})
         else:
@@ -198,7 +199,7 @@ class RestoredRun:
     cfg: RunConfig
     data: PreparedData
     selection: Selection
-    store: CandidateStore
+    store: CandidateStore | None  # None: the rebuild reads no store (an untrained baseline, `reads_store`)
     predict: Any
     state: Any
 
@@ -302,6 +303,7 @@ def fault_examples(run: StoredRun | Path, *, scenarios: Sequence[str], severity:
     restored = restore_run(run)
     data, options = restored.data, restored.cfg.eval.for_dataset(restored.data.spec)
     spec = data.spec
+    assert options.seed is not None  # resolved (EvalConfig.for_dataset)
     start = int(data.test_starts(options.seed, options.k)[sample_id])
     window = data.standardised[start:start + spec.input_len + spec.horizon]
     x, truth = window[:spec.input_len], window[spec.input_len:, spec.target_indices[0]]

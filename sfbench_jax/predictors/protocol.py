@@ -12,8 +12,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-#: `predict(state, x (B, n, m)) -> (B, H, targets)`; `state` is any pytree (e.g. an NNX State).
-PredictFn = Callable[[Any, jax.Array], jax.Array]
+#: A predictor's state: any pytree (an NNX State, or whatever a wrapper's predictor carries). `Any`, because a
+#: pytree has no static type (jax types it `Any` too).
+ModelState = Any
+#: `predict(state, x (B, n, m)) -> (B, H, targets)`.
+PredictFn = Callable[[ModelState, jax.Array], jax.Array]
 
 #: Context ids of the rows a row-aware predictor sees: the clean pass, scenario i (1 + i), validation.
 CLEAN_CONTEXT, VALIDATION_CONTEXT = 0, 1000
@@ -24,7 +27,7 @@ class RowAwarePredictor:
     randomized smoothing's noise keyed by (context, window id), so that it never depends on chunking or
     batching. Subclasses are frozen dataclasses (hashable: they key the compiled-kernel caches)."""
 
-    def apply(self, state: Any, x: jax.Array, rows: jax.Array) -> jax.Array:
+    def apply(self, state: ModelState, x: jax.Array, rows: jax.Array) -> jax.Array:
         """`(B, n, m) -> (B, H, targets)`; `rows (B, 2)` int32: the context (`CLEAN_CONTEXT`,
         `1 + scenario index`, `VALIDATION_CONTEXT`) and the window's sample id of each row."""
         raise NotImplementedError
@@ -33,7 +36,7 @@ class RowAwarePredictor:
 Predictor = PredictFn | RowAwarePredictor
 
 
-def run_predictor(predict: Predictor, state: Any, x: jax.Array, contexts: jax.Array,
+def run_predictor(predict: Predictor, state: ModelState, x: jax.Array, contexts: jax.Array,
                   window_ids: jax.Array) -> jax.Array:
     """Call a plain or row-aware predictor on rows `x` with their context and window ids (each `(B,)`)."""
     if isinstance(predict, RowAwarePredictor):
@@ -55,7 +58,7 @@ class ChannelIndependentPredictor:
     """
 
     full: PredictFn
-    channels: Callable[[Any, jax.Array, jax.Array], jax.Array]
+    channels: Callable[[ModelState, jax.Array, jax.Array], jax.Array]
 
-    def __call__(self, state: Any, x: jax.Array) -> jax.Array:
+    def __call__(self, state: ModelState, x: jax.Array) -> jax.Array:
         return self.full(state, x)

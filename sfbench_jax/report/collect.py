@@ -229,8 +229,8 @@ def missing_jobs(expected: Sequence[ExpectedJob], jobs: Sequence[JobRecord]) -> 
     """Expected jobs without a finished folder, named by the overrides that tell them apart, with the reason."""
     varying = varying_overrides(expected)
     by_overrides: dict[tuple[str, ...], list[JobRecord]] = {}
-    for job in jobs:
-        by_overrides.setdefault(job.overrides, []).append(job)
+    for record in jobs:
+        by_overrides.setdefault(record.overrides, []).append(record)
     missing = []
     for job in expected:
         found = by_overrides.get(job.overrides, [])

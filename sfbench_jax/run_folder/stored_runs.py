@@ -472,7 +472,8 @@ def _per_window_scores(directory: Path) -> tuple[list[str], Any, int, dict[str, 
             if extras else None
     except ValueError as error:
         raise DamagedRunError(directory, PER_WINDOW_FILE, f"gives no scores ({error})") from error
-    extra_scores = {key: (float(extra.mse_p[i]), float(extra.d_p[i])) for i, key in enumerate(extras)}
+    extra_scores = {} if extra is None else {
+        key: (float(extra.mse_p[i]), float(extra.d_p[i])) for i, key in enumerate(extras)}
     return keys, scores, len(frame), extra_scores
 
 

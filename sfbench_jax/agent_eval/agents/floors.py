@@ -103,18 +103,17 @@ def constant_fill(schema: Mapping[str, Any]) -> Any:
     if kind == "string":
         return "a" * int(schema.get("minLength", 0))
     if kind == "array":
-        item = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+        items = schema.get("items")
+        item = items if isinstance(items, Mapping) else {}
         return [constant_fill(item) for _ in range(int(schema.get("minItems", 0)))]
     return None
 
 
 def _random_number(schema: Mapping[str, Any], integer: bool, rng: random.Random) -> int | float:
     low, high = _bounds(schema, integer)
-    if low is None and high is None:
-        low, high = 0.0, RANDOM_NUMBER_SPAN
-    elif low is None:
-        low = high - RANDOM_NUMBER_SPAN
-    elif high is None:
+    if low is None:
+        low = 0.0 if high is None else high - RANDOM_NUMBER_SPAN
+    if high is None:
         high = low + RANDOM_NUMBER_SPAN
     if integer:
         return rng.randint(int(low), int(high))
@@ -161,7 +160,8 @@ def random_fill(schema: Mapping[str, Any], rng: random.Random) -> Any:
     if kind == "string":
         return _random_string(schema, rng)
     if kind == "array":
-        item = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+        items = schema.get("items")
+        item = items if isinstance(items, Mapping) else {}
         shortest = int(schema.get("minItems", 0))
         longest = int(schema.get("maxItems", shortest + 3))
         return [random_fill(item, rng) for _ in range(rng.randint(shortest, max(shortest, longest)))]

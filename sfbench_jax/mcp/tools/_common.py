@@ -15,7 +15,7 @@ import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 import numpy as np
 from phm_kernels.registry import qualified_name
@@ -116,9 +116,13 @@ def flag(value: Any) -> bool:
     return bool(np.asarray(value).reshape(-1)[0])
 
 
-def code_label(value: Any, labels: Sequence[str]) -> str:
-    """The label of an int code returned by a kernel."""
-    return str(labels[int(np.asarray(value).reshape(-1)[0])])
+Label = TypeVar("Label", bound=str)
+
+
+def code_label(value: Any, labels: Sequence[Label]) -> Label:
+    """The label of an int code returned by a kernel (typed as the labels are: a kernel's `Literal` labels give
+    the answer field's `Literal`)."""
+    return labels[int(np.asarray(value).reshape(-1)[0])]
 
 
 def first_flagged(flags: Any, cycles: np.ndarray) -> int | None:

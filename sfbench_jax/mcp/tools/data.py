@@ -10,7 +10,7 @@ predictions).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,7 +22,8 @@ from sfbench_jax.mcp.tools._common import ToolDef, ToolResult
 __all__ = ["BEARING_LABELS", "CMAPSS_SENSORS", "TOOLS", "cmapss_split", "list_phm_datasets",
            "load_dataset", "load_ground_truth"]
 
-BEARING_LABELS = ("normal", "outer_race", "inner_race", "ball")
+BEARING_LABELS: tuple[Literal["normal", "outer_race", "inner_race", "ball"], ...] = (
+    "normal", "outer_race", "inner_race", "ball")
 CMAPSS_SENSORS = tuple(f"s{i}" for i in range(1, 22))
 CMAPSS_COLUMNS = ("unit", "cycle", "setting1", "setting2", "setting3", *CMAPSS_SENSORS)
 CMAPSS_SPLITS = ("train", "test")

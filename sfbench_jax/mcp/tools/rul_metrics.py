@@ -108,6 +108,12 @@ def calculate_rmse(store: DataStore, ground_truth: TruthArg,
     return _regression(store, "rmse", ground_truth, predictions)
 
 
+def _pair(bounds: list[float] | None, default: tuple[float, float]) -> tuple[float, float]:
+    """An accepted `[low, high]` range (two items, as the argument's schema requires), else the default."""
+    low, high = bounds or default
+    return low, high
+
+
 def verify_ground_truth(
         store: DataStore, ground_truth: ArrayArg, predictions: ArrayArg,
         mae_range: Annotated[list[float] | None, Field(
@@ -120,8 +126,8 @@ def verify_ground_truth(
     pred = _prediction_values(store, predictions)
     wide = (0.0, float(np.finfo(np.float32).max))
     with kernel_errors():
-        result = metrics.verify_rul_predictions(truth, pred, mae_range=tuple(mae_range or wide),
-                                                rmse_range=tuple(rmse_range or wide))
+        result = metrics.verify_rul_predictions(truth, pred, mae_range=_pair(mae_range, wide),
+                                                rmse_range=_pair(rmse_range, wide))
     mae_ok = flag(result.mae_ok) if mae_range else None
     rmse_ok = flag(result.rmse_ok) if rmse_range else None
     inside = all(v is not False for v in (mae_ok, rmse_ok))

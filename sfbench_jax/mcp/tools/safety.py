@@ -192,15 +192,16 @@ def check_compliance(
     """Check a safety function's failure measure against a SIL (IEC 61508) or PL (ISO 13849)."""
     level, label = _parse_level(standard, target_level)
     with kernel_errors():
+        result: safety.SilCompliance | safety.PlCompliance
         if standard == "IEC61508":
-            kernel = safety.check_sil_compliance
-            result = kernel(failure_measure, target_sil=level, mode=demand_mode)
-            achieved = f"SIL {int(scalar(result.achieved_sil))}"
-            margin = maybe_finite(result.margin_factor)
+            kernel = kernel_label(safety.check_sil_compliance)
+            result = sil = safety.check_sil_compliance(failure_measure, target_sil=int(level), mode=demand_mode)
+            achieved = f"SIL {int(scalar(sil.achieved_sil))}"
+            margin = maybe_finite(sil.margin_factor)
         else:
-            kernel = safety.check_pl_compliance
-            result = kernel(failure_measure, required_pl=level)
-            achieved = f"PL {code_label(result.achieved_pl, safety.PL_LEVELS)}"
+            kernel = kernel_label(safety.check_pl_compliance)
+            result = pl = safety.check_pl_compliance(failure_measure, required_pl=str(level))
+            achieved = f"PL {code_label(pl.achieved_pl, safety.PL_LEVELS)}"
             margin = None
     return ComplianceResult(
         standard=standard, target_level=label, achieved_level=achieved,
@@ -208,7 +209,7 @@ def check_compliance(
         beyond_table=flag(result.beyond_table),
         note="checks the random-hardware failure measure only (architectural constraints and "
              "systematic capability are out of scope)",
-        kernel=kernel_label(kernel),
+        kernel=kernel,
         units={"failure_measure": "PFDavg (dimensionless)" if demand_mode == "low_demand"
                and standard == "IEC61508" else "1/h"})
 
@@ -222,15 +223,15 @@ def calculate_pfd(
     """Simplified PFDavg of a 1oo1 or 1oo2 safety function (IEC 61508-6 Annex B)."""
     with kernel_errors():
         if architecture == "1oo1":
-            kernel = safety.pfd_avg_1oo1
-            result = kernel(lambda_du_per_hour, proof_test_interval_hours)
+            kernel = kernel_label(safety.pfd_avg_1oo1)
+            result = safety.pfd_avg_1oo1(lambda_du_per_hour, proof_test_interval_hours)
         else:
-            kernel = safety.pfd_avg_1oo2
-            result = kernel(lambda_du_per_hour, proof_test_interval_hours, common_cause_beta)
+            kernel = kernel_label(safety.pfd_avg_1oo2)
+            result = safety.pfd_avg_1oo2(lambda_du_per_hour, proof_test_interval_hours, common_cause_beta)
     pfd = scalar(result.pfd_avg)
     return PfdResult(architecture=architecture, pfd_avg=pfd,
                      achieved_sil=int(scalar(result.sil)), risk_reduction_factor=1.0 / pfd,
-                     kernel=kernel_label(kernel),
+                     kernel=kernel,
                      units={"pfd_avg": "dimensionless", "lambda_du_per_hour": "1/h"})
 
 

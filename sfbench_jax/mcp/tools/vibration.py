@@ -97,19 +97,19 @@ def assess_vibration_severity(
     """
     with kernel_errors():
         if standard == "ISO10816-1":
-            kernel = vibration.iso10816_1_zone
-            result = kernel(velocity_rms_mm_s, machine_class=machine_class)
+            kernel = kernel_label(vibration.iso10816_1_zone)
+            result = vibration.iso10816_1_zone(velocity_rms_mm_s, machine_class=machine_class)
             edition = vibration.ISO10816_EDITIONS["iso10816_1"]
         else:
-            kernel = vibration.iso10816_3_zone
-            result = kernel(velocity_rms_mm_s, group=group, foundation=foundation)
+            kernel = kernel_label(vibration.iso10816_3_zone)
+            result = vibration.iso10816_3_zone(velocity_rms_mm_s, group=group, foundation=foundation)
             edition = vibration.ISO10816_EDITIONS["iso10816_3"]
     zone = code_label(result.zone, vibration.ISO_ZONES)
     return VibrationZone(zone=zone, zone_meaning=_ZONE_MEANING[zone],
                          velocity_rms_mm_s=velocity_rms_mm_s,
                          ratio_to_cd_boundary=scalar(result.ratio_to_cd),
                          margin_to_next_zone_mm_s=maybe_finite(result.margin_to_next),
-                         standard_edition=edition, kernel=kernel_label(kernel),
+                         standard_edition=edition, kernel=kernel,
                          units={"velocity_rms_mm_s": "mm/s RMS"})
 
 
@@ -145,7 +145,7 @@ def calculate_bearing_frequencies(
     Use bearing='custom' with n_balls, ball_diameter and pitch_diameter for other bearings.
     """
     if bearing == "custom":
-        if None in (n_balls, ball_diameter, pitch_diameter):
+        if n_balls is None or ball_diameter is None or pitch_diameter is None:
             raise InvalidArgumentsError("bearing='custom' needs n_balls, ball_diameter and "
                                         "pitch_diameter")
         geometry = bearing_kernels.BearingGeometry(n_balls, ball_diameter, pitch_diameter,
