@@ -525,7 +525,7 @@ def score_windows(predict: Predictor, state: ModelState, data: PreparedData, opt
                                   label=label, test_starts=test_starts)
 
 
-def score_resolved_windows(predict: Predictor, state: Any, data: PreparedData, options: EvalConfig, *,
+def score_resolved_windows(predict: Predictor, state: ModelState, data: PreparedData, options: EvalConfig, *,
                            scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
                            test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
     """`score_windows` for settings whose seed an entry already resolved (`evaluate_predictor`)."""
