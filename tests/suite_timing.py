@@ -6,9 +6,10 @@
   machine of another speed; `SFBENCH_TEST_BUDGET_S=0` switches it off.
 * Shared fixtures stay on one worker: under pytest-xdist (`-n 2`), the default `load` distribution hands out the
   tests one by one, except the modules of a group in `GROUPS` (the tests of a session fixture built once and
-  waited on, or of a costly module fixture, which each worker would otherwise build again), which go to one worker
-  together, first. That worker builds the fixture and runs its tests while the other runs everything else,
-  instead of both building it, or one waiting minutes on the other's lock. An explicit other `--dist` is kept.
+  waited on) and the modules of `COSTLY_MODULE_FIXTURES` (a costly module fixture, which each worker would
+  otherwise build again), which go to one worker together, first. That worker builds the fixture and runs its
+  tests while the other runs everything else, instead of both building it, or one waiting minutes on the other's
+  lock. An explicit other `--dist` is kept.
 """
 
 from __future__ import annotations
@@ -33,7 +34,17 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                        "tests/report/test_run_records.py", "tests/report/test_score_families.py",
                        "tests/report/test_sensitivity.py")),
 }
+#: Modules whose module-scoped fixture is a real run, a pip install, a server process or a trained store: each is
+#: its own group, so one worker builds the fixture once instead of both building it.
+COSTLY_MODULE_FIXTURES = (
+    "tests/test_run_record.py", "tests/test_run_folder_readers.py", "tests/test_plugins.py",
+    "tests/test_plugin_contracts.py", "tests/train/test_store_integrity.py", "tests/models/test_external.py",
+    "tests/evaluate/test_curves.py", "tests/agent_eval/test_eval_modes.py", "tests/mcp/test_mcp_curves.py",
+    "tests/mcp/test_mcp_stored_runs.py", "tests/mcp/test_mcp_default_cli_run.py", "tests/mcp/test_mcp_http_security.py",
+    "tests/mcp/test_mcp_transports.py", "tests/data/test_cache_integrity.py",
+)
 GROUP_OF_MODULE = {module: group for group, (_, modules) in GROUPS.items() for module in modules}
+GROUP_OF_MODULE |= {module: module for module in COSTLY_MODULE_FIXTURES}
 
 
 def budget_seconds() -> float:
@@ -64,8 +75,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class FixtureGroupScheduling(LoadScopeScheduling):
-        """Each test its own unit, except that the modules of a group are one unit (handed out first: units are
-        ordered by their number of tests)."""
+        """Each test its own unit, except that the modules of a group, and each module of
+        `COSTLY_MODULE_FIXTURES`, are one unit (handed out first: units are ordered by their number of tests)."""
 
         def _split_scope(self, nodeid: str) -> str:
             return GROUP_OF_MODULE.get(nodeid.split("::", 1)[0], nodeid)
