@@ -93,6 +93,15 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def mcp_server(data_root: Path):
+    """The full sfbench-mcp server over the data root, in-process, one per session (its data store loads each
+    dataset once); the MCP tests take it as `server`, the evaluator tests as `eval_server`."""
+    from sfbench_jax.mcp.server import ServerConfig, build_server
+
+    return build_server(ServerConfig(data_root=data_root))
+
+
+@pytest.fixture(scope="session")
 def load_script() -> Callable[[str], ModuleType]:
     """`load_script("name")` imports `scripts/name.py` as a fresh module."""
     def load(name: str) -> ModuleType:
