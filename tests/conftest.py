@@ -25,6 +25,8 @@ from types import ModuleType
 import pytest
 from bundled_data import bundled_data_root
 
+pytest_plugins = ["suite_timing"]  # the per-test time budget and the xdist groups of shared fixtures
+
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 FULL_DATA_REASON = ("needs the full datasets: set SFBENCH_DATA_ROOT to a full data folder "
                     "(python scripts/fetch_data.py --to DIR); docs/testing.md, 'Data'")
@@ -88,6 +90,15 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "'forecasting/' and/or 'phm/'); unset it to use the repository's copy, or fetch the full data "
                     "with `python scripts/fetch_data.py --to DIR`.")
     return root
+
+
+@pytest.fixture(scope="session")
+def mcp_server(data_root: Path):
+    """The full sfbench-mcp server over the data root, in-process, one per session (its data store loads each
+    dataset once); the MCP tests take it as `server`, the evaluator tests as `eval_server`."""
+    from sfbench_jax.mcp.server import ServerConfig, build_server
+
+    return build_server(ServerConfig(data_root=data_root))
 
 
 @pytest.fixture(scope="session")

@@ -13,12 +13,13 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from sfbench_cli import run_sfbench as _sfbench
+from sfbench_cli import sfbench_command as _sfbench_command
 
 from sfbench_jax.run_folder.record import (
     RECORD_FILE,
@@ -32,14 +33,6 @@ from sfbench_jax.run_folder.stored_runs import gather_runs, load_run
 
 #: The cheap real run of these tests (SeasonalNaive on ETTh1, 1,000 windows).
 COMMON = ["model=seasonal_naive", "eval=quick", "dataset=etth1", "eval.bootstrap_draws=200"]
-
-
-def _sfbench_command(*overrides: str) -> list[str]:
-    return [str(Path(sys.executable).parent / "sfbench"), *overrides]
-
-
-def _sfbench(*overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run(_sfbench_command(*overrides), capture_output=True, text=True, timeout=600, check=False)
 
 
 def _tree_digest(folder: Path) -> dict[str, str]:

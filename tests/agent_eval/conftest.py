@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 from mcp.server import MCPServer
 
 from sfbench_jax.agent_eval.scenario import Scenario, load_scenarios
-from sfbench_jax.mcp.server import ServerConfig, build_server
 
 
 @pytest.fixture(scope="session")
@@ -45,6 +43,6 @@ def scenario_map(scenarios: list[Scenario]) -> dict[str, Scenario]:
 
 
 @pytest.fixture(scope="session")
-def eval_server(data_root: Path) -> MCPServer:
-    """The full sfbench-mcp server, in-process, shared by the evaluator tests."""
-    return build_server(ServerConfig(data_root=data_root))
+def eval_server(mcp_server: MCPServer) -> MCPServer:
+    """The full sfbench-mcp server, in-process (the session's one, tests/conftest.py, also the MCP tests')."""
+    return mcp_server

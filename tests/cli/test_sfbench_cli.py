@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_module
+from sfbench_cli import sfbench_refusal
 
 from sfbench_jax.cli.main import to_run_config
 from sfbench_jax.faults import SCENARIO_KEYS
@@ -85,21 +86,23 @@ def test_reference_mode_on_beijing(tmp_path: Path, data_root: Path) -> None:
     ("eval.channel_fraction=0.9", "eval.channel_fraction must lie in (0, 0.5]"),
     ("eval.k=many", "Value 'many' of type 'str' could not be converted to Integer"),
 ])
-def test_bad_overrides_fail_before_work(tmp_path: Path, override: str, message: str) -> None:
-    completed = _sfbench(override, f"hydra.run.dir={tmp_path / 'run'}")
-    assert completed.returncode != 0
-    assert message in completed.stderr, completed.stderr[-2000:]
+def test_bad_overrides_fail_before_work(tmp_path: Path, override: str, message: str, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    status, stderr = sfbench_refusal(monkeypatch, capsys, override, f"hydra.run.dir={tmp_path / 'run'}")
+    assert status != 0
+    assert message in stderr, stderr[-2000:]
     assert not (tmp_path / "run" / "summary.csv").exists()
 
 
-def test_unusable_run_directory_is_reported(tmp_path: Path) -> None:
+def test_unusable_run_directory_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    completed = _sfbench(f"hydra.run.dir={blocker / 'run'}")
-    assert completed.returncode == 2
-    [line] = [line for line in completed.stderr.splitlines() if line.startswith("sfbench: error:")]
+    status, stderr = sfbench_refusal(monkeypatch, capsys, f"hydra.run.dir={blocker / 'run'}")
+    assert status == 2
+    [line] = [line for line in stderr.splitlines() if line.startswith("sfbench: error:")]
     assert f"Cannot create the run directory {blocker / 'run'}" in line and "hydra.run.dir=PATH" in line
-    assert f"Not a directory: '{blocker / 'run'}'" in line and "Traceback" not in completed.stderr
+    assert f"Not a directory: '{blocker / 'run'}'" in line and "Traceback" not in stderr
 
 
 def test_library_rejects_unwritable_run_directory(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from hydra import compose, initialize_config_module
+from sfbench_cli import sfbench_refusal
 
 from sfbench_jax.cli.callbacks import job_cell, sweep_jobs
 from sfbench_jax.cli.main import to_run_config
@@ -118,21 +119,26 @@ def test_multirun_missing_cell_is_named(tmp_path: Path) -> None:
      "GRU dropout=0.1 with n_layers=1 is an invalid combination"),
     (["method=pgd"], "there is no method preset 'pgd'; the method presets: "),  # one line, exit 2 (issue 30)
 ])
-def test_cli_reports_bad_input_before_work(tmp_path: Path, overrides: list[str], message: str) -> None:
-    completed = _sfbench(*overrides, f"hydra.run.dir={tmp_path / 'run'}", f"train.store_dir={tmp_path / 'store'}")
-    assert completed.returncode != 0
-    assert message in completed.stderr, completed.stderr[-2000:]
+def test_cli_reports_bad_input_before_work(tmp_path: Path, overrides: list[str], message: str,
+                                           monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("SFBENCH_DATA_ROOT", raising=False)  # as `_sfbench` runs the command
+    status, stderr = sfbench_refusal(monkeypatch, capsys, *overrides, f"hydra.run.dir={tmp_path / 'run'}",
+                                        f"train.store_dir={tmp_path / 'store'}")
+    assert status != 0
+    assert message in stderr, stderr[-2000:]
     assert not (tmp_path / "run" / "summary.csv").exists() and not (tmp_path / "store").exists()
 
 
-def test_unwritable_store_is_reported_before_training(tmp_path: Path) -> None:
+def test_unwritable_store_is_reported_before_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    completed = _sfbench("model=dlinear", "profile=tiny", f"train.store_dir={blocker / 'store'}",
-                         f"hydra.run.dir={tmp_path / 'run'}")
-    assert completed.returncode != 0
-    assert f"Cannot create the candidate store {blocker / 'store'}" in completed.stderr
-    assert "train.store_dir=PATH" in completed.stderr and not (tmp_path / "run" / "summary.csv").exists()
+    monkeypatch.delenv("SFBENCH_DATA_ROOT", raising=False)  # as `_sfbench` runs the command
+    status, stderr = sfbench_refusal(monkeypatch, capsys, "model=dlinear", "profile=tiny",
+                                        f"train.store_dir={blocker / 'store'}", f"hydra.run.dir={tmp_path / 'run'}")
+    assert status != 0
+    assert f"Cannot create the candidate store {blocker / 'store'}" in stderr
+    assert "train.store_dir=PATH" in stderr and not (tmp_path / "run" / "summary.csv").exists()
 
 
 def _compose(overrides: list[str], hydra_config: bool = False):

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from mcp.server import MCPServer
-
-from sfbench_jax.mcp.server import ServerConfig, build_server
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +13,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def server(data_root: Path) -> MCPServer:
-    """The full sfbench-mcp server over the real data root, in-process."""
-    return build_server(ServerConfig(data_root=data_root))
+def server(mcp_server: MCPServer) -> MCPServer:
+    """The full sfbench-mcp server over the real data root, in-process (the session's one, tests/conftest.py)."""
+    return mcp_server
 

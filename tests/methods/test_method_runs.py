@@ -4,9 +4,6 @@ RevIN's exact round trip, and a method run end to end (tiny profile) that resume
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -14,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_module
+from sfbench_cli import run_sfbench as _sfbench
 
 from sfbench_jax.cli.main import to_run_config
 from sfbench_jax.methods import METHODS
@@ -69,11 +67,6 @@ def test_revin_round_trip_and_target_denormalisation(affine: bool) -> None:
     expected = (np.asarray(targets) - bias[[3, 1]]) / (weight[[3, 1]] + 1e-10) * sigma[..., [3, 1]] + mu[..., [3, 1]]
     np.testing.assert_allclose(back, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(back, x_np[:, :24][..., [3, 1]], rtol=1e-4, atol=1e-4)  # the round trip
-
-
-def _sfbench(*overrides: str) -> subprocess.CompletedProcess:
-    command = [str(Path(sys.executable).parent / "sfbench"), *overrides]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900, env=dict(os.environ), check=False)
 
 
 def test_a_method_run_writes_its_variant_and_resumes(tmp_path: Path) -> None:

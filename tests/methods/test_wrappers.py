@@ -14,7 +14,7 @@ from sfbench_jax.methods import check_trimming
 from sfbench_jax.methods.wrappers import SmoothingPredictor, ensemble_combine, ensemble_predictor, trimmed_mean
 from sfbench_jax.models.registry import build_model
 
-K = 1200
+K = 300  # small: the point is the chunk sizes below (one not dividing K, one leaving a partial chunk, K itself)
 
 
 def test_combiners_equal_numpy() -> None:
@@ -51,23 +51,26 @@ def _dlinear(data, seed: int, moving_avg: int):
 
 
 def _losses(predict, state, data, chunk_size: int) -> np.ndarray:
-    losses, _ = score_windows(predict, state, data, EvalConfig(seed=5, k=K, chunk_size=chunk_size, block_size=100,
+    losses, _ = score_windows(predict, state, data, EvalConfig(seed=5, k=K, chunk_size=chunk_size, block_size=50,
                                                                progress=False))
     return np.vstack([losses.clean[None], losses.faulted])
 
 
-def test_wrappers_give_the_same_per_window_losses_for_any_chunk_size(etth1) -> None:
-    members = [_dlinear(etth1, seed, moving_avg) for seed, moving_avg in ((0, 25), (1, 13), (2, 25))]
-    ensemble = ensemble_predictor([predict for predict, _ in members], "median")
-    ensemble_state = tuple(state for _, state in members)
-    backbone, state = members[0]
-    smoothing = SmoothingPredictor(backbone=backbone, sigma=0.5, samples=4, trimmed=1, seed=7)
-    for predict, predictor_state in ((ensemble, ensemble_state), (smoothing, state)):
-        runs = [_losses(predict, predictor_state, etth1, chunk) for chunk in (256, 1000, K)]
-        for other in runs[1:]:
-            np.testing.assert_array_equal(runs[0], other)
-    clean_smoothed, noisy = _losses(smoothing, state, etth1, K)[0], _losses(backbone, state, etth1, K)[0]
-    assert not np.array_equal(clean_smoothed, noisy)  # the smoothing noise acts on the clean pass too
+@pytest.mark.parametrize("wrapper", ["ensemble", "smoothing"])
+def test_wrappers_give_the_same_per_window_losses_for_any_chunk_size(etth1, wrapper: str) -> None:
+    if wrapper == "ensemble":
+        members = [_dlinear(etth1, seed, moving_avg) for seed, moving_avg in ((0, 25), (1, 13), (2, 25))]
+        predict = ensemble_predictor([member for member, _ in members], "median")
+        predictor_state = tuple(state for _, state in members)
+    else:
+        backbone, state = _dlinear(etth1, 0, 25)
+        predict, predictor_state = SmoothingPredictor(backbone=backbone, sigma=0.5, samples=4, trimmed=1, seed=7), state
+    runs = [_losses(predict, predictor_state, etth1, chunk) for chunk in (64, 250, K)]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(runs[0], other)
+    if wrapper == "smoothing":
+        clean_smoothed, noisy = runs[0][0], _losses(backbone, state, etth1, K)[0]
+        assert not np.array_equal(clean_smoothed, noisy)  # the smoothing noise acts on the clean pass too
 
 
 def test_smoothing_noise_is_keyed_by_context_and_window(etth1) -> None:

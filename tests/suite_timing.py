@@ -1,0 +1,113 @@
+"""The default suite's time discipline, as a pytest plug-in (`tests/conftest.py` loads it; docs/testing.md, "Time").
+
+* A time budget per test: a test without the `slow` mark whose call phase (the test body, not its fixtures) runs
+  longer than `DEFAULT_BUDGET_S` seconds fails, naming its time, the budget and the two ways out (make it cheaper,
+  or mark it `slow`, which `.ci/run` still runs). `SFBENCH_TEST_BUDGET_S=SECONDS` loosens (or tightens) it on a
+  machine of another speed; `SFBENCH_TEST_BUDGET_S=0` switches it off.
+* Shared fixtures stay on one worker: under pytest-xdist (`-n 2`), the default `load` distribution hands out the
+  tests one by one, except the modules of a group in `GROUPS` (the tests of a session fixture built once and
+  waited on) and the modules of `COSTLY_MODULE_FIXTURES` (a costly module fixture, which each worker would
+  otherwise build again), which go to one worker together, first. That worker builds the fixture and runs its
+  tests while the other runs everything else, instead of both building it, or one waiting minutes on the other's
+  lock. An explicit other `--dist` is kept.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+#: Seconds a default (not `slow`) test's body may take. CI's 2-core machine runs the longest default test body in
+#: about a third of this, so a test that fails it has grown, or the machine is loaded; the budget is loose enough
+#: for a busy machine's noise and tight enough that no one test can take a noticeable share of the ~8-minute suite.
+DEFAULT_BUDGET_S = 30.0
+BUDGET_VARIABLE = "SFBENCH_TEST_BUDGET_S"
+
+#: xdist group -> (the shared fixtures whose tests it holds, the test modules it holds). A module is the unit, because
+#: the controller that hands out the tests sees only their ids; `pytest_collection_modifyitems` checks that every
+#: test taking one of the fixtures is in a module of its group, so the list cannot fall behind. The session fixtures
+#: of the analysis tests (tests/report/conftest.py) are one group: they are built from each other.
+GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "analysis_runs": (("analysis_root", "report_dir", "analysis"),
+                      ("tests/report/test_collect.py", "tests/report/test_deltas.py", "tests/report/test_outputs.py",
+                       "tests/report/test_run_records.py", "tests/report/test_score_families.py",
+                       "tests/report/test_sensitivity.py")),
+}
+#: Modules whose module-scoped fixture is a real run, a pip install, a server process or a trained store: each is
+#: its own group, so one worker builds the fixture once instead of both building it.
+COSTLY_MODULE_FIXTURES = (
+    "tests/test_run_record.py", "tests/test_run_folder_readers.py", "tests/test_plugins.py",
+    "tests/test_plugin_contracts.py", "tests/train/test_store_integrity.py", "tests/models/test_external.py",
+    "tests/evaluate/test_curves.py", "tests/agent_eval/test_eval_modes.py", "tests/mcp/test_mcp_curves.py",
+    "tests/mcp/test_mcp_stored_runs.py", "tests/mcp/test_mcp_default_cli_run.py", "tests/mcp/test_mcp_http_security.py",
+    "tests/mcp/test_mcp_transports.py", "tests/data/test_cache_integrity.py",
+)
+GROUP_OF_MODULE = {module: group for group, (_, modules) in GROUPS.items() for module in modules}
+GROUP_OF_MODULE |= {module: module for module in COSTLY_MODULE_FIXTURES}
+
+
+def budget_seconds() -> float:
+    """The per-test budget in seconds (0: no budget), from SFBENCH_TEST_BUDGET_S or `DEFAULT_BUDGET_S`."""
+    value = os.environ.get(BUDGET_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_BUDGET_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also refuses nan
+        raise pytest.UsageError(f"{BUDGET_VARIABLE}={value!r} is not a number of seconds >= 0; write e.g. "
+                                f"{BUDGET_VARIABLE}=60 on a slower machine, or {BUDGET_VARIABLE}=0 for no budget.")
+    return seconds
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_BUDGET] = budget_seconds()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`-n N` without an explicit `--dist` (or with `--dist load`): xdist's `load`, but a group's tests go to one
+    worker. (xdist's own `loadgroup` cannot be used: it renames test ids, which pytest 9 no longer allows.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FixtureGroupScheduling(LoadScopeScheduling):
+        """Each test its own unit, except that the modules of a group, and each module of
+        `COSTLY_MODULE_FIXTURES`, are one unit (handed out first: units are ordered by their number of tests)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return GROUP_OF_MODULE.get(nodeid.split("::", 1)[0], nodeid)
+
+    return FixtureGroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse a test that takes a grouped fixture from a module outside that fixture's group."""
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        for group, (fixtures, modules) in GROUPS.items():
+            taken = sorted(set(fixtures) & set(getattr(item, "fixturenames", ())))
+            if taken and module not in modules:
+                raise pytest.UsageError(f"{item.nodeid} takes {', '.join(taken)} of the xdist group {group!r}: add "
+                                        f"{module} to that group's modules in tests/suite_timing.py GROUPS.")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    report = outcome.get_result()
+    budget = item.config.stash[_BUDGET]
+    if (call.when != "call" or not report.passed or not budget or call.duration <= budget
+            or item.get_closest_marker("slow") is not None):
+        return
+    report.outcome = "failed"
+    report.longrepr = (f"{item.nodeid} took {call.duration:.1f} s, over the default suite's budget of {budget:g} s "
+                       "per test: make it cheaper (smaller shapes, a shared fixture), or mark it "
+                       f"@pytest.mark.slow (CI runs those after the default suite); on a slower machine set "
+                       f"{BUDGET_VARIABLE} (docs/testing.md, 'Time').")
+
+
+_BUDGET = pytest.StashKey[float]()

@@ -1,0 +1,106 @@
+"""The default suite's time discipline (`tests/suite_timing.py`), run for real: pytest in a subprocess on small test
+files in a temporary folder, with the plug-in loaded by `-p` (and nothing else of this suite's configuration: no
+installed plug-in is loaded but xdist, where named)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+SLEEPERS = """
+import time
+import pytest
+
+def test_quick():
+    pass
+
+def test_sleeps():
+    time.sleep(0.6)
+
+@pytest.mark.slow
+def test_sleeps_but_is_slow():
+    time.sleep(0.6)
+
+def test_fails_quickly():
+    assert False, "its own failure"
+"""
+
+
+def _pytest(folder: Path, *arguments: str, budget: str | None) -> subprocess.CompletedProcess:
+    (folder / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: long\n")
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    environment["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # none of the installed plug-ins (jaxtyping's imports JAX)
+    environment.pop("SFBENCH_TEST_BUDGET_S", None)
+    if budget is not None:
+        environment["SFBENCH_TEST_BUDGET_S"] = budget
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "suite_timing", "-p", "no:cacheprovider", "-q",
+                           "-rf", *arguments], cwd=folder, env=environment, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_a_test_over_the_budget_fails_unless_slow(tmp_path: Path) -> None:
+    (tmp_path / "test_sleepers.py").write_text(SLEEPERS)
+    done = _pytest(tmp_path, budget="0.3")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 failed, 2 passed" in done.stdout, done.stdout
+    assert "FAILED test_sleepers.py::test_sleeps - " in done.stdout, done.stdout
+    assert re.search(r"test_sleepers.py::test_sleeps took 0\.[6-9] s, over the default suite's budget of 0\.3 s per "
+                     r"test: make it cheaper .*, or mark it @pytest.mark.slow", done.stdout), done.stdout
+    assert "its own failure" in done.stdout  # a test that fails on its own keeps its own failure
+    assert "test_sleeps_but_is_slow" not in done.stdout
+
+
+@pytest.mark.parametrize(("budget", "summary"), [("0", "1 failed, 3 passed"), ("5", "1 failed, 3 passed"),
+                                                 (None, "1 failed, 3 passed")])
+def test_budget_zero_or_loose_or_default_lets_the_sleepers_pass(tmp_path: Path, budget: str | None,
+                                                               summary: str) -> None:
+    (tmp_path / "test_sleepers.py").write_text(SLEEPERS)
+    done = _pytest(tmp_path, budget=budget)
+    assert summary in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("budget", ["soon", "-1", "nan"])
+def test_a_bad_budget_stops_the_run_with_the_fix(tmp_path: Path, budget: str) -> None:
+    (tmp_path / "test_sleepers.py").write_text(SLEEPERS)
+    done = _pytest(tmp_path, budget=budget)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert (f"SFBENCH_TEST_BUDGET_S={budget!r} is not a number of seconds >= 0; write e.g. SFBENCH_TEST_BUDGET_S=60 "
+            "on a slower machine, or SFBENCH_TEST_BUDGET_S=0 for no budget.") in done.stderr, done.stderr
+
+
+def _grouped_tests(folder: Path, module: str) -> None:
+    """Twelve tests of the analysis fixture in `module` (under `folder`), each writing its worker, and twelve others."""
+    (folder / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture(scope='session')\ndef analysis_root():\n    return 'built'\n")
+    body = "import os\n\n"
+    for index in range(12):
+        body += (f"def test_shared_{index}(analysis_root, tmp_path_factory):\n"
+                 f"    (tmp_path_factory.getbasetemp().parent.parent / 'shared_{index}')"
+                 ".write_text(os.environ['PYTEST_XDIST_WORKER'])\n\n"
+                 f"def test_other_{index}():\n    pass\n\n")
+    (folder / module).parent.mkdir(parents=True, exist_ok=True)
+    (folder / module).write_text(body)
+    (folder / "base").mkdir()
+
+
+def test_the_tests_of_a_shared_fixture_run_on_one_worker(tmp_path: Path) -> None:
+    _grouped_tests(tmp_path, "tests/report/test_collect.py")  # a module of the analysis group
+    done = _pytest(tmp_path, "-p", "xdist", "-n", "2", f"--basetemp={tmp_path / 'base' / 'run'}", budget=None)
+    assert "24 passed" in done.stdout, done.stdout + done.stderr
+    workers = {(tmp_path / "base" / f"shared_{index}").read_text() for index in range(12)}
+    assert len(workers) == 1, workers
+
+
+def test_a_shared_fixture_outside_its_group_is_refused(tmp_path: Path) -> None:
+    _grouped_tests(tmp_path, "tests/report/test_new.py")
+    done = _pytest(tmp_path, "-p", "no:xdist", budget=None)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert ("tests/report/test_new.py::test_shared_0 takes analysis_root of the xdist group 'analysis_runs': add "
+            "tests/report/test_new.py to that group's modules in tests/suite_timing.py GROUPS.") in done.stderr
