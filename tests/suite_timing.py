@@ -30,7 +30,7 @@ BUDGET_VARIABLE = "SFBENCH_TEST_BUDGET_S"
 #: of the analysis tests (tests/report/conftest.py) are one group: they are built from each other.
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "analysis_runs": (("analysis_root", "report_dir", "analysis"),
-                      ("tests/report/test_collect.py", "tests/report/test_deltas.py", "tests/report/test_outputs.py",
+                      ("tests/report/test_collect.py", "tests/report/test_deltas.py", "tests/report/test_catalog.py",
                        "tests/report/test_run_records.py", "tests/report/test_score_families.py",
                        "tests/report/test_sensitivity.py")),
 }
@@ -85,7 +85,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse a test that takes a grouped fixture from a module outside that fixture's group."""
+    """Refuse a test that takes a grouped fixture from a module outside that fixture's group, and a grouped module
+    that no longer exists (a renamed test file would silently lose its group)."""
+    root = config.rootpath
+    gone = [module for module in GROUP_OF_MODULE if not (root / module).is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/suite_timing.py names test modules that do not exist: {', '.join(gone)}; "
+                                "rename them there too.")
     for item in items:
         module = item.nodeid.split("::", 1)[0]
         for group, (fixtures, modules) in GROUPS.items():
