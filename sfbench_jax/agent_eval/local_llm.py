@@ -90,8 +90,46 @@ its arguments, one block per call:
 {%- if add_generation_prompt %}<|im_start|>assistant
 {% endif %}"""
 
-#: Chat templates by name: ``chatml-tools`` (the default) or ``gguf`` (the model file's own template).
-CHAT_TEMPLATES = {"chatml-tools": CHATML_TOOLS_TEMPLATE, "gguf": ""}
+#: ChatML with the tools in the system message and calls as bare JSON objects: the template for replies
+#: constrained by a JSON Schema (``reply_format = "json_schema"``, `agents.llm.reply_schema`), whose grammar admits
+#: ``{"name": ..., "arguments": {...}}`` or the answer object and no ``<tool_call>`` tag. Earlier calls are rendered
+#: in the same form, tool results come back as ``<tool_response>`` user turns.
+CHATML_JSON_TOOLS_TEMPLATE = """\
+{%- if tools %}<|im_start|>system
+{% if messages[0].role == 'system' %}{{ messages[0].content }}
+
+{% endif %}You can call these tools; each is described by a JSON object:
+<tools>
+{% for tool in tools %}{{ tool | tojson }}
+{% endfor %}</tools>
+Every reply is one JSON object. To call a tool, reply with its name and its arguments, one call per reply:
+{"name": "tool_name", "arguments": {"argument": "value"}}
+The tool's result comes back in <tool_response></tool_response>. When you have the answer, reply with the \
+answer's JSON object instead.<|im_end|>
+{% elif messages[0].role == 'system' %}<|im_start|>system
+{{ messages[0].content }}<|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == 'system' %}
+{%- elif message.role == 'assistant' %}<|im_start|>assistant
+{% if message.tool_calls %}{% for call in message.tool_calls %}\
+{"name": "{{ call.function.name }}", "arguments": {% if call.function.arguments is string %}\
+{{ call.function.arguments }}{% else %}{{ call.function.arguments | tojson }}{% endif %}}\
+{% endfor %}{% elif message.content %}{{ message.content }}{% endif %}<|im_end|>
+{% elif message.role == 'tool' %}<|im_start|>user
+<tool_response>
+{{ message.content }}
+</tool_response><|im_end|>
+{% else %}<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}"""
+
+#: Chat templates by name: ``chatml-json-tools`` (the ``local`` default, with JSON-Schema-constrained replies),
+#: ``chatml-tools`` (calls in ``<tool_call>`` tags, unconstrained) or ``gguf`` (the model file's own template).
+CHAT_TEMPLATES = {"chatml-json-tools": CHATML_JSON_TOOLS_TEMPLATE, "chatml-tools": CHATML_TOOLS_TEMPLATE, "gguf": ""}
 
 _SIGNAL_HINTS = {
     "SIGILL": "illegal instruction: this CPU lacks an instruction the server's llama.cpp build uses "
@@ -166,7 +204,7 @@ class LocalServerConfig:
     model_alias: str = "smollm2-135m-instruct"
     n_ctx: int = 8192
     n_threads: int = 2
-    chat_template: str = "chatml-tools"
+    chat_template: str = "chatml-json-tools"
     host: str = "127.0.0.1"
     port: int = 0
     startup_timeout_s: float = 120.0
@@ -381,7 +419,7 @@ def _serve(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--n-threads", type=int, default=2)
-    parser.add_argument("--chat-template", default="chatml-tools")
+    parser.add_argument("--chat-template", default="chatml-json-tools")
     args = parser.parse_args(argv)
     config = LocalServerConfig(model_path=Path(args.model), model_alias=args.alias, n_ctx=args.n_ctx,
                                n_threads=args.n_threads, chat_template=args.chat_template, host=args.host,

@@ -43,10 +43,14 @@ from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
 from sfbench_jax.agent_eval.agents.tool_text import parse_content_tool_calls
 from sfbench_jax.agent_eval.toolbox import ToolBudgetError, ToolSpec
 
-__all__ = ["HEALTH_CHECK_PROMPT", "ChatBackend", "ChatBackendError", "ChatTimeoutError", "ContextLengthError",
-           "HealthCheckError",
+__all__ = ["HEALTH_CHECK_PROMPT", "REPLY_FORMATS", "ChatBackend", "ChatBackendError", "ChatTimeoutError",
+           "ContextLengthError", "HealthCheckError",
            "HttpChatBackend", "LLMAgent", "LLMConfig", "PreflightError", "extract_json_object",
-           "health_check", "preflight", "tool_schema"]
+           "health_check", "preflight", "reply_schema", "tool_schema"]
+
+
+#: How a reply is constrained (`LLMConfig.reply_format`).
+REPLY_FORMATS = ("free", "json_schema")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,12 @@ class LLMConfig:
             without tools that asks for the JSON answer.
         strip_schema_titles: Remove ``title`` keys from tool schemas (for strict servers).
         extra_body: Extra request fields (e.g. reasoning effort), recorded in run records.
+        reply_format: ``free`` (the default: the endpoint's own tool calling, nothing constrains the reply) or
+            ``json_schema``: every request carries a ``response_format`` JSON Schema (`reply_schema`) that
+            admits exactly one call of an offered tool, ``{"name": ..., "arguments": ...}`` with the tool's own
+            argument schema, or the answer in the scenario's answer schema; a turn without tools (the forced
+            final turn, rag mode) admits the answer only. A server with structured outputs (llama.cpp's
+            turns the schema into a grammar) then cannot emit prose or a malformed call.
     """
 
     base_url: str
@@ -85,8 +95,11 @@ class LLMConfig:
     force_final: bool = True
     strip_schema_titles: bool = False
     extra_body: Mapping[str, Any] = field(default_factory=dict)
+    reply_format: str = "free"
 
     def __post_init__(self) -> None:
+        if self.reply_format not in REPLY_FORMATS:
+            raise ValueError(f"reply_format {self.reply_format!r}; use one of {', '.join(REPLY_FORMATS)}")
         if not re.match(r"^https?://", self.base_url):
             raise ValueError(f"base_url {self.base_url!r} must start with http:// or https://")
         if not self.model:
@@ -138,7 +151,7 @@ class LLMConfig:
         """Sampling settings for run records."""
         return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
                 "tool_choice": self.tool_choice, "parallel_tool_calls": self.parallel_tool_calls,
-                "extra_body": dict(self.extra_body)}
+                "extra_body": dict(self.extra_body), "reply_format": self.reply_format}
 
 
 class ChatBackendError(RuntimeError):
@@ -265,6 +278,27 @@ def tool_schema(spec: ToolSpec, *, strip_titles: bool = False) -> dict[str, Any]
                          "parameters": parameters}}
 
 
+def reply_schema(tools: list[dict[str, Any]], answer_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of one constrained reply: a call of one offered tool, or the answer.
+
+    Args:
+        tools: OpenAI ``tools`` entries (`tool_schema`); empty on a turn that admits only the answer.
+        answer_schema: The scenario's answer schema (its output template).
+
+    Returns:
+        ``answer_schema`` itself when ``tools`` is empty, else ``{"anyOf": [call of tool 1, ..., answer]}`` where
+        a call is ``{"name": <the tool's name>, "arguments": <its parameter schema>}`` and nothing else.
+    """
+    answer = dict(answer_schema)
+    if not tools:
+        return answer
+    calls = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
+              "properties": {"name": {"const": t["function"]["name"]},
+                             "arguments": t["function"].get("parameters") or {"type": "object"}}}
+             for t in tools]
+    return {"anyOf": [*calls, answer]}
+
+
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
@@ -379,6 +413,12 @@ def _turn_of(message: Mapping[str, Any], tool_names: frozenset[str], turn: int,
     return _Turn(content, calls, call_format, synthesized)
 
 
+def _response_format(tools: list[dict[str, Any]], task: AgentTask) -> dict[str, Any]:
+    """The request's ``response_format`` (OpenAI structured outputs; llama.cpp's server compiles it to a grammar)."""
+    schema = reply_schema(tools, task.output_template)
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+
+
 class LLMAgent:
     """Drives a chat-completions model through the ToolBox until it emits a JSON answer."""
 
@@ -411,6 +451,8 @@ class LLMAgent:
         if cfg.max_tokens is not None:
             request["max_tokens"] = cfg.max_tokens
         request.update(cfg.extra_body)
+        if cfg.reply_format == "json_schema":
+            request["response_format"] = _response_format(tools, task)
         return request
 
     @staticmethod
@@ -436,6 +478,8 @@ class LLMAgent:
         request = self._request(state.messages, state.tool_list, task)
         if forced:
             request["tool_choice"] = "none"
+            if self.config.reply_format == "json_schema":
+                request["response_format"] = _response_format([], task)
         state.record("llm_request", turn=turn, n_messages=len(state.messages),
                      n_tools=len(request.get("tools", [])), forced_final=forced)
         started = time.perf_counter()
