@@ -56,7 +56,10 @@ def test_a_signal_ends_the_run_with_one_line_saying_what_is_kept(sent: signal.Si
     folder = tmp_path / "run"
     with subprocess.Popen(_sfbench_command(*COMMON, "eval.seed=11", f"cache_dir={tmp_path / 'cache'}",
                                            f"hydra.run.dir={folder}"), stderr=subprocess.PIPE, text=True,
-                          env={k: v for k, v in os.environ.items() if k != "SFBENCH_STORE_DIR"}) as process:
+                          env={k: v for k, v in os.environ.items() if k != "SFBENCH_STORE_DIR"},
+                          # a suite started in the background (`nohup ... &`) hands its children SIGINT ignored, and
+                          # Python then keeps it ignored: the run would finish instead of stopping
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as process:
         try:
             for line in process.stderr:  # the run has started its work (the data is loaded)
                 if "rows x" in line:
