@@ -53,6 +53,20 @@ REQUIRED_CPU_FLAGS = ("avx2", "fma", "f16c")
 #: ChatML with a tools branch (our own; SmolLM2's template has none): the offered tools go into the system
 #: message as JSON lines, the model is told to call one as ``<tool_call>{"name": ..., "arguments": ...}
 #: </tool_call>`` (the agent parses those from the text, ``agents/tool_text.py``), earlier calls are rendered
+#: The part both ChatML templates share: tool results as ``<tool_response>`` user turns, other turns as they are,
+#: and the assistant's turn opened when the server asks for a reply.
+_CHATML_TOOL_RESULTS_AND_PROMPT = """\
+{% elif message.role == 'tool' %}<|im_start|>user
+<tool_response>
+{{ message.content }}
+</tool_response><|im_end|>
+{% else %}<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}"""
+
 #: the same way and tool results come back as ``<tool_response>`` user turns.
 CHATML_TOOLS_TEMPLATE = """\
 {%- if tools %}<|im_start|>system
@@ -79,16 +93,7 @@ its arguments, one block per call:
 {"name": "{{ call.function.name }}", "arguments": {% if call.function.arguments is string %}\
 {{ call.function.arguments }}{% else %}{{ call.function.arguments | tojson }}{% endif %}}
 </tool_call>{% endfor %}{% endif %}<|im_end|>
-{% elif message.role == 'tool' %}<|im_start|>user
-<tool_response>
-{{ message.content }}
-</tool_response><|im_end|>
-{% else %}<|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
-{% endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}"""
+""" + _CHATML_TOOL_RESULTS_AND_PROMPT
 
 #: ChatML with the tools in the system message and calls as bare JSON objects: the template for replies
 #: constrained by a JSON Schema (``reply_format = "json_schema"``, `agents.llm.reply_schema`), whose grammar admits
@@ -116,16 +121,7 @@ answer's JSON object instead.<|im_end|>
 {"name": "{{ call.function.name }}", "arguments": {% if call.function.arguments is string %}\
 {{ call.function.arguments }}{% else %}{{ call.function.arguments | tojson }}{% endif %}}\
 {% endfor %}{% elif message.content %}{{ message.content }}{% endif %}<|im_end|>
-{% elif message.role == 'tool' %}<|im_start|>user
-<tool_response>
-{{ message.content }}
-</tool_response><|im_end|>
-{% else %}<|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
-{% endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}"""
+""" + _CHATML_TOOL_RESULTS_AND_PROMPT
 
 #: Chat templates by name: ``chatml-json-tools`` (the ``local`` default, with JSON-Schema-constrained replies),
 #: ``chatml-tools`` (calls in ``<tool_call>`` tags, unconstrained) or ``gguf`` (the model file's own template).

@@ -57,10 +57,7 @@ def run_mlflow(args: argparse.Namespace) -> int:
     uri = os.environ.get("MLFLOW_TRACKING_URI")
     try:
         logged = log_stored_folders(args.runs, uri=uri)
-    except TrackingUnavailable as error:
-        print(f"sfbench-report mlflow: {error}", file=sys.stderr)
-        return 1
-    except (RunConflictError, FileNotFoundError, ValueError) as error:
+    except (TrackingUnavailable, RunConflictError, FileNotFoundError, ValueError) as error:
         print(f"sfbench-report mlflow: {error}", file=sys.stderr)
         return 1
     new = sum(1 for item in logged if item.created)
