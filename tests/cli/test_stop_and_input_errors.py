@@ -54,12 +54,14 @@ def test_input_errors_are_one_line_with_the_fix(arguments: list[str], message: s
 def test_a_signal_ends_the_run_with_one_line_saying_what_is_kept(sent: signal.Signals, status: int,
                                                                   tmp_path: Path) -> None:
     folder = tmp_path / "run"
-    with subprocess.Popen(_sfbench_command(*COMMON, "eval.seed=11", f"cache_dir={tmp_path / 'cache'}",
-                                           f"hydra.run.dir={folder}"), stderr=subprocess.PIPE, text=True,
-                          env={k: v for k, v in os.environ.items() if k != "SFBENCH_STORE_DIR"},
-                          # a suite started in the background (`nohup ... &`) hands its children SIGINT ignored, and
-                          # Python then keeps it ignored: the run would finish instead of stopping
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as process:
+    # A suite started in the background (`nohup ... &`) hands its children SIGINT ignored, and Python then keeps
+    # it ignored, so the run would finish instead of stopping. The child restores Python's own SIGINT handler
+    # before the usual entry point (a `preexec_fn` would fork a JAX process, which JAX warns against).
+    start = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "from sfbench_jax.cli.main import main; sys.argv[0] = 'sfbench'; sys.exit(main())")
+    overrides = (*COMMON, "eval.seed=11", f"cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={folder}")
+    with subprocess.Popen([sys.executable, "-c", start, *overrides], stderr=subprocess.PIPE, text=True,
+                          env={k: v for k, v in os.environ.items() if k != "SFBENCH_STORE_DIR"}) as process:
         try:
             for line in process.stderr:  # the run has started its work (the data is loaded)
                 if "rows x" in line:
