@@ -78,6 +78,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Without SFBENCH_CACHE_DIR, the `sfbench` processes of a test session share one cache folder of their own
+    (derived data and compiled programs), in the session's temporary folder (one for all xdist workers), instead
+    of the user's `~/.cache/sfbench-jax`: a run of the suite starts from an empty cache, as in CI (`.ci/run` sets
+    the variable to a fresh folder), and leaves the user's cache alone. Tests of the cache itself pass their own
+    `cache_dir`."""
+    if os.environ.get("SFBENCH_CACHE_DIR"):
+        return
+    base = tmp_path_factory.getbasetemp()
+    base = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = base / "sfbench_cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["SFBENCH_CACHE_DIR"] = str(folder)
+
+
 @pytest.fixture(scope="session")
 def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The data root: SFBENCH_DATA_ROOT if set, else the repository's compact copy (unpacked once per session)."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,7 +41,10 @@ def _handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             count[0] += 1
             n = count[0]
             if args.die_on and n >= args.die_on:
-                os.kill(os.getpid(), signal.Signals[args.signal])
+                # raised in this thread, so it lands before the next line: os.kill(getpid()) may be taken by
+                # another thread, and under load this one then answered before the process died
+                signal.raise_signal(signal.Signals[args.signal])
+                time.sleep(3600)  # never answer, whatever the signal's action
             if args.stall_from and n >= args.stall_from:
                 time.sleep(args.stall_s)
             if args.status_from and n >= args.status_from:

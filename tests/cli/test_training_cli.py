@@ -34,6 +34,9 @@ def _sfbench(*overrides: str, data_root: Path | None = None) -> subprocess.Compl
                           timeout=900, check=False)
 
 
+# ~25-32 s on 2 cores (two `sfbench` processes that train and compile): .ci/run runs it after the default suite;
+# tests/methods/test_method_runs.py keeps a trained run and its resume from the store in the default suite
+@pytest.mark.slow
 def test_trained_architecture_end_to_end_and_resume(tmp_path: Path) -> None:
     store = tmp_path / "store"
     common = ["model=dlinear", "profile=tiny", f"train.store_dir={store}", f"cache_dir={tmp_path / 'cache'}"]

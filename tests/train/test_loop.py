@@ -191,6 +191,9 @@ with open(sys.argv[1], "wb") as handle:
 """
 
 
+# ~27-35 s on 2 cores (a process with 4 CPU devices compiles one program per split): .ci/run runs it after
+# the default suite
+@pytest.mark.slow
 def test_group_split_over_devices_equals_sequential(tmp_path: Path) -> None:
     environment = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
     out = tmp_path / "outcomes.pkl"
