@@ -1,19 +1,20 @@
 """Regenerate the floors' table of docs/agent_eval_llm.md (section 3.6) with the evaluator's own commands.
 
-Two commands make every number (no model is needed: the floors are cheap):
+Two commands make every number (no model is needed: the floors are cheap, the model's traces are stored):
 
 1. ``sfbench-agent-eval run --agent scripted --out OUT/scripted``: the scripted reference on every
    packaged scenario (tools_provided, seed 0, one repeat); the floor agents run beside it on the same
    scenarios (``OUT/scripted/floors``), so the floors' rows cover all of them;
-2. ``sfbench-agent-eval score --traces MODEL_TRACES --out OUT/model``: the stored real-model traces
-   (default: the SmolLM2 fixtures) re-scored offline, and the floors run on the same scenarios.
+2. ``sfbench-agent-eval score --traces MODEL/traces --out OUT/model``: the stored real-model traces re-scored
+   offline, beside the floor traces stored with them (``MODEL/floors/traces``, the same scenarios). The default
+   is the SmolLM2 run of section 3, ``tests/agent_eval/fixtures/smollm2_v2.tar.xz``, unpacked into a
+   temporary folder; ``--model-traces`` takes another archive or a run folder's ``traces`` folder.
 
 The table is rendered from the two ``aggregate.json`` files (``floors`` rows of group ``all``; the list of
 scenarios a floor passed from the floor records of the fresh run folder) and written
-between the ``<!-- floors-table:begin -->`` / ``<!-- floors-table:end -->`` markers of the doc. One more row
-reads the published full run of SmolLM2 (section 3.2: 0 of 104 passed; its traces are not stored) against
-the floors: a model that failed every scenario pairs with a floor as only-floor = the floor's passes, so
-McNemar's p follows from the floors' per-scenario outcomes alone (`stats.mcnemar_exact`).
+between the ``<!-- floors-table:begin -->`` / ``<!-- floors-table:end -->`` markers of the doc. `render` can add
+a row for a published run whose traces are not stored, if it failed every scenario (McNemar's p then follows
+from the floors' per-scenario outcomes alone, `stats.mcnemar_exact`); the doc's table has none now.
 
 Usage::
 
@@ -29,6 +30,7 @@ import io
 import json
 import os
 import sys
+import tarfile
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,10 +42,9 @@ from sfbench_jax.agent_eval.stats import mcnemar_exact, wilson_interval
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "agent_eval_llm.md"
-MODEL_TRACES = REPO / "tests" / "agent_eval" / "fixtures" / "llm_traces"
+#: The SmolLM2 run of docs/agent_eval_llm.md section 3: ``traces/`` and ``floors/traces/`` in one archive.
+MODEL_TRACES = REPO / "tests" / "agent_eval" / "fixtures" / "smollm2_v2.tar.xz"
 BEGIN, END = "<!-- floors-table:begin -->", "<!-- floors-table:end -->"
-#: The full SmolLM2 run of docs/agent_eval_llm.md section 3.2 (traces not stored): passed, scenarios.
-PUBLISHED_MODEL = ("SmolLM2-135M, the full run of 3.2 (traces not stored)", 0, 104)
 
 
 def _fmt(value: float) -> str:
@@ -79,14 +80,14 @@ def floor_passes(run_dir: Path) -> dict[str, list[str]]:
 
 
 def render(reference: Mapping[str, Any], model: Mapping[str, Any],
-           published: tuple[str, int, int] = PUBLISHED_MODEL) -> str:
+           published: tuple[str, int, int] | None = None) -> str:
     """The doc's table.
 
     Args:
         reference: ``aggregate.json`` of the scripted run (with its floors).
         model: ``aggregate.json`` of the re-scored model traces (with their floors).
-        published: (label, passed, scenarios) of a published model run that failed every scenario of the
-            reference's set.
+        published: (label, passed, scenarios) of a published model run without stored traces that failed every
+            scenario of the reference's set, or None (no such row).
 
     Returns:
         Markdown.
@@ -109,6 +110,8 @@ def render(reference: Mapping[str, Any], model: Mapping[str, Any],
         passed = round(first["pass_at_1"] * first["runs"])
         lines.append(f"| {name} | {first['scenarios']} | {_rate(passed, first['runs'])} | "
                      + " | ".join(_versus(rows[kind]) for kind in FLOOR_KINDS) + " |")
+    if published is None:
+        return "\n".join(lines) + "\n"
     name, passed, n = published
     if passed != 0 or n != scripted[FLOOR_KINDS[0]]["scenarios"]:
         raise ValueError("the published row is derived only for a model that failed every scenario of the set")
@@ -127,10 +130,29 @@ def _run_quietly(argv: Sequence[str]) -> None:
         raise SystemExit(f"sfbench-agent-eval {' '.join(argv)} exited {status}")
 
 
-def _regenerate(args: argparse.Namespace, text: str, out: Path) -> int:
+def model_traces(path: Path, scratch: Path) -> Path:
+    """A ``traces`` folder: ``path`` itself, or the ``traces/`` of the archive ``path`` unpacked under ``scratch``.
+
+    Raises:
+        SystemExit: If it is neither a folder nor an archive holding ``traces/``.
+    """
+    if path.is_dir():
+        return path
+    if not path.is_file() or not tarfile.is_tarfile(path):
+        raise SystemExit(f"--model-traces {path}: neither a traces folder nor a .tar.xz archive of one")
+    with tarfile.open(path) as archive:
+        archive.extractall(scratch / "stored", filter="data")
+    traces = scratch / "stored" / "traces"
+    if not traces.is_dir():
+        raise SystemExit(f"--model-traces {path}: the archive holds no traces/ folder")
+    return traces
+
+
+def _regenerate(args: argparse.Namespace, text: str, out: Path, scratch: Path) -> int:
     reference, model = out / "scripted", out / "model"
+    traces = model_traces(args.model_traces, scratch)
     _run_quietly(["run", "--agent", "scripted", "--out", str(reference), "--data-root", args.data_root])
-    _run_quietly(["score", "--traces", str(args.model_traces), "--out", str(model), "--data-root", args.data_root])
+    _run_quietly(["score", "--traces", str(traces), "--out", str(model), "--data-root", args.data_root])
     table = render(json.loads((reference / "aggregate.json").read_text()),
                    json.loads((model / "aggregate.json").read_text()))
     table += "\nScenarios a floor passed: " + "; ".join(
@@ -156,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-root", default=os.environ.get("SFBENCH_DATA_ROOT"),
                         help="shared data folder (default: $SFBENCH_DATA_ROOT)")
     parser.add_argument("--model-traces", type=Path, default=MODEL_TRACES,
-                        help="stored traces of the real model (default: the SmolLM2 fixtures)")
+                        help="stored traces of the real model: a .tar.xz holding traces/ and floors/traces/, or a "
+                             "traces folder (default: the SmolLM2 run, fixtures/smollm2_v2.tar.xz)")
     parser.add_argument("--out", type=Path, default=None,
                         help="a new folder to keep the runs in (default: a temporary folder)")
     parser.add_argument("--doc", type=Path, default=DOC)
@@ -170,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is not None and args.out.exists():
         parser.error(f"--out {args.out} exists; name a new folder (old records would mix into the table)")
     with tempfile.TemporaryDirectory(prefix="floors-") as scratch:
-        return _regenerate(args, text, args.out or Path(scratch))
+        return _regenerate(args, text, args.out or Path(scratch) / "runs", Path(scratch))
 
 
 if __name__ == "__main__":

@@ -177,3 +177,23 @@ def test_a_module_whose_file_was_deleted_before_the_trace_does_not_make_every_en
         assert _score(data, model, sparse=False)[1].program_cache == "stored"
     finally:
         sys.modules.pop("program_cache_gone_probe", None)
+
+
+def test_a_miss_compiles_with_jax_s_cache_off_and_turns_it_back_on(tmp_path: Path) -> None:
+    # an executable that JAX loaded from its own cache cannot be serialised again intact, so an entry is written
+    # only from a compilation made with JAX's cache off; the folder is set again afterwards, also after an error
+    from jax.experimental.compilation_cache import compilation_cache
+
+    before = jax.config.jax_compilation_cache_dir
+    folder = str(tmp_path / "xla")
+    compilation_cache.set_cache_dir(folder)
+    try:
+        with program_cache.fresh_compilation():
+            assert jax.config.jax_compilation_cache_dir is None
+        assert jax.config.jax_compilation_cache_dir == folder
+        with pytest.raises(RuntimeError, match="stopped"), program_cache.fresh_compilation():
+            raise RuntimeError("stopped")
+        assert jax.config.jax_compilation_cache_dir == folder
+    finally:
+        compilation_cache.set_cache_dir(before)
+        compilation_cache.reset_cache()
