@@ -278,6 +278,22 @@ def test_doc_table_renders_floors_reference_model_and_the_published_run(load_scr
         script.render(aggregate(scripted, floors), aggregate(model, floors), published=("x", 1, 10))
 
 
+def test_model_traces_that_are_not_a_run_are_refused_before_any_run(load_script: Any, tmp_path: Path) -> None:
+    import tarfile
+
+    script = load_script("agent_floors_table")
+    with pytest.raises(SystemExit, match="neither a traces folder nor a .tar.xz archive"):
+        script.model_traces(tmp_path / "missing.tar.xz", tmp_path)
+    (tmp_path / "notes.txt").write_text("not traces")
+    with pytest.raises(SystemExit, match="neither a traces folder nor a .tar.xz archive"):
+        script.model_traces(tmp_path / "notes.txt", tmp_path)
+    with tarfile.open(tmp_path / "records.tar.xz", "w:xz") as archive:  # a run folder's records, not its traces
+        archive.add(tmp_path / "notes.txt", arcname="records/notes.txt")
+    with pytest.raises(SystemExit, match="the archive holds no traces/ folder"):
+        script.model_traces(tmp_path / "records.tar.xz", tmp_path / "scratch")
+    assert script.model_traces(tmp_path, tmp_path) == tmp_path  # a folder is taken as it is
+
+
 def wilson_low(successes: int, n: int) -> float:
     """The Wilson 95% lower end from SciPy."""
     return binomtest(successes, n).proportion_ci(method="wilson").low
