@@ -49,6 +49,7 @@ import anyio
 from mcp import StdioServerParameters
 
 from sfbench_jax.agent_eval.agents import AGENT_KINDS
+from sfbench_jax.agent_eval.agents.llm import REPLY_FORMATS
 from sfbench_jax.agent_eval.modes import MODES, canonical_mode
 from sfbench_jax.agent_eval.scenario import (
     SPLITS,
@@ -649,7 +650,7 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
                         default=max_llm_turns,
                         help="--agent llm: one turn budget for every scenario (the last turn forces the "
                              "answer); default: each scenario's reference calls + 1 + max(2, calls/2)")
-    parser.add_argument("--reply-format", choices=("free", "json_schema"), default=reply_format,
+    parser.add_argument("--reply-format", choices=REPLY_FORMATS, default=reply_format,
                         help="--agent llm: json_schema sends each request a response_format schema that admits one "
                              "offered tool's call or the answer (a grammar on llama.cpp's server); free: none"
                              + (" (default json_schema)" if reply_format else " (default free)"))
