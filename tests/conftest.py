@@ -79,19 +79,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Without SFBENCH_CACHE_DIR, the `sfbench` processes of a test session share one cache folder of their own
-    (derived data and compiled programs), in the session's temporary folder (one for all xdist workers), instead
-    of the user's `~/.cache/sfbench-jax`: a run of the suite starts from an empty cache, as in CI (`.ci/run` sets
-    the variable to a fresh folder), and leaves the user's cache alone. Tests of the cache itself pass their own
-    `cache_dir`."""
+def session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cache folder (derived data and compiled programs) of the test session's `sfbench` runs: SFBENCH_CACHE_DIR
+    if set, else a folder in the session's temporary folder (one for all xdist workers), which this fixture puts in
+    SFBENCH_CACHE_DIR. So a run of the suite starts from an empty cache, as in CI (`.ci/run` sets the variable to a
+    fresh folder), leaves the user's `~/.cache/sfbench-jax` alone, and its runs share what they compiled: the
+    commands that do not pass a `cache_dir`, the analysis fixture's runs and the module fixtures that take this one.
+    Only tests of the cache itself (or of a run's timing) pass a folder of their own."""
     if os.environ.get("SFBENCH_CACHE_DIR"):
-        return
+        return Path(os.environ["SFBENCH_CACHE_DIR"])
     base = tmp_path_factory.getbasetemp()
     base = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     folder = base / "sfbench_cache"
     folder.mkdir(exist_ok=True)
     os.environ["SFBENCH_CACHE_DIR"] = str(folder)
+    return folder
 
 
 @pytest.fixture(scope="session")

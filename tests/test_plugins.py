@@ -438,7 +438,7 @@ def test_the_installed_plug_in_registers_every_kind_and_its_presets(demo_plugin:
 def test_a_plug_in_dataset_and_fault_scenario_run_end_to_end(demo_plugin: dict[str, str], tmp_path: Path) -> None:
     run = tmp_path / "run"
     completed = _command("sfbench", "model=seasonal_naive", "dataset=demo_sensors", "profile=tiny",
-                         "eval.scenarios=[demo_quantise]", f"hydra.run.dir={run}", f"cache_dir={tmp_path / 'cache'}",
+                         "eval.scenarios=[demo_quantise]", f"hydra.run.dir={run}",
                          environment=demo_plugin, cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr[-3000:]
     summary = pd.read_csv(run / "summary.csv").iloc[0]
@@ -455,7 +455,7 @@ def test_a_sweep_of_plug_ins_beside_built_ins_reaches_table4(demo_plugin: dict[s
     sweep = tmp_path / "sweep"
     completed = _command("sfbench", "-m", "model=demo_mlp,dlinear", "method=baseline,demo_jitter,demo_clip",
                          "dataset=demo_sensors", "profile=tiny", "eval.scenarios=[demo_quantise]",
-                         f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}", environment=demo_plugin,
+                         f"hydra.sweep.dir={sweep}", environment=demo_plugin,
                          cwd=tmp_path, timeout=1200)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert not list(sweep.glob("*/job_failed.json")), [p.read_text()[:500] for p in sweep.glob("*/job_failed.json")]

@@ -42,9 +42,9 @@ def _tree_digest(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One derived-data and compilation cache for the module's runs (later runs load the compiled programs)."""
-    return tmp_path_factory.mktemp("cache")
+def cache_dir(session_cache_dir: Path) -> Path:
+    """The test session's derived-data and compilation cache (its runs load the programs other tests compiled)."""
+    return session_cache_dir
 
 
 @pytest.fixture(scope="module")

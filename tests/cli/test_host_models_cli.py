@@ -47,7 +47,7 @@ def test_sfbench_scores_a_users_function_with_the_usual_outputs(tmp_path: Path) 
     (tmp_path / "user_forecasts.py").write_text(USER_MODULE)
     run_dir = tmp_path / "run"
     completed = _sfbench("model=external", "model.target=user_forecasts:last_value", "eval=quick",
-                         f"hydra.run.dir={run_dir}", f"cache_dir={tmp_path / 'cache'}", cwd=tmp_path)
+                         f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr[-3000:]
     row = pd.read_csv(run_dir / "summary.csv").iloc[0]
     assert (row.dataset, row.architecture, row.method, row.k) == ("etth1", "external", "baseline", 1000)
@@ -64,7 +64,7 @@ def test_a_failing_predictor_stops_the_run_before_anything_is_written(tmp_path: 
     (tmp_path / "user_forecasts.py").write_text(USER_MODULE)
     run_dir = tmp_path / "run"
     completed = _sfbench("model=external", "model.target=user_forecasts:nan_on_spikes", "eval=quick",
-                         f"hydra.run.dir={run_dir}", f"cache_dir={tmp_path / 'cache'}", cwd=tmp_path)
+                         f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert completed.returncode == 2
     [line] = _error_lines(completed.stderr)
     assert "user_forecasts:nan_on_spikes failed on host call" in line and "non-finite value(s)" in line

@@ -31,8 +31,7 @@ def _sfbench(*overrides: str, data_root: Path | None = None) -> subprocess.Compl
 
 def test_main_job_writes_all_outputs(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    completed = _sfbench("eval.k=400", "eval.bootstrap_draws=100", f"hydra.run.dir={run_dir}",
-                         f"cache_dir={tmp_path / 'cache'}")
+    completed = _sfbench("eval.k=400", "eval.bootstrap_draws=100", f"hydra.run.dir={run_dir}")
     assert completed.returncode == 0, completed.stderr[-3000:]
     summary = pd.read_csv(run_dir / "summary.csv")
     assert len(summary) == 1
@@ -67,7 +66,7 @@ def test_main_job_writes_all_outputs(tmp_path: Path) -> None:
 def test_reference_mode_on_beijing(tmp_path: Path, data_root: Path) -> None:
     run_dir = tmp_path / "run"
     completed = _sfbench("dataset=beijing_air_tiantan", "eval=reference", "eval.k=300", "eval.bootstrap_draws=50",
-                         "figures=false", f"hydra.run.dir={run_dir}", f"cache_dir={tmp_path / 'cache'}",
+                         "figures=false", f"hydra.run.dir={run_dir}",
                          data_root=data_root)
     assert completed.returncode == 0, completed.stderr[-3000:]
     row = pd.read_csv(run_dir / "summary.csv").iloc[0]

@@ -91,7 +91,7 @@ def test_multirun_two_datasets_two_architectures(tmp_path: Path, data_root: Path
 def test_multirun_skips_a_pair_the_benchmark_does_not_define(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     completed = _sfbench("-m", "model=seasonal_naive", "method=baseline,ensemble", "profile=tiny",
-                         f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}")
+                         f"hydra.sweep.dir={sweep}")
     assert completed.returncode == 0, completed.stderr[-3000:]
     output = completed.stdout + completed.stderr
     skipped = [line for line in output.splitlines() if "skipped: method 'ensemble' does not apply" in line]
@@ -106,7 +106,7 @@ def test_multirun_missing_cell_is_named(tmp_path: Path) -> None:
     sweep, empty = tmp_path / "sweep", tmp_path / "empty_root"
     (empty / "forecasting").mkdir(parents=True)
     completed = _sfbench("-m", "dataset=etth1,beijing_air_tiantan", "model=seasonal_naive", "profile=tiny",
-                         f"hydra.sweep.dir={sweep}", f"data_root={empty}", f"cache_dir={tmp_path / 'cache'}")
+                         f"hydra.sweep.dir={sweep}", f"data_root={empty}")
     assert completed.returncode == 1
     assert "1 expected cell(s) missing" in completed.stderr
     assert "(dataset=beijing_air_tiantan, architecture=seasonal_naive, method=baseline): job " in completed.stderr

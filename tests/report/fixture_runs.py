@@ -93,8 +93,9 @@ def multirun(root: Path, common: list[str], data_root: Path) -> subprocess.Compl
 
 def build(root: Path, data_root: Path, load_script: Callable[[str], ModuleType]) -> subprocess.CompletedProcess:
     """Build the whole fixture folder under `root`; returns the multirun's completed process."""
-    common = ["profile=tiny", f"train.store_dir={root / 'store'}", f"cache_dir={root / 'cache'}",
-              f"data_root={data_root}", "train.progress=false"]
+    cache = os.environ.get("SFBENCH_CACHE_DIR") or root / "cache"  # the test session's cache, shared with its runs
+    common = ["profile=tiny", f"train.store_dir={root / 'store'}", f"cache_dir={cache}", f"data_root={data_root}",
+              "train.progress=false"]
     sweep = multirun(root, common, data_root)
     for dataset in DATASETS:
         for architecture in ARCHITECTURES:
@@ -106,7 +107,7 @@ def build(root: Path, data_root: Path, load_script: Callable[[str], ModuleType])
             if dataset != "etth1":  # ETTh1's seeds come from the multirun
                 for seed in range(4):
                     run_job([*base, f"eval.seed={seed}"], root / "runs" / dataset / architecture / f"seed_{seed}")
-        run_job([f"dataset={dataset}", "eval=reference", f"cache_dir={root / 'cache'}", f"data_root={data_root}",
+        run_job([f"dataset={dataset}", "eval=reference", f"cache_dir={cache}", f"data_root={data_root}",
                  "eval.progress=false", "figures=false"], root / "reference" / dataset / "seasonal_naive")
         for method, overrides in METHOD_RUNS.items():
             run_job([*common, f"dataset={dataset}", "model=dlinear", *overrides],
