@@ -20,7 +20,8 @@ ETTh1 and Beijing files:
   `scripts/selector_pressure.py`.
 
 `python tests/report/fixture_runs.py ROOT DATA_ROOT` builds it in its own process with the compilation cache
-on (as the `sfbench` command does), so the many small jobs share their compiled programs.
+on (as the `sfbench` command does), so the many small jobs share their compiled programs; the cache folder is the
+test session's (SFBENCH_CACHE_DIR, set by `tests/conftest.py`), so the suite's later `sfbench` runs load them too.
 """
 
 from __future__ import annotations
