@@ -25,7 +25,8 @@ from types import ModuleType
 import pytest
 from bundled_data import bundled_data_root
 
-pytest_plugins = ["suite_timing"]  # the per-test time budget and the xdist groups of shared fixtures
+pytest_plugins = ["suite_timing", "coverage_contexts"]  # the per-test time budget and the xdist groups; per-test
+# coverage contexts in subprocesses (under --cov-context=test)
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 FULL_DATA_REASON = ("needs the full datasets: set SFBENCH_DATA_ROOT to a full data folder "

@@ -10,6 +10,10 @@
   otherwise build again), which go to one worker together, first. That worker builds the fixture and runs its
   tests while the other runs everything else, instead of both building it, or one waiting minutes on the other's
   lock. An explicit other `--dist` is kept.
+* The slow tier by coverage: the tests listed in `SLOW_BY_COVERAGE` (`tests/slow_by_coverage.txt`) get the `slow`
+  mark. Each is a long test every line of which the rest of the default suite also runs (an equivalence or
+  invariance check), found by `scripts/redundant_tests.py` from one measured run; a listed id that no longer names
+  a test stops the run, so the list cannot fall behind a rename.
 """
 
 from __future__ import annotations
@@ -47,6 +51,13 @@ COSTLY_MODULE_FIXTURES = (
 )
 GROUP_OF_MODULE = {module: group for group, (_, modules) in GROUPS.items() for module in modules}
 GROUP_OF_MODULE |= {module: module for module in COSTLY_MODULE_FIXTURES}
+SLOW_BY_COVERAGE = Path(__file__).with_name("slow_by_coverage.txt")
+
+
+def slow_by_coverage(path: Path = SLOW_BY_COVERAGE) -> set[str]:
+    """The test ids listed in `path` (one per line; `#` starts a comment)."""
+    ids = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return {test for test in ids if test}
 
 
 def budget_seconds() -> float:
@@ -86,10 +97,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return FixtureGroupScheduling(config, log)
 
 
+def stale_ids(listed: set[str], collected: list[str], arguments: list[str], repository: Path) -> list[str]:
+    """The listed ids that name no test: of a module this run collected whole (not picked by `path::name`), or of a
+    module that does not exist."""
+    picked = {argument.split("::", 1)[0] for argument in arguments if "::" in argument}
+    whole = {test.split("::", 1)[0] for test in collected} - picked
+    return [test for test in sorted(listed - set(collected))
+            if test.split("::", 1)[0] in whole or not (repository / test.split("::", 1)[0]).is_file()]
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own `-m` selection reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse a test that takes a grouped fixture from a module outside that fixture's group, and a grouped module
-    that no longer exists (a renamed test file would silently lose its group)."""
+    """Mark the tests of `SLOW_BY_COVERAGE` slow; refuse a listed id that names no test of a module collected whole,
+    a test that takes a grouped fixture from a module outside that fixture's group, and a grouped module that no
+    longer exists (a renamed test file would silently lose its group)."""
+    listed = slow_by_coverage()
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(pytest.mark.slow)
     repository = Path(__file__).resolve().parents[1]
+    stale = stale_ids(listed, [item.nodeid for item in items], config.args, repository)
+    if stale:
+        raise pytest.UsageError(f"{SLOW_BY_COVERAGE.name} lists tests that do not exist: {', '.join(stale)}; rename "
+                                "them there too, or delete the line (docs/testing.md, 'Time and coverage').")
     gone = [module for module in GROUP_OF_MODULE if not (repository / module).is_file()]
     if gone:
         raise pytest.UsageError(f"tests/suite_timing.py names test modules that do not exist: {', '.join(gone)}; "

@@ -104,3 +104,27 @@ def test_a_shared_fixture_outside_its_group_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 4, done.stdout + done.stderr
     assert ("tests/report/test_new.py::test_shared_0 takes analysis_root of the xdist group 'analysis_runs': add "
             "tests/report/test_new.py to that group's modules in tests/suite_timing.py GROUPS.") in done.stderr
+
+
+def test_a_listed_test_runs_only_in_the_slow_step() -> None:
+    from suite_timing import slow_by_coverage
+
+    module = "tests/faults/test_sampling.py"  # light imports, no test of its own marked slow
+    listed = {test for test in slow_by_coverage() if test.startswith(f"{module}::")}
+    assert listed, f"pick a module of {module}'s kind that tests/slow_by_coverage.txt lists"
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "slow", module]
+    done = subprocess.run(command, cwd=TESTS.parent, capture_output=True, text=True, timeout=300, check=False)
+    slow = {line for line in done.stdout.splitlines() if line.startswith(f"{module}::")}
+    assert slow == listed, done.stdout + done.stderr  # exactly the listed ones; `-m 'not slow'` leaves them out
+
+
+def test_a_listed_id_that_names_no_test_is_stale(tmp_path: Path) -> None:
+    from suite_timing import stale_ids
+
+    (tmp_path / "test_a.py").write_text("")
+    listed = {"test_a.py::test_renamed", "test_a.py::test_kept", "test_gone.py::test_x", "test_a.py::test_other"}
+    collected = ["test_a.py::test_kept", "test_a.py::test_new"]
+    assert stale_ids(listed, collected, [], tmp_path) == ["test_a.py::test_other", "test_a.py::test_renamed",
+                                                         "test_gone.py::test_x"]
+    # a run of one picked test does not make the module's other listed tests stale
+    assert stale_ids(listed, collected, ["test_a.py::test_kept"], tmp_path) == ["test_gone.py::test_x"]

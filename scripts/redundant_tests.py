@@ -1,0 +1,112 @@
+"""Which default tests cover no line that the rest of the default suite leaves uncovered, longest first.
+
+The default suite is the contributor's loop; a long test whose every line other default tests also run (an
+equivalence or invariance check: chunk sizes, device counts, a resume, one more architecture through the same code)
+can run in CI's `slow` step instead without lowering the default suite's line coverage (docs/testing.md, "Time and
+coverage"). This script reads the two records of one default-suite run and lists such tests:
+
+    COVERAGE_RCFILE=$PWD/pyproject.toml COVERAGE_FILE=$PWD/.coverage SFBENCH_TEST_BUDGET_S=0 \\
+        python -m pytest -n 2 --cov --cov-context=test --cov-report= --durations=0 > durations.log
+    python scripts/redundant_tests.py --coverage .coverage --durations durations.log --min-seconds 2 \
+        --keep tests/report/test_catalog.py ... > listed.txt
+
+The output is the format of `tests/slow_by_coverage.txt` (a test id per line, its body's seconds as a comment).
+
+Lines are attributed by coverage.py's per-test contexts: pytest-cov's `--cov-context=test` in the test process, and
+`tests/coverage_contexts.py` in the processes a test starts. A line recorded without a context (run at import, or
+by a shared fixture) counts as covered by the suite whatever moves, so the list is a proposal: the coverage of the
+changed default suite, measured again, is the check. Tests are taken longest first, and a test is listed only if
+every line it ran is still run by a test that is not listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+DURATION = re.compile(r"^\s*([0-9.]+)s\s+(setup|call|teardown)\s+(\S.*?)\s*$")
+
+
+def test_seconds(durations_log: Path) -> dict[str, float]:
+    """Seconds of each test's body (its call phase) from pytest's `--durations=0` lines. Set-up is left out: a
+    shared fixture is paid once, by whichever of its tests runs first, and stays paid while any of them stays."""
+    seconds: dict[str, float] = {}
+    for line in durations_log.read_text().splitlines():
+        match = DURATION.match(line)
+        if match and match.group(2) == "call":
+            seconds[match.group(3)] = float(match.group(1))
+    return dict(seconds)
+
+
+def lines_per_test(coverage_file: Path) -> dict[str, set[tuple[str, int]]]:
+    """The (file, line) pairs each test's contexts (set-up, run, tear-down) recorded."""
+    from coverage import CoverageData
+
+    data = CoverageData(basename=str(coverage_file))
+    data.read()
+    covered: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    for filename in data.measured_files():
+        name = _package_path(filename)
+        for line, contexts in data.contexts_by_lineno(filename).items():
+            for context in contexts:
+                if context:
+                    covered[context.rsplit("|", 1)[0]].add((name, line))
+    return dict(covered)
+
+
+def _package_path(filename: str) -> str:
+    """A measured file's path from its package folder on (the clone's copy and an installed one are one file)."""
+    parts = Path(filename).parts
+    for root in ("sfbench_jax", "phm_kernels", "kernels"):
+        if root in parts:
+            index = len(parts) - 1 - parts[::-1].index(root)
+            return str(Path("phm_kernels" if root == "kernels" else root, *parts[index + 1:]))
+    return filename
+
+
+def redundant(seconds: dict[str, float], covered: dict[str, set[tuple[str, int]]],
+              keep: tuple[str, ...]) -> list[tuple[str, float]]:
+    """Tests (longest first) whose every line a test not in the list also runs; a test whose id starts with one of
+    `keep` (an id, or a module's path) is never listed."""
+    runs_line: Counter[tuple[str, int]] = Counter()
+    for lines in covered.values():
+        runs_line.update(lines)
+    listed = []
+    for test in sorted(seconds, key=seconds.__getitem__, reverse=True):
+        lines = covered.get(test, set())
+        if test.startswith(tuple(keep)) or not lines or any(runs_line[line] < 2 for line in lines):
+            continue
+        runs_line.subtract(lines)
+        listed.append((test, seconds[test]))
+    return listed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--coverage", type=Path, required=True, help="coverage data file recorded with contexts")
+    parser.add_argument("--durations", type=Path, required=True, help="pytest output with --durations=0")
+    parser.add_argument("--min-seconds", type=float, default=5.0, help="list only tests at least this long")
+    parser.add_argument("--keep", action="append", default=[],
+                        help="a test id or module path never to list (repeatable), e.g. the modules of a shared "
+                             "session fixture, which the slow step would otherwise build again")
+    args = parser.parse_args(argv)
+    for path in (args.coverage, args.durations):
+        if not path.is_file():
+            parser.error(f"{path} is not a file; run the default suite as the module docstring shows first")
+    seconds = test_seconds(args.durations)
+    covered = lines_per_test(args.coverage)
+    if not covered:
+        parser.error(f"{args.coverage} holds no per-test contexts; record it with --cov-context=test")
+    listed = [(test, time) for test, time in redundant(seconds, covered, tuple(args.keep)) if time >= args.min_seconds]
+    for test, time in listed:
+        print(f"{test}  # {time:.1f} s")
+    print(f"{len(listed)} tests, {sum(time for _, time in listed):.1f} s of {sum(seconds.values()):.1f} s",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
