@@ -1,16 +1,19 @@
-"""Which default tests cover no line that the rest of the default suite leaves uncovered, longest first.
+r"""Which default tests cover no line that the rest of the default suite leaves uncovered, longest first.
 
 The default suite is the contributor's loop; a long test whose every line other default tests also run (an
 equivalence or invariance check: chunk sizes, device counts, a resume, one more architecture through the same code)
-can run in CI's `slow` step instead without lowering the default suite's line coverage (docs/testing.md, "Time and
-coverage"). This script reads the two records of one default-suite run and lists such tests:
+can run in CI's `slow` step instead without lowering the default suite's line coverage (docs/testing.md, "Which
+tests are default"). This script reads the two records of one run of the default suite and lists such tests:
 
-    COVERAGE_RCFILE=$PWD/pyproject.toml COVERAGE_FILE=$PWD/.coverage SFBENCH_TEST_BUDGET_S=0 \\
-        python -m pytest -n 2 --cov --cov-context=test --cov-report= --durations=0 > durations.log
-    python scripts/redundant_tests.py --coverage .coverage --durations durations.log --min-seconds 2 \
-        --keep tests/report/test_catalog.py ... > listed.txt
+    COVERAGE_RCFILE=$PWD/pyproject.toml COVERAGE_FILE=$PWD/.coverage SFBENCH_TEST_BUDGET_S=0 \
+        python -m pytest -n 2 -m "not slow or slow_by_coverage" --cov --cov-context=test --cov-report= \
+        --durations=0 > durations.log
+    python scripts/redundant_tests.py --coverage .coverage --durations durations.log --min-seconds 1 \
+        --keep tests/report/test_catalog.py ... --output tests/slow_by_coverage.txt
 
-The output is the format of `tests/slow_by_coverage.txt` (a test id per line, its body's seconds as a comment).
+(`-m "not slow or slow_by_coverage"`: the default suite as it would be without the list.) The listed tests replace
+the ids in `--output` (its leading comment lines are kept): a test id per line, with its body's seconds in that run
+as a comment. Without `--output` they are printed.
 
 Lines are attributed by coverage.py's per-test contexts: pytest-cov's `--cov-context=test` in the test process, and
 `tests/coverage_contexts.py` in the processes a test starts. A line recorded without a context (run at import, or
@@ -89,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coverage", type=Path, required=True, help="coverage data file recorded with contexts")
     parser.add_argument("--durations", type=Path, required=True, help="pytest output with --durations=0")
     parser.add_argument("--min-seconds", type=float, default=5.0, help="list only tests at least this long")
+    parser.add_argument("--output", type=Path, help="the list file whose ids to replace (its header is kept)")
     parser.add_argument("--keep", action="append", default=[],
                         help="a test id or module path never to list (repeatable), e.g. the modules of a shared "
                              "session fixture, which the slow step would otherwise build again")
@@ -101,8 +105,18 @@ def main(argv: list[str] | None = None) -> int:
     if not covered:
         parser.error(f"{args.coverage} holds no per-test contexts; record it with --cov-context=test")
     listed = [(test, time) for test, time in redundant(seconds, covered, tuple(args.keep)) if time >= args.min_seconds]
-    for test, time in listed:
-        print(f"{test}  # {time:.1f} s")
+    lines = [f"{test}  # {time:.1f} s" for test, time in listed]
+    if args.output is None:
+        print("\n".join(lines))
+    else:
+        header = []
+        for line in args.output.read_text().splitlines() if args.output.is_file() else []:
+            if not line.startswith("#"):
+                break
+            header.append(line)
+        temporary = args.output.with_name(args.output.name + ".tmp")
+        temporary.write_text("\n".join([*header, *lines]) + "\n")
+        temporary.replace(args.output)
     print(f"{len(listed)} tests, {sum(time for _, time in listed):.1f} s of {sum(seconds.values()):.1f} s",
           file=sys.stderr)
     return 0

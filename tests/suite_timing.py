@@ -10,10 +10,10 @@
   otherwise build again), which go to one worker together, first. That worker builds the fixture and runs its
   tests while the other runs everything else, instead of both building it, or one waiting minutes on the other's
   lock. An explicit other `--dist` is kept.
-* The slow tier by coverage: the tests listed in `SLOW_BY_COVERAGE` (`tests/slow_by_coverage.txt`) get the `slow`
-  mark. Each is a long test every line of which the rest of the default suite also runs (an equivalence or
-  invariance check), found by `scripts/redundant_tests.py` from one measured run; a listed id that no longer names
-  a test stops the run, so the list cannot fall behind a rename.
+* The slow tier by coverage: the tests listed in `SLOW_BY_COVERAGE` (`tests/slow_by_coverage.txt`) get the marks
+  `slow` and `slow_by_coverage`. Each is a long test every line of which the rest of the default suite also runs
+  (an equivalence or invariance check), found by `scripts/redundant_tests.py` from one measured run; a listed id
+  that no longer names a test stops the run, so the list cannot fall behind a rename.
 """
 
 from __future__ import annotations
@@ -113,8 +113,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     longer exists (a renamed test file would silently lose its group)."""
     listed = slow_by_coverage()
     for item in items:
-        if item.nodeid in listed:
+        if item.nodeid in listed:  # `-m "not slow or slow_by_coverage"` selects the whole default suite of old
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.slow_by_coverage)
     repository = Path(__file__).resolve().parents[1]
     stale = stale_ids(listed, [item.nodeid for item in items], config.args, repository)
     if stale:

@@ -1,0 +1,67 @@
+"""`scripts/redundant_tests.py` on a coverage data file written with coverage.py's own API (per-test contexts, as
+pytest-cov records them) and a `--durations=0` log: which tests it lists, and that `--output` keeps the header."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from coverage import CoverageData
+
+DURATIONS = """\
+============================= slowest durations ==============================
+30.00s setup    tests/test_a.py::test_fixture_heavy
+9.00s call     tests/test_a.py::test_long_equivalence
+8.00s call     tests/test_a.py::test_long_unique
+7.00s call     tests/test_a.py::test_long_twin
+2.00s call     tests/test_a.py::test_short
+1.00s call     tests/test_b.py::test_kept
+0.50s call     tests/test_a.py::test_fixture_heavy
+"""
+
+
+def _coverage(path: Path, source: Path) -> Path:
+    data = CoverageData(basename=str(path))
+    lines = {  # test id -> lines of sfbench_jax/module.py it ran
+        "tests/test_a.py::test_long_equivalence": [1, 2, 3],
+        "tests/test_a.py::test_long_unique": [1, 4],
+        "tests/test_a.py::test_long_twin": [1, 2, 3],  # the same lines as the equivalence: one of them must stay
+        "tests/test_a.py::test_short": [1, 2],
+        "tests/test_b.py::test_kept": [1, 2, 3],
+        "tests/test_a.py::test_fixture_heavy": [5],
+    }
+    for test, numbers in lines.items():
+        data.set_context(f"{test}|run")
+        data.add_lines({str(source): numbers})
+    data.set_context("")
+    data.add_lines({str(source): [6]})  # at import: no test's label
+    data.write()
+    return path
+
+
+def test_lists_the_longest_tests_whose_lines_others_run(load_script, tmp_path: Path) -> None:
+    script = load_script("redundant_tests")
+    source = tmp_path / "sfbench_jax" / "module.py"
+    coverage = _coverage(tmp_path / ".coverage", source)
+    durations = tmp_path / "durations.log"
+    durations.write_text(DURATIONS)
+    assert script.test_seconds(durations)["tests/test_a.py::test_fixture_heavy"] == 0.5  # the body only
+    output = tmp_path / "slow_by_coverage.txt"
+    output.write_text("# header line one\n# header line two\ntests/old.py::test_gone  # 1.0 s\n")
+    assert script.main(["--coverage", str(coverage), "--durations", str(durations), "--min-seconds", "2.5",
+                        "--keep", "tests/test_b.py", "--output", str(output)]) == 0
+    # the equivalence goes first (longest); its twin then runs lines only test_b runs, which is kept, so it goes
+    # too; the unique test stays; the short one is under --min-seconds
+    assert output.read_text().splitlines() == ["# header line one", "# header line two",
+                                               "tests/test_a.py::test_long_equivalence  # 9.0 s",
+                                               "tests/test_a.py::test_long_twin  # 7.0 s"]
+
+
+def test_a_coverage_file_without_contexts_is_refused(load_script, tmp_path: Path) -> None:
+    script = load_script("redundant_tests")
+    data = CoverageData(basename=str(tmp_path / ".coverage"))
+    data.add_lines({str(tmp_path / "sfbench_jax" / "module.py"): [1]})
+    data.write()
+    (tmp_path / "durations.log").write_text(DURATIONS)
+    with pytest.raises(SystemExit):
+        script.main(["--coverage", str(tmp_path / ".coverage"), "--durations", str(tmp_path / "durations.log")])
