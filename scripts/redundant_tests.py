@@ -41,7 +41,7 @@ def test_seconds(durations_log: Path) -> dict[str, float]:
         match = DURATION.match(line)
         if match and match.group(2) == "call":
             seconds[match.group(3)] = float(match.group(1))
-    return dict(seconds)
+    return seconds
 
 
 def lines_per_test(coverage_file: Path) -> dict[str, set[tuple[str, int]]]:
@@ -80,7 +80,7 @@ def redundant(seconds: dict[str, float], covered: dict[str, set[tuple[str, int]]
     listed = []
     for test in sorted(seconds, key=seconds.__getitem__, reverse=True):
         lines = covered.get(test, set())
-        if test.startswith(tuple(keep)) or not lines or any(runs_line[line] < 2 for line in lines):
+        if test.startswith(keep) or not lines or any(runs_line[line] < 2 for line in lines):
             continue
         runs_line.subtract(lines)
         listed.append((test, seconds[test]))
