@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             parser.error(f"{path} is not a file; run the default suite as the module docstring shows first")
     seconds = test_seconds(args.durations)
+    if not seconds:
+        parser.error(f"{args.durations} holds no test durations; run pytest with --durations=0 and keep its output")
     covered = lines_per_test(args.coverage)
     if not covered:
         parser.error(f"{args.coverage} holds no per-test contexts; record it with --cov-context=test")

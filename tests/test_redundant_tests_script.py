@@ -65,3 +65,16 @@ def test_a_coverage_file_without_contexts_is_refused(load_script, tmp_path: Path
     (tmp_path / "durations.log").write_text(DURATIONS)
     with pytest.raises(SystemExit):
         script.main(["--coverage", str(tmp_path / ".coverage"), "--durations", str(tmp_path / "durations.log")])
+
+
+def test_a_log_without_durations_is_refused(load_script, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = load_script("redundant_tests")
+    coverage = _coverage(tmp_path / ".coverage", tmp_path / "sfbench_jax" / "module.py")
+    (tmp_path / "durations.log").write_text("1444 passed, 57 skipped in 824.00s\n")  # run without --durations=0
+    output = tmp_path / "slow_by_coverage.txt"
+    output.write_text("# header\ntests/test_a.py::test_long_twin  # 7.0 s\n")
+    with pytest.raises(SystemExit):
+        script.main(["--coverage", str(coverage), "--durations", str(tmp_path / "durations.log"),
+                     "--output", str(output)])
+    assert "holds no test durations; run pytest with --durations=0" in capsys.readouterr().err
+    assert output.read_text() == "# header\ntests/test_a.py::test_long_twin  # 7.0 s\n"  # the list is untouched
