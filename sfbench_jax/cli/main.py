@@ -248,14 +248,12 @@ def ending_in_one_line(output_dir: Path, store: str | None) -> Iterator[None]:
     except (KeyboardInterrupt, Stopped) as error:
         name = "SIGINT" if isinstance(error, KeyboardInterrupt) else "SIGTERM"
         print(f"sfbench: {stopped_line(name, output_dir, store)}", file=sys.stderr, flush=True)
-        logging.shutdown()
-        os._exit(130 if name == "SIGINT" else 143)  # at once: background threads (Orbax, XLA) print nothing more
+        end_process(130 if name == "SIGINT" else 143)  # at once: background threads (Orbax, XLA) print nothing more
     except Exception as error:
         if not is_disk_full(error) or os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         print(f"sfbench: error: {disk_full_line(error, output_dir, store)}", file=sys.stderr, flush=True)
-        logging.shutdown()
-        os._exit(2)
+        end_process(2)
 
 
 def main() -> None:
@@ -278,10 +276,21 @@ def exit_now() -> None:
     teardown: collecting ~1,500 imported modules and running JAX's and Orbax's exit hooks is a sizeable share of a short
     `sfbench eval=quick` process (docs/speed.md, "Start-up of a whole run"). Every output was already written and
     sealed, the compilation cache is written when a program is compiled, and checkpoints before a candidate's record."""
+    end_process(0)
+
+
+def end_process(status: int) -> None:
+    """`os._exit(status)` after flushing the log files and standard streams. A process that coverage.py measures (the
+    test suite's `sfbench` processes) saves its measurement first: `os._exit` skips the exit hook that would."""
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    measuring = getattr(sys.modules.get("coverage"), "Coverage", None)
+    current = measuring.current() if measuring is not None else None
+    if current is not None:
+        current.stop()
+        current.save()
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -105,3 +105,23 @@ def test_a_full_disk_is_one_line_saying_what_is_kept(tmp_path: Path) -> None:
             and "finished candidates are kept in the candidate store" in line
             and "Free space (or choose another hydra.run.dir / train.store_dir / cache_dir) and run the same command "
                 "again" in line), line
+
+
+def test_a_process_measured_by_coverage_saves_its_measurement_before_it_ends_at_once(tmp_path: Path) -> None:
+    # `sfbench` ends a finished run (and a stopped one) with os._exit, which skips coverage.py's exit hook; without
+    # the save, the suite's measurement of every such subprocess was lost (docs/testing.md, "Time and coverage")
+    data_file = tmp_path / "measured"
+    program = ("import coverage\n"
+               f"measured = coverage.Coverage(data_file={str(data_file)!r}, config_file=False)\n"
+               "measured.start()\n"
+               "from sfbench_jax.cli import main\n"
+               "main.end_process(3)\n")
+    completed = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                               check=False)
+    assert completed.returncode == 3, completed.stderr[-2000:]
+    from coverage import CoverageData
+
+    saved = CoverageData(basename=str(data_file))
+    saved.read()
+    main_file = next(name for name in saved.measured_files() if name.endswith("cli/main.py"))
+    assert saved.lines(main_file)  # the module's own lines, up to the save
