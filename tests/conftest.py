@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -95,6 +95,40 @@ def session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder.mkdir(exist_ok=True)
     os.environ["SFBENCH_CACHE_DIR"] = str(folder)
     return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_compilation_cache(session_cache_dir: Path) -> str:
+    """JAX's persistent compilation cache in the test processes too: `<session cache>/xla`, the folder of the
+    session's `sfbench` runs (as `sfbench_jax.cli.compilation_cache` sets it). The two workers then share what each
+    compiled, and a later session given the same SFBENCH_CACHE_DIR (`.ci/run`'s slow step) loads it instead of
+    compiling again. The cache holds XLA's compiled code only, keyed by the program and the compiler: a hit runs
+    the same code (docs/testing.md, "Time")."""
+    import jax
+
+    from sfbench_jax.cli.compilation_cache import MIN_CACHED_COMPILE_SECONDS
+
+    folder = session_cache_dir / "xla"
+    folder.mkdir(exist_ok=True)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_CACHED_COMPILE_SECONDS)
+    _point_compilation_cache(str(folder))
+    return str(folder)
+
+
+@pytest.fixture(autouse=True)
+def _session_compilation_cache_after_each_test(session_compilation_cache: str) -> Iterator[None]:
+    """Point JAX's cache back at the session's folder after a test that pointed it elsewhere (or switched it off)."""
+    yield
+    _point_compilation_cache(session_compilation_cache)
+
+
+def _point_compilation_cache(folder: str) -> None:
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    if jax.config.jax_compilation_cache_dir != folder:
+        compilation_cache.set_cache_dir(folder)
+        compilation_cache.reset_cache()
 
 
 @pytest.fixture(scope="session")
