@@ -37,6 +37,13 @@ def test_beijing_derived_from_raw_csv(data_root: Path, tmp_path: Path) -> None:
     assert again.content_sha256 == series.content_sha256
 
 
+def test_beijing_without_a_cache_folder_is_derived_in_memory_the_same(data_root: Path, tmp_path: Path) -> None:
+    in_memory = load("beijing_air_tiantan", data_root=data_root)
+    cached = load("beijing_air_tiantan", data_root=data_root, cache_dir=tmp_path)
+    np.testing.assert_array_equal(in_memory.values, cached.values)
+    assert in_memory.content_sha256 == cached.content_sha256
+
+
 @pytest.mark.parametrize(("key", "shape"), [("traffic_synthetic", (17_544, 862)),
                                             ("penmanshiel_synthetic", (25_867, 65))])
 def test_synthetic_shapes(key: str, shape: tuple[int, int]) -> None:

@@ -197,3 +197,27 @@ def test_a_miss_compiles_with_jax_s_cache_off_and_turns_it_back_on(tmp_path: Pat
     finally:
         compilation_cache.set_cache_dir(before)
         compilation_cache.reset_cache()
+
+
+def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
+    # (the whole path, a damaged entry replaced by a fresh compilation, is the staleness test above; CI's slow step)
+    folder = tmp_path / "programs"
+    folder.mkdir(mode=0o700)
+    entry = folder / "key.bin"
+    entry.write_bytes(b"half an entry")
+    entry.chmod(0o600)
+    program_cache.use_program_cache(folder)
+    try:
+        assert program_cache.trusted_entry(entry)
+        assert program_cache.load("key", make_mesh(1)) is None
+    finally:
+        program_cache.use_program_cache(None)
+
+
+def test_a_module_file_absent_at_the_trace_keeps_an_entry_until_the_file_appears(tmp_path: Path) -> None:
+    # (the whole path through a stored program: the deleted-module test above, in CI's slow step)
+    gone = tmp_path / "gone_probe.py"
+    code = (("gone_probe", str(gone), None),)  # as `loaded_code` records a module whose file was deleted
+    assert program_cache.code_unchanged(code)
+    gone.write_text("VALUE = 2\n")
+    assert not program_cache.code_unchanged(code)
