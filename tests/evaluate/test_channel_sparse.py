@@ -1,7 +1,8 @@
 """Channel-sparse scoring: a channel-independent model run only on the target channels a fault touched gives
 the per-window losses of the full computation, to float rounding (largest relative difference measured so far: 3.0e-6;
-asserted 1e-5), for two chunk sizes and both RNG modes; a touched row whose forecast is unchanged changes the loss by
-exactly zero; a model that does not declare itself channel-independent takes the full path."""
+asserted 1e-5), in both RNG modes, and the same losses for two chunk sizes (on the default case); a touched row
+whose forecast is unchanged changes the loss by exactly zero; a model that does not declare itself
+channel-independent takes the full path."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ CASES = [("patchtst", {"d_model": 16, "n_heads": 4, "d_ff": 128, "n_layers_enc":
 
 
 #: The case of the default suite, in JAX's RNG mode (three programs, ~12 s on 2 cores); the same case in the reference
-#: mode and the other seven cases in both modes (40-90 s each) run with `-m slow`, as in CI.
+#: mode and the other seven cases in both modes (two programs per mode, 25-60 s each) run with `-m slow`, as in CI.
 DEFAULT_CASE = ("etth1", "dlinear", {"individual": False})
 PARAMS = [pytest.param(dataset, architecture, hparams, rngs, id=f"{dataset}-{architecture}-hparams{index}{suffix}",
                        marks=() if (dataset, architecture, hparams, rngs) == (*DEFAULT_CASE, ("jax",))
@@ -66,11 +67,13 @@ def test_sparse_and_full_losses_agree(datasets, dataset: str, architecture: str,
     predict, state = _channel_independent(model)
     for rng in rngs:
         full = _losses(predict, state, data, sparse=False, chunk=K, rng=rng)
-        runs = [_losses(predict, state, data, sparse=True, chunk=chunk, rng=rng) for chunk in (200, K)]
-        np.testing.assert_array_equal(runs[0], runs[1])  # chunk-invariant
-        np.testing.assert_allclose(runs[0], full, rtol=RELATIVE_BOUND, atol=1e-9)
+        sparse = _losses(predict, state, data, sparse=True, chunk=200, rng=rng)
+        if (dataset, architecture, hparams) == DEFAULT_CASE:  # chunk-invariant (a property of the engine's chunks,
+            # not of the model: checked on one case, a compiled program less for each of the others)
+            np.testing.assert_array_equal(sparse, _losses(predict, state, data, sparse=True, chunk=K, rng=rng))
+        np.testing.assert_allclose(sparse, full, rtol=RELATIVE_BOUND, atol=1e-9)
         unchanged = full[1:] == full[0]  # windows a fault left alone keep bit-for-bit the clean loss
-        assert np.all(runs[0][1:][unchanged] == runs[0][0][np.nonzero(unchanged)[1]])
+        assert np.all(sparse[1:][unchanged] == sparse[0][np.nonzero(unchanged)[1]])
 
 
 def test_only_declared_models_take_the_sparse_path(datasets) -> None:
