@@ -104,14 +104,11 @@ def session_compilation_cache(session_cache_dir: Path) -> str:
     compiled, and a later session given the same SFBENCH_CACHE_DIR (`.ci/run`'s slow step) loads it instead of
     compiling again. The cache holds XLA's compiled code only, keyed by the program and the compiler: a hit runs
     the same code (docs/testing.md, "Time")."""
-    import jax
-
-    from sfbench_jax.cli.compilation_cache import MIN_CACHED_COMPILE_SECONDS
+    from sfbench_jax.cli.compilation_cache import point_jax_cache
 
     folder = session_cache_dir / "xla"
     folder.mkdir(exist_ok=True)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_CACHED_COMPILE_SECONDS)
-    _point_compilation_cache(str(folder))
+    point_jax_cache(str(folder))
     return str(folder)
 
 
@@ -119,16 +116,9 @@ def session_compilation_cache(session_cache_dir: Path) -> str:
 def _session_compilation_cache_after_each_test(session_compilation_cache: str) -> Iterator[None]:
     """Point JAX's cache back at the session's folder after a test that pointed it elsewhere (or switched it off)."""
     yield
-    _point_compilation_cache(session_compilation_cache)
+    from sfbench_jax.cli.compilation_cache import point_jax_cache
 
-
-def _point_compilation_cache(folder: str) -> None:
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache
-
-    if jax.config.jax_compilation_cache_dir != folder:
-        compilation_cache.set_cache_dir(folder)
-        compilation_cache.reset_cache()
+    point_jax_cache(session_compilation_cache)
 
 
 @pytest.fixture(scope="session")

@@ -32,11 +32,16 @@ def use_compilation_cache(cfg: RunConfig) -> Path | None:
     if cfg.compilation_cache and cfg.cache_dir is not None:
         folder = ensure_writable_dir(Path(cfg.cache_dir).expanduser() / "xla", what="compilation cache folder",
                                      fix="Set cache_dir=PATH to a writable folder, or compilation_cache=false.")
-    wanted = None if folder is None else str(folder)
-    # an earlier run in the same process may have set another (jax declares the option at run time: the ignore)
-    if jax.config.jax_compilation_cache_dir != wanted:  # type: ignore[attr-defined]
-        compilation_cache.set_cache_dir(wanted)
-        compilation_cache.reset_cache()
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_CACHED_COMPILE_SECONDS)
+    point_jax_cache(None if folder is None else str(folder))
     use_program_cache(None if folder is None else folder.parent / PROGRAMS_FOLDER)
     return folder
+
+
+def point_jax_cache(folder: str | None) -> None:
+    """Point JAX's persistent compilation cache at `folder` (None: off), caching programs that compile in
+    `MIN_CACHED_COMPILE_SECONDS` or more; a no-op when it already points there."""
+    # an earlier run in the same process may have set another (jax declares the option at run time: the ignore)
+    if jax.config.jax_compilation_cache_dir != folder:  # type: ignore[attr-defined]
+        compilation_cache.set_cache_dir(folder)
+        compilation_cache.reset_cache()
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_CACHED_COMPILE_SECONDS)

@@ -43,4 +43,3 @@ def test_a_channel_independent_predictor_forecasts_any_channels_as_the_full_fore
     subset = jnp.take_along_axis(x, ids[:, None, :], axis=2)
     np.testing.assert_allclose(np.asarray(predictor.channels(None, subset, ids)),
                                np.take_along_axis(full, np.asarray(ids)[:, None, :], axis=2), rtol=1e-6, atol=1e-6)
-
