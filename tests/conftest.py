@@ -88,12 +88,12 @@ def session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     commands that do not pass a `cache_dir`, the analysis fixture's runs and the module fixtures that take this one.
     Only tests of the cache itself (or of a run's timing) pass a folder of their own."""
     if os.environ.get("SFBENCH_CACHE_DIR"):
-        return Path(os.environ["SFBENCH_CACHE_DIR"])
-    base = tmp_path_factory.getbasetemp()
-    base = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    folder = base / "sfbench_cache"
-    folder.mkdir(exist_ok=True)
-    os.environ["SFBENCH_CACHE_DIR"] = str(folder)
+        folder = Path(os.environ["SFBENCH_CACHE_DIR"])
+    else:
+        base = tmp_path_factory.getbasetemp()
+        folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "sfbench_cache"
+        os.environ["SFBENCH_CACHE_DIR"] = str(folder)
+    folder.mkdir(parents=True, exist_ok=True)  # `.ci/run` names a folder that does not exist yet
     return folder
 
 

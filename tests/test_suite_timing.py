@@ -128,3 +128,14 @@ def test_a_listed_id_that_names_no_test_is_stale(tmp_path: Path) -> None:
                                                          "test_gone.py::test_x"]
     # a run of one picked test does not make the module's other listed tests stale
     assert stale_ids(listed, collected, ["test_a.py::test_kept"], tmp_path) == ["test_gone.py::test_x"]
+
+
+def test_the_session_cache_folder_named_by_the_environment_is_made(tmp_path: Path) -> None:
+    """`.ci/run` names SFBENCH_CACHE_DIR before the folder exists: the suite makes it (and its `xla/`) at start."""
+    folder = tmp_path / "absent" / "cache"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+               "tests/test_preset_defaults.py::test_the_check_sees_the_presets"]
+    done = subprocess.run(command, cwd=TESTS.parent, env={**os.environ, "SFBENCH_CACHE_DIR": str(folder)},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert "1 passed" in done.stdout, done.stdout + done.stderr
+    assert (folder / "xla").is_dir()
