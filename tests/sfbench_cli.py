@@ -2,6 +2,8 @@
 
 * `run_sfbench(...)`: the installed console script in its own process, for what only a process shows: its exit
   status after a real run, signals, a fresh JAX, the compilation cache across processes.
+* `run_in_process(...)`: a real run in the test's own process, composed by Hydra as the command composes it, for a
+  test that reads what a run writes and logs (no new Python, JAX or Hydra start; programs it compiled stay).
 * `sfbench_refusal(...)`: a command that must be refused before any work. One that the command-line check refuses
   (`cli.arguments.check_overrides`: a renamed or unknown setting, a preset typo) is run through the same entry
   point (`sfbench_jax.cli.main.main`) in the test's process, which a new process would only make ~2.5 s of CPU
@@ -11,6 +13,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -36,6 +40,25 @@ def run_sfbench(*overrides: str, data_root: Path | None = None, cwd: Path | None
         env["SFBENCH_DATA_ROOT"] = str(data_root)
     return subprocess.run(sfbench_command(*overrides), capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=timeout, check=False)
+
+
+def run_in_process(overrides: list[str], run_dir: Path) -> str:
+    """Run the job of `sfbench <overrides>` in this process into `run_dir` (compilation cache on, as the command
+    does) and return what it logged; the log is kept in `run_dir/run.log` too."""
+    from hydra import compose, initialize_config_module
+
+    from sfbench_jax.cli.compilation_cache import use_compilation_cache
+    from sfbench_jax.cli.main import to_run_config
+    from sfbench_jax.pipeline.runner import run
+
+    with initialize_config_module(config_module="sfbench_jax.conf", version_base="1.3"):
+        config = to_run_config(compose(config_name="config", overrides=overrides))
+    use_compilation_cache(config)
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):
+        run(config, run_dir)
+    (run_dir / "run.log").write_text(log.getvalue())
+    return log.getvalue()
 
 
 def sfbench_refusal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *overrides: str,

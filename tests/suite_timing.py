@@ -47,7 +47,7 @@ COSTLY_MODULE_FIXTURES = (
     "tests/test_plugin_contracts.py", "tests/train/test_store_integrity.py", "tests/models/test_external.py",
     "tests/evaluate/test_curves.py", "tests/agent_eval/test_eval_modes.py", "tests/mcp/test_mcp_curves.py",
     "tests/mcp/test_mcp_stored_runs.py", "tests/mcp/test_mcp_default_cli_run.py", "tests/mcp/test_mcp_http_security.py",
-    "tests/mcp/test_mcp_transports.py", "tests/data/test_cache_integrity.py",
+    "tests/mcp/test_mcp_transports.py", "tests/data/test_cache_integrity.py", "tests/report/test_html_report.py",
 )
 GROUP_OF_MODULE = {module: group for group, (_, modules) in GROUPS.items() for module in modules}
 GROUP_OF_MODULE |= {module: module for module in COSTLY_MODULE_FIXTURES}

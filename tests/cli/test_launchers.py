@@ -64,9 +64,10 @@ def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def compilation_cache(shared_root: Path) -> Path:
-    """`cache_dir` of every sweep here: one `xla` folder shared by all jobs of all launchers."""
-    return shared_root / "cache"
+def compilation_cache(session_cache_dir: Path) -> Path:
+    """`cache_dir` of every sweep here: the test session's, one `xla` folder shared by all jobs of all launchers
+    (and by the session's other runs, so the sweeps load programs compiled before them)."""
+    return session_cache_dir
 
 
 def _joblib_sweep(shared_root: Path, compilation_cache: Path, data_root: Path) -> Path:

@@ -82,7 +82,7 @@ def test_multirun_is_a_parent_with_its_jobs_and_a_stopped_server_costs_one_line(
     uri, process = server
     sweep = tmp_path / "sweep"
     completed = sfbench("-m", "model=seasonal_naive", "eval.seed=0,1", "profile=tiny", "tracking=mlflow",
-                        f"tracking.uri={uri}", f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}")
+                        f"tracking.uri={uri}", f"hydra.sweep.dir={sweep}")
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "logged to MLflow: 2 job run(s) under one parent run (2 new)" in completed.stderr
 
@@ -119,7 +119,7 @@ def test_multirun_is_a_parent_with_its_jobs_and_a_stopped_server_costs_one_line(
     process.wait(timeout=60)
     single = tmp_path / "single"
     stopped = sfbench("model=seasonal_naive", "profile=tiny", "tracking=mlflow", f"tracking.uri={uri}",
-                      f"hydra.run.dir={single}", f"cache_dir={tmp_path / 'cache'}")
+                      f"hydra.run.dir={single}")
     assert stopped.returncode == 0, stopped.stderr[-3000:]
     assert (single / "run_record.json").is_file() and (single / "summary.csv").is_file()
     warnings = [line for line in stopped.stderr.splitlines() if "tracking failed" in line]

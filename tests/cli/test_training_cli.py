@@ -39,7 +39,7 @@ def _sfbench(*overrides: str, data_root: Path | None = None) -> subprocess.Compl
 @pytest.mark.slow
 def test_trained_architecture_end_to_end_and_resume(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    common = ["model=dlinear", "profile=tiny", f"train.store_dir={store}", f"cache_dir={tmp_path / 'cache'}"]
+    common = ["model=dlinear", "profile=tiny", f"train.store_dir={store}"]
     completed = _sfbench(*common, f"hydra.run.dir={tmp_path / 'run'}")
     assert completed.returncode == 0, completed.stderr[-3000:]
     run = tmp_path / "run"
@@ -71,8 +71,7 @@ def test_trained_architecture_end_to_end_and_resume(tmp_path: Path) -> None:
 def test_multirun_two_datasets_two_architectures(tmp_path: Path, data_root: Path) -> None:
     sweep = tmp_path / "sweep"
     completed = _sfbench("-m", "dataset=etth1,beijing_air_tiantan", "model=dlinear,seasonal_naive", "profile=tiny",
-                         f"hydra.sweep.dir={sweep}", f"train.store_dir={tmp_path / 'store'}",
-                         f"cache_dir={tmp_path / 'cache'}", data_root=data_root)
+                         f"hydra.sweep.dir={sweep}", f"train.store_dir={tmp_path / 'store'}", data_root=data_root)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "Joblib.Parallel" in completed.stdout + completed.stderr  # fanned out by the joblib launcher
     assert len([p for p in sweep.iterdir() if (p / "cell.json").is_file()]) == 4

@@ -4,9 +4,6 @@ clear errors; cost bounds and the per-call time budget (issue 21, defect 7)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server import MCPServer
+from sfbench_cli import run_in_process
 
 from sfbench_jax.mcp.server import ServerConfig, build_server
 
@@ -29,13 +27,8 @@ async def call(server: MCPServer, name: str, **arguments: Any) -> Any:
 def runs_dir(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> Path:
     """A runs folder with one stored DLinear run of ETTh1 (`outputs/.../dlinear_tiny`)."""
     root = tmp_path_factory.mktemp("mcp_runs")
-    environment = {**os.environ, "SFBENCH_DATA_ROOT": str(data_root)}
-    completed = subprocess.run(
-        [str(Path(sys.executable).parent / "sfbench"), "model=dlinear", "profile=tiny", "eval.progress=false",
-         f"train.store_dir={root / 'store'}", f"cache_dir={root / 'cache'}",
-         f"hydra.run.dir={root / 'outputs' / 'etth1' / 'dlinear_tiny'}"],
-        capture_output=True, text=True, env=environment, timeout=900, check=False)
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    run_in_process(["model=dlinear", "profile=tiny", "eval.progress=false", f"train.store_dir={root / 'store'}",
+                    f"data_root={data_root}"], root / "outputs" / "etth1" / "dlinear_tiny")
     return root / "outputs"
 
 

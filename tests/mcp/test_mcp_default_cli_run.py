@@ -24,7 +24,7 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> Path
     environment = {key: value for key, value in os.environ.items() if key != "SFBENCH_STORE_DIR"}
     completed = subprocess.run(
         [str(Path(sys.executable).parent / "sfbench"), "model=seasonal_naive", "eval=quick", "eval.progress=false",
-         "figures=false", f"cache_dir={base / 'cache'}", f"hydra.run.dir={base / 'runs' / 'etth1_sn'}"],
+         "figures=false", f"hydra.run.dir={base / 'runs' / 'etth1_sn'}"],
         capture_output=True, text=True, env={**environment, "SFBENCH_DATA_ROOT": str(data_root)}, timeout=900,
         check=False)
     assert completed.returncode == 0, completed.stderr[-3000:]

@@ -54,7 +54,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> dict[str,
     runs, store, real = base / "runs", base / "store", base / "runs" / "etth1" / "sn_quick"
     completed = subprocess.run(
         [str(Path(sys.executable).parent / "sfbench"), "model=seasonal_naive", "eval=quick", "eval.progress=false",
-         f"train.store_dir={store}", f"cache_dir={base / 'cache'}", f"hydra.run.dir={real}"],
+         f"train.store_dir={store}", f"hydra.run.dir={real}"],
         capture_output=True, text=True, env={**os.environ, "SFBENCH_DATA_ROOT": str(data_root)}, timeout=600,
         check=False)
     assert completed.returncode == 0, completed.stderr[-3000:]

@@ -1,5 +1,6 @@
 """Methods through the command line: bad method settings fail before any work with one clear message,
-RevIN's exact round trip, and a method run end to end (tiny profile) that resumes from the store."""
+RevIN's exact round trip, and a method run end to end (tiny profile, composed as the command composes it, in this
+process) that resumes from the store."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_module
-from sfbench_cli import run_sfbench as _sfbench
+from sfbench_cli import run_in_process
 
 from sfbench_jax.cli.main import to_run_config
 from sfbench_jax.methods import METHODS
@@ -71,8 +72,7 @@ def test_revin_round_trip_and_target_denormalisation(affine: bool) -> None:
 
 def test_a_method_run_writes_its_variant_and_resumes(tmp_path: Path) -> None:
     common = ["model=dlinear", "method=randomized_training", "profile=tiny", f"train.store_dir={tmp_path / 'store'}"]
-    first = _sfbench(*common, f"hydra.run.dir={tmp_path / 'first'}")
-    assert first.returncode == 0, first.stderr[-3000:]
+    first = run_in_process(common, tmp_path / "first")
     summary = pd.read_csv(tmp_path / "first" / "summary.csv")
     row = summary.iloc[0]
     assert (row.method, row.selection_metric) == ("randomized_training", "best_val_loss")
@@ -81,7 +81,7 @@ def test_a_method_run_writes_its_variant_and_resumes(tmp_path: Path) -> None:
     winner = candidates[candidates.is_winner].iloc[0]
     assert winner.variant == row.variant and row.selection_value == pytest.approx(winner.best_val_loss)
     assert json.loads(winner.recipe)["sigma"] in (0.1, 0.2, 0.3)
-    assert "0 already in the store, 2 to train" in first.stderr  # the baseline first, then the 2 variants
-    again = _sfbench(*common, f"hydra.run.dir={tmp_path / 'again'}")
-    assert again.returncode == 0 and again.stderr.count("2 already in the store, 0 to train") == 2
+    assert "0 already in the store, 2 to train" in first  # the baseline first, then the 2 variants
+    again = run_in_process(common, tmp_path / "again")
+    assert again.count("2 already in the store, 0 to train") == 2
     assert pd.read_csv(tmp_path / "again" / "summary.csv").iloc[0].mse_c == row.mse_c

@@ -17,10 +17,11 @@ from sfbench_jax.report.collect import Cell, collect, read_expected_jobs
 from sfbench_jax.run_folder.stored_runs import RunConflictError, gather_runs
 
 from .conftest import report_command
+from .fixture_runs import EVAL_SEEDS
 from .summaries import rewrite_consistently
 
 JOB_FOLDERS = [f"{number}_etth1_{architecture}_baseline" for number, architecture in
-               enumerate(["seasonal_naive", "dlinear"] * 4)]
+               enumerate(["seasonal_naive", "dlinear"] * len(EVAL_SEEDS))]
 
 
 def _copy_sweep(analysis_root: Path, target: Path) -> Path:
@@ -36,33 +37,33 @@ def _copy_sweep(analysis_root: Path, target: Path) -> Path:
 def test_multirun_over_eval_seeds_collects_every_run(analysis_root: Path) -> None:
     sweep = analysis_root / "seeds_multirun"
     merged = pd.read_csv(sweep / "summary.csv")
-    assert len(merged) == 8
+    assert len(merged) == 4
     assert sorted(zip(merged.architecture, merged.eval_seed, strict=True)) == sorted(
-        (a, s) for a in ("dlinear", "seasonal_naive") for s in range(4))
+        (a, s) for a in ("dlinear", "seasonal_naive") for s in EVAL_SEEDS)
     report = json.loads((sweep / "collect_report.json").read_text())
-    assert report["status"] == "complete" and report["rows"] == 8 and report["expected_jobs"] == 8
-    assert len(read_expected_jobs(sweep)) == 8
+    assert report["status"] == "complete" and report["rows"] == 4 and report["expected_jobs"] == 4
+    assert len(read_expected_jobs(sweep)) == 4
     # the numbers differ by seed: collection keyed each run by its eval seed
-    assert merged.groupby("architecture")["d_w"].nunique().tolist() == [4, 4]
+    assert merged.groupby("architecture")["d_w"].nunique().tolist() == [2, 2]
     # no canonical-seed run in this sweep, so Table 4 is skipped with the reason
     assert report["views"]["table4"].startswith("skipped: no baseline run at the canonical evaluation realisation")
 
 
 def test_deleted_run_is_named_and_no_table_is_written(analysis_root: Path, tmp_path: Path) -> None:
     sweep = _copy_sweep(analysis_root, tmp_path / "sweep")
-    shutil.rmtree(sweep / JOB_FOLDERS[5])  # DLinear, eval.seed=2
+    shutil.rmtree(sweep / JOB_FOLDERS[3])  # DLinear, eval.seed=1
     output = tmp_path / "report"
     completed = report_command("table10", "--runs", str(sweep), "--output", str(output))
     assert completed.returncode == 1
     lines = [line for line in completed.stderr.splitlines() if line.startswith("  - ")]
-    assert lines == [f"  - {sweep}: (dataset=etth1, architecture=dlinear, method=baseline, eval.seed=2): no job "
-                     "folder for job 5 (the job never started or its folder was deleted)"]
+    assert lines == [f"  - {sweep}: (dataset=etth1, architecture=dlinear, method=baseline, eval.seed=1): no job "
+                     "folder for job 3 (the job never started or its folder was deleted)"]
     assert sorted(p.name for p in output.iterdir()) == ["collect_report.json"]  # the check's record, no table
     assert collect_main([str(sweep)]) == 1
     assert not (sweep / "summary.csv").exists() and not list(sweep.glob("table*"))
     report = json.loads((sweep / "collect_report.json").read_text())
     assert [m["run"] for m in report["missing"]] == [
-        "(dataset=etth1, architecture=dlinear, method=baseline, eval.seed=2)"]
+        "(dataset=etth1, architecture=dlinear, method=baseline, eval.seed=1)"]
     assert report["missing"][0]["cell"] == ["etth1", "dlinear", "baseline"]
 
 
@@ -83,10 +84,10 @@ def test_runs_differing_only_in_eval_settings_are_distinct(analysis: object) -> 
     runs = analysis.runs
     etth1_dlinear = [run for run in runs.runs if run.row["dataset"] == "etth1" and run.row["architecture"] == "dlinear"
                      and run.row["method"] == "baseline"]
-    # canonical, four seeds, two channel fractions
-    assert len(etth1_dlinear) == 7
+    # canonical, two seeds, one channel fraction
+    assert len(etth1_dlinear) == 4
     assert {"eval_seed", "channel_fraction"} <= set(runs.varying)
-    assert "eval_seed=2" in runs.describe(next(r for r in etth1_dlinear if r.row["eval_seed"] == 2))
+    assert "eval_seed=1" in runs.describe(next(r for r in etth1_dlinear if r.row["eval_seed"] == 1))
 
 
 def test_collect_command_with_explicit_cells(analysis_root: Path, tmp_path: Path,
@@ -96,7 +97,7 @@ def test_collect_command_with_explicit_cells(analysis_root: Path, tmp_path: Path
     assert collect_main([str(sweep), "--no-figures"]) == 2  # neither expected_cells.json nor --expect
     assert "--expect dataset=" in capsys.readouterr().err
     assert collect_main([str(sweep), "--no-figures", "--expect", "dataset=etth1", "model=dlinear,seasonal_naive"]) == 0
-    assert len(pd.read_csv(sweep / "summary.csv")) == 8
+    assert len(pd.read_csv(sweep / "summary.csv")) == 4
     assert collect_main([str(sweep), "--expect", "dataset=etth1", "model=gru"]) == 1
     with pytest.raises(Exception, match="no job folder for this cell"):
         collect(sweep, [Cell("etth1", "gru", "baseline")], figures=False)

@@ -33,7 +33,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> Path:
         environment = {**os.environ, "SFBENCH_DATA_ROOT": str(data_root)}
         completed = subprocess.run(
             [str(Path(sys.executable).parent / "sfbench"), *SWEEP, f"hydra.sweep.dir={root / 'sweep'}",
-             f"train.store_dir={root / 'store'}", f"cache_dir={root / 'cache'}"],
+             f"train.store_dir={root / 'store'}"],
             capture_output=True, text=True, env=environment, timeout=1800, check=False)
         assert completed.returncode == 0, completed.stderr[-4000:]
         (root / "stderr.txt").write_text(completed.stderr)
@@ -119,7 +119,7 @@ def test_a_damaged_run_is_named_at_the_top(sweep: Path, tmp_path: Path) -> None:
 
 def test_stored_severity_curves_are_drawn_with_their_bands(sweep: Path, tmp_path: Path) -> None:
     curves = report_command("curves", "--runs", str(sweep), "--output", str(tmp_path / "curves"),
-                            "--severities", "0,1", "--curve-k", "50")
+                            "--severities", "0,1", "--curve-k", "50", "--select", "architecture=dlinear")
     assert curves.returncode == 0, curves.stderr[-3000:]
     stored = pd.read_csv(tmp_path / "curves" / "severity_curves.csv")
     completed = written_page(sweep, tmp_path / "page.html")
