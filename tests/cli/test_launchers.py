@@ -33,7 +33,8 @@ from hydra import compose, initialize_config_module
 
 import sfbench_jax.cli.main  # noqa: F401 - registers the config schemas that composing the presets needs
 
-SWEEP = ["dataset=etth1,beijing_air_tiantan", "model=dlinear,seasonal_naive", "profile=tiny", "eval=quick"]
+#: The analysis fixture's settings (tests/report/fixture_runs.py), so the jobs load the programs it compiled.
+SWEEP = ["dataset=etth1,beijing_air_tiantan", "model=dlinear,seasonal_naive", "profile=tiny"]
 BIN = Path(sys.executable).parent
 TRAINED = re.compile(r"dlinear trial (\d+): (best val|FAILED)")
 COLLECTED = "[sfbench-collect] 4 cells merged"
@@ -212,7 +213,7 @@ def test_killed_submitit_job_retrains_only_its_unfinished_candidates(tmp_path: P
     budget = 4
     store, sweep = tmp_path / "store", tmp_path / "sweep"
     arguments = [str(BIN / "sfbench"), "-m", "hydra/launcher=submitit_local", "dataset=etth1,beijing_air_tiantan",
-                 "model=dlinear", "profile=tiny", "eval=quick", f"train.candidate_budget={budget}",
+                 "model=dlinear", "profile=tiny", f"train.candidate_budget={budget}",
                  f"hydra.sweep.dir={sweep}", f"train.store_dir={store}", f"cache_dir={compilation_cache}"]
     with (tmp_path / "first.log").open("w") as output:
         first = subprocess.Popen(arguments, stdout=output, stderr=subprocess.STDOUT, env=_environment(data_root),
