@@ -39,7 +39,7 @@ from types import ModuleType
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, when this file runs as a script
-from sfbench_cli import run_in_process
+from sfbench_cli import run_in_process  # each job in this process, its log kept in `run.log`
 
 DATASETS = ("etth1", "beijing_air_tiantan")
 ARCHITECTURES = ("seasonal_naive", "dlinear")
@@ -54,12 +54,6 @@ METHOD_RUNS = {
 }
 #: The stand-in pair: (method label, variant, overrides of a real SeasonalNaive run).
 STAND_IN = ("adversarial_training", "stand_in_season_48", ["model=seasonal_naive", "model.hparams={season_length:48}"])
-
-
-def run_job(overrides: list[str], output_dir: Path) -> Path:
-    """Run one job in-process (as `sfbench` would: compilation cache on) and keep its log in `run.log`."""
-    run_in_process(overrides, output_dir)
-    return output_dir
 
 
 def relabel(run_dir: Path, method: str, variant: str) -> None:
@@ -92,21 +86,22 @@ def build(root: Path, data_root: Path, load_script: Callable[[str], ModuleType])
     for dataset in DATASETS:
         for architecture in ARCHITECTURES:
             base = [*common, f"dataset={dataset}", f"model={architecture}"]
-            run_job(base, root / "runs" / dataset / architecture / "canonical")
+            run_in_process(base, root / "runs" / dataset / architecture / "canonical")
             fraction = CHANNEL_FRACTION[dataset]
-            run_job([*base, f"eval.channel_fraction={fraction}"],
-                    root / "runs" / dataset / architecture / f"fraction_{fraction}")
+            run_in_process([*base, f"eval.channel_fraction={fraction}"],
+                           root / "runs" / dataset / architecture / f"fraction_{fraction}")
             if dataset != "etth1":  # ETTh1's seeds come from the multirun
                 for seed in EVAL_SEEDS:
-                    run_job([*base, f"eval.seed={seed}"], root / "runs" / dataset / architecture / f"seed_{seed}")
-        run_job([f"dataset={dataset}", "eval=reference", f"cache_dir={cache}", f"data_root={data_root}",
-                 "eval.progress=false", "figures=false"], root / "reference" / dataset / "seasonal_naive")
+                    run_in_process([*base, f"eval.seed={seed}"],
+                                   root / "runs" / dataset / architecture / f"seed_{seed}")
+        run_in_process([f"dataset={dataset}", "eval=reference", f"cache_dir={cache}", f"data_root={data_root}",
+                        "eval.progress=false", "figures=false"], root / "reference" / dataset / "seasonal_naive")
         for method, overrides in METHOD_RUNS.items():
-            run_job([*common, f"dataset={dataset}", "model=dlinear", *overrides],
-                    root / "methods" / dataset / f"dlinear_{method}")
+            run_in_process([*common, f"dataset={dataset}", "model=dlinear", *overrides],
+                           root / "methods" / dataset / f"dlinear_{method}")
         method, variant, overrides = STAND_IN
         target = root / "stand_ins" / dataset / f"seasonal_naive_{method}"
-        run_job([*common, f"dataset={dataset}", *overrides], target)
+        run_in_process([*common, f"dataset={dataset}", *overrides], target)
         relabel(target, method, variant)
     pressure = load_script("selector_pressure")
     with contextlib.redirect_stderr(io.StringIO()):
