@@ -289,14 +289,25 @@ class RunningServer:
         """The server's process id."""
         return int(self.process.pid)
 
+    def accepts_connections(self) -> bool:
+        """Whether the server's port still takes a TCP connection (a dying process's listening socket closes with
+        its other sockets, before its exit status can be read)."""
+        url = httpx.URL(self.base_url)
+        try:
+            socket.create_connection((url.host, url.port or 80), timeout=1.0).close()
+        except OSError:
+            return False
+        return True
+
     def exit_cause(self, wait_s: float = 0.0) -> str | None:
         """None while the server runs; once it has ended, one line: which process, how it ended, what to do.
 
         Args:
             wait_s: How long to wait for the process to end (a client sees a dying server's connection drop a
-                moment before its exit status can be read).
+                moment before its exit status can be read). A server that still takes connections is alive (it
+                answered with an error, or stalled): it is not waited for.
         """
-        if wait_s > 0:
+        if wait_s > 0 and self.process.poll() is None and not self.accepts_connections():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=wait_s)
         if self.process.poll() is None:

@@ -51,6 +51,9 @@ SPLITS = ("in_distribution", "transfer")
 #: from bearing diagnostics to motor diagnostics; we hold out motors and gearboxes, whose
 #: bearings, vibration limits and economics share the task structure of the train-side assets).
 TRANSFER_ASSET_CLASSES = ("induction_motor", "gearbox")
+#: libyaml's parser where PyYAML was built with it (PyPI's wheels are): the same mappings as the pure-Python
+#: `SafeLoader`, about 9x faster (the 104 packaged scenarios: 0.14 s against 1.27 s).
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 VALIDATOR_KINDS = ("required_fields", "numeric_range", "numeric_close", "categorical", "mcq",
                    "set_overlap", "field_relation", "recompute_metric", "classification_metrics", "boolean",
@@ -337,7 +340,7 @@ def load_scenario(path: Path) -> Scenario:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_YAML_LOADER)
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise ScenarioError(f"{path}: cannot read scenario ({exc})") from exc
     if not isinstance(data, dict):

@@ -114,6 +114,31 @@ def test_server_that_dies_at_the_health_check_names_its_signal(
     assert not (out / "records").exists()
 
 
+def test_a_server_that_still_takes_connections_is_not_waited_for() -> None:
+    """After a harness error the exit status is waited for only when the server's port refuses connections (a
+    live server that answered 5xx or stalled is not waited for; a dying one has closed its listening socket)."""
+    import socket
+    import subprocess
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        server = local_llm.RunningServer(process, f"http://127.0.0.1:{port}/v1", None)
+        assert server.accepts_connections()
+        started = time.monotonic()
+        assert server.exit_cause(wait_s=60.0) is None and time.monotonic() - started < 30.0  # no 60 s wait
+        listener.close()
+        assert not server.accepts_connections()
+        process.kill()
+        assert "was killed by signal SIGKILL" in (server.exit_cause(wait_s=5.0) or "")
+    finally:
+        listener.close()
+        process.kill()
+        process.wait()
+
+
 def test_turn_budget_below_reference_calls_is_refused(tmp_path: Path, data_root: Path,
                                                       capsys: pytest.CaptureFixture[str],
                                                       scenarios: list[Scenario]) -> None:
