@@ -130,6 +130,8 @@ def test_a_listed_id_that_names_no_test_is_stale(tmp_path: Path) -> None:
     assert stale_ids(listed, collected, ["test_a.py::test_kept"], tmp_path) == ["test_gone.py::test_x"]
 
 
+@pytest.mark.slow  # 13 s (a pytest process importing the suite's conftest); `.ci/run`'s default step is itself this
+# case (SFBENCH_CACHE_DIR names a folder not made yet), so CI checks it twice
 def test_the_session_cache_folder_named_by_the_environment_is_made(tmp_path: Path) -> None:
     """`.ci/run` names SFBENCH_CACHE_DIR before the folder exists: the suite makes it (and its `xla/`) at start."""
     folder = tmp_path / "absent" / "cache"

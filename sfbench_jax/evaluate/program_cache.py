@@ -14,7 +14,11 @@ The key (`program_key`) is a SHA-256 over
 * the arguments: their tree structure, shapes, dtypes, weak types and shardings, and the mesh's devices;
 * the platform: Python, JAX, jaxlib, Flax and NumPy versions, the backend's platform and version, the host CPU's
   flags, `XLA_FLAGS` and every `JAX_*` variable, and every `jax.config` value;
-* the code in use: every loaded module's name and file (so another checkout or installation is another key).
+* the code it is made of: the file of every module whose classes or functions the fields above name (the model's
+  classes, the faults' functions), of each one's top-level package, and of the engine's packages (`sfbench_jax` and
+  the versioned ones), so another checkout or installation of any of them is another key; the other modules a
+  process has loaded (a launcher's, a test runner's, the report's) are not, so processes that differ only in
+  them share their entries.
 A program without a description (a method's wrapper, a row-aware or host model) is never cached.
 
 The code is checked on every hit: an entry records every module that was loaded when its program was traced
@@ -37,12 +41,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import pickle
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -141,12 +146,41 @@ def program_key(program: Any, rng_mode: str, block_size: int, mesh: jax.sharding
         return None
     fields = (type(program).__module__, type(program).__qualname__, description, program.scenarios, program.ctx,
               program.shape, getattr(program, "channel_sparse", None))
+    pickled = io.BytesIO()
+    pickler = _NamingPickler(pickled)
     try:
-        payload = pickle.dumps((FORMAT, fields, rng_mode, block_size, _argument_layout(arguments), _platform(mesh),
-                                tuple((name, path) for name, path, _ in loaded_code(with_state=False))), protocol=5)
+        pickler.dump(fields)
+        payload = pickle.dumps((FORMAT, pickled.getvalue(), rng_mode, block_size, _argument_layout(arguments),
+                                _platform(mesh), code_locations(pickler.modules)), protocol=5)
     except Exception:  # noqa: BLE001 - anything that does not pickle (a closure, a lambda) is not cached
         return None
     return hashlib.sha256(payload).hexdigest()
+
+
+#: Packages whose code every evaluation program is made of: where they are loaded from enters the key.
+ENGINE_PACKAGES = ("sfbench_jax", *VERSIONED)
+
+
+class _NamingPickler(pickle.Pickler):
+    """Pickles the key's fields and notes the module of every class and function they name (by reference, as
+    pickle stores them): the code that traces into the program besides the engine's."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, protocol=5)
+        self.modules: set[str] = set()
+
+    def reducer_override(self, obj: Any) -> Any:  # any object pickle meets; NotImplemented: pickle it as usual
+        module = getattr(obj, "__module__", None) if isinstance(obj, type) or callable(obj) else None
+        if isinstance(module, str):
+            self.modules.add(module)
+        return NotImplemented
+
+
+def code_locations(modules: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
+    """`(name, file)` of each named module, of its top-level package and of `ENGINE_PACKAGES` (None: not loaded,
+    or no file)."""
+    names = {*ENGINE_PACKAGES, *modules, *(module.split(".")[0] for module in modules)}
+    return tuple(sorted((name, getattr(sys.modules.get(name), "__file__", None)) for name in names))
 
 
 #: A module file's `(size, modification time, inode)`; the modules loaded when a program was traced, with them.
@@ -162,12 +196,11 @@ def _file_state(path: str) -> FileState | None:
     return stat.st_size, stat.st_mtime_ns, stat.st_ino
 
 
-def loaded_code(*, with_state: bool = True) -> LoadedCode:
-    """Every loaded module with a file: `(name, path, (size, modification time, inode))` (the state None
-    without `with_state`)."""
+def loaded_code() -> LoadedCode:
+    """Every loaded module with a file: `(name, path, (size, modification time, inode))`."""
     modules = sorted((name, file) for name, module in list(sys.modules.items())
                      if isinstance(file := getattr(module, "__file__", None), str))
-    return tuple((name, path, _file_state(path) if with_state else None) for name, path in modules)
+    return tuple((name, path, _file_state(path)) for name, path in modules)
 
 
 def code_unchanged(code: LoadedCode) -> bool:

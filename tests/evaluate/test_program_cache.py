@@ -132,6 +132,41 @@ def test_the_key_covers_rng_mode_block_size_and_arguments(etth1) -> None:
     assert key != program_cache.program_key(other_model, "jax", 16, mesh, arguments)
 
 
+def test_the_key_names_where_the_model_comes_from_and_not_what_else_is_loaded(
+        etth1, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module the process loaded besides (a launcher's, a test runner's) leaves the key as it was, so processes
+    that differ only in those share their entries; the model's module loaded from another file is another key."""
+    data, model = etth1
+    mesh, arguments = make_mesh(1), (np.zeros((16,), np.int32),)
+
+    def key(of_model) -> str | None:
+        predict, _ = predict_fn(of_model, channel_sparse=False)
+        return program_cache.program_key(ScoreProgram(predict=predict, scenarios=tuple(SCENARIOS),
+                                                      ctx=fault_context(data), shape=window_shape(data.spec),
+                                                      channel_sparse=False), "jax", 16, mesh, arguments)
+
+    def model_from(folder: Path):
+        folder.mkdir()
+        (folder / "program_cache_model_probe.py").write_text(
+            "from sfbench_jax.models.seasonal_naive import SeasonalNaive\n\n\nclass Daily(SeasonalNaive):\n"
+            "    pass\n")
+        sys.modules.pop("program_cache_model_probe", None)
+        monkeypatch.syspath_prepend(str(folder))
+        daily = importlib.import_module("program_cache_model_probe").Daily
+        return daily(season_length=24, input_len=96, horizon=96, target_indices=range(7))
+
+    try:
+        built_in = key(model)
+        _import_probe(tmp_path / "unrelated", "program_cache_unrelated_probe", monkeypatch)
+        assert built_in is not None and key(model) == built_in
+        first = key(model_from(tmp_path / "one"))
+        assert first is not None and first != built_in
+        assert key(model_from(tmp_path / "two")) != first  # the same source, another file
+    finally:
+        sys.modules.pop("program_cache_model_probe", None)
+        sys.modules.pop("program_cache_unrelated_probe", None)
+
+
 def test_a_program_that_cannot_be_stored_is_recorded_and_then_compiled_as_usual(etth1, cache: Path) -> None:
     data, model = etth1
     program_cache.use_program_cache(None)
