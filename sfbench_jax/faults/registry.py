@@ -10,6 +10,8 @@ those installed packages register (entry-point group `sfbench_jax.faults`). A ru
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -162,5 +164,13 @@ def perturb(key: str, x: jax.Array, *, rng_key: jax.Array, ctx: FaultContext,
         raise ValueError(f"Window shape {tuple(x.shape)} does not match the fault context "
                          f"({ctx.input_len}, {ctx.num_channels}).")
     units = None if severity is None else jnp.asarray(severity_to_units(severity))
-    params = fault.prepare(fault.sample(stream_words(rng_key), ctx, units), ctx)
-    return fault.apply(jnp.asarray(x, jnp.float32), params, ctx)
+    return _perturbed(jnp.asarray(x, jnp.float32), rng_key, units, key=fault.key, ctx=ctx)
+
+
+@functools.partial(jax.jit, static_argnames=("key", "ctx"))
+def _perturbed(x: jax.Array, rng_key: jax.Array, units: jax.Array | None, *, key: str,
+               ctx: FaultContext) -> jax.Array:
+    """`perturb`'s draw and fault as one compiled program per (fault, context, window shape): eagerly, each of
+    their operations was a small program of its own."""
+    fault = get_fault(key)
+    return fault.apply(x, fault.prepare(fault.sample(stream_words(rng_key), ctx, units), ctx), ctx)
