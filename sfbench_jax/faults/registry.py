@@ -164,8 +164,9 @@ def perturb(key: str, x: jax.Array, *, rng_key: jax.Array, ctx: FaultContext,
         raise ValueError(f"Window shape {tuple(x.shape)} does not match the fault context "
                          f"({ctx.input_len}, {ctx.num_channels}).")
     units = None if severity is None else jnp.asarray(severity_to_units(severity))
-    faulted: jax.Array = _perturbed(jnp.asarray(x, jnp.float32), rng_key, units, key=fault.key, ctx=ctx)  # jit's
-    return faulted  # wrapper is untyped
+    # (jax.jit's wrapper is untyped)
+    faulted: jax.Array = _perturbed(jnp.asarray(x, jnp.float32), rng_key, units, key=fault.key, ctx=ctx)
+    return faulted
 
 
 @functools.partial(jax.jit, static_argnames=("key", "ctx"))
