@@ -22,6 +22,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import free_port, http_server, subprocess_env
 
+from sfbench_jax.mcp import server as mcp_server
+
 pytestmark = pytest.mark.anyio
 
 TOKEN = "3f6a9c1e8b7d4f20a5c6e9d1b2f3a4c5"
@@ -108,6 +110,7 @@ async def test_remote_bind_serves_the_right_token_and_host(remote: tuple[str, in
 
 
 def _one_line_failure(args: list[str], env: dict[str, str] | None = None) -> str:
+    """The one line of a refused `sfbench-mcp ARGS`, run as the console script (no traceback, exit status 2)."""
     script = shutil.which("sfbench-mcp", path=str(Path(sys.executable).parent))
     assert script, "the sfbench-mcp console script is not installed (pip install -e .)"
     completed = subprocess.run([script, *args], capture_output=True, text=True, timeout=120,
@@ -116,6 +119,20 @@ def _one_line_failure(args: list[str], env: dict[str, str] | None = None) -> str
     assert completed.returncode == 2 and len(lines) == 1 and lines[0].startswith("sfbench-mcp: "), \
         (completed.returncode, completed.stderr)
     assert "Traceback" not in completed.stderr
+    return lines[0]
+
+
+def _refused_in_process(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                        token: str | None = None) -> str:
+    """The one line of a refused `sfbench-mcp ARGS`, through its entry point in this process: every refusal ends
+    before the server is built, so a new process adds nothing (the console script's own: the bad-port test)."""
+    for name in ("SFBENCH_DATA_ROOT", "SFBENCH_RUNS_DIR", "SFBENCH_MCP_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    if token is not None:
+        monkeypatch.setenv("SFBENCH_MCP_TOKEN", token)
+    assert mcp_server.main(args) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sfbench-mcp: "), lines
     return lines[0]
 
 
@@ -133,13 +150,16 @@ def test_defect7_bad_port_is_one_line() -> None:
     (["--call-timeout", "0"], "call timeout"),
     (["--runs-root", "/nonexistent/runs"], "--runs-root /nonexistent/runs is not a directory"),
 ])
-def test_unsafe_or_bad_settings_are_refused_in_one_line(args: list[str], needle: str) -> None:
-    assert needle in _one_line_failure(["--transport", "streamable-http", "--port", str(free_port()), *args])
+def test_unsafe_or_bad_settings_are_refused_in_one_line(args: list[str], needle: str,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert needle in _refused_in_process(["--transport", "streamable-http", "--port", str(free_port()), *args],
+                                         capsys, monkeypatch)
 
 
-def test_remote_bind_needs_an_allow_list_and_a_long_token() -> None:
-    env = subprocess_env() | {"SFBENCH_MCP_TOKEN": TOKEN}
+def test_remote_bind_needs_an_allow_list_and_a_long_token(capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     base = ["--transport", "streamable-http", "--port", str(free_port()), "--host", "0.0.0.0", "--allow-remote"]
-    assert "--allowed-host" in _one_line_failure(base, env)
-    short = subprocess_env() | {"SFBENCH_MCP_TOKEN": "secret"}
-    assert "at least 24 characters" in _one_line_failure([*base, "--allowed-host", "example.org"], short)
+    assert "--allowed-host" in _refused_in_process(base, capsys, monkeypatch, token=TOKEN)
+    assert "at least 24 characters" in _refused_in_process([*base, "--allowed-host", "example.org"], capsys,
+                                                           monkeypatch, token="secret")
