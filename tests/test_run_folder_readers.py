@@ -43,9 +43,12 @@ def cache_dir(session_cache_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Path:
-    """A real two-job multirun (eval.seed=1,2) with the CLI's default settings otherwise, collected."""
+    """A real two-job multirun (eval.seed=1,2), collected. Hydra's basic launcher runs both jobs in the launching
+    process (the folder is the same as joblib's, which the analysis fixture's multirun uses; two worker processes
+    fewer)."""
     folder = tmp_path_factory.mktemp("sweep") / "sweep"
-    completed = _sfbench("-m", "eval.seed=1,2", *COMMON, f"cache_dir={cache_dir}", f"hydra.sweep.dir={folder}")
+    completed = _sfbench("-m", "eval.seed=1,2", *COMMON, f"cache_dir={cache_dir}", f"hydra.sweep.dir={folder}",
+                         "hydra/launcher=basic")
     assert completed.returncode == 0, completed.stderr[-3000:]
     return folder
 
