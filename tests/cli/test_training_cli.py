@@ -87,10 +87,16 @@ def test_multirun_two_datasets_two_architectures(tmp_path: Path, data_root: Path
     assert json.loads((sweep / "collect_report.json").read_text())["status"] == "complete"
 
 
+#: Hydra's basic launcher: the jobs in the launching process. The multirun tests here are about what the sweep
+#: collects, which no launcher changes (the launchers themselves: tests/cli/test_launchers.py), and two worker
+#: processes fewer save their start-up.
+BASIC_LAUNCHER = "hydra/launcher=basic"
+
+
 def test_multirun_skips_a_pair_the_benchmark_does_not_define(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     completed = _sfbench("-m", "model=seasonal_naive", "method=baseline,ensemble", "profile=tiny",
-                         f"hydra.sweep.dir={sweep}")
+                         f"hydra.sweep.dir={sweep}", BASIC_LAUNCHER)
     assert completed.returncode == 0, completed.stderr[-3000:]
     output = completed.stdout + completed.stderr
     skipped = [line for line in output.splitlines() if "skipped: method 'ensemble' does not apply" in line]
@@ -105,7 +111,7 @@ def test_multirun_missing_cell_is_named(tmp_path: Path) -> None:
     sweep, empty = tmp_path / "sweep", tmp_path / "empty_root"
     (empty / "forecasting").mkdir(parents=True)
     completed = _sfbench("-m", "dataset=etth1,beijing_air_tiantan", "model=seasonal_naive", "profile=tiny",
-                         f"hydra.sweep.dir={sweep}", f"data_root={empty}")
+                         f"hydra.sweep.dir={sweep}", f"data_root={empty}", BASIC_LAUNCHER)
     assert completed.returncode == 1
     assert "1 expected cell(s) missing" in completed.stderr
     assert "(dataset=beijing_air_tiantan, architecture=seasonal_naive, method=baseline): job " in completed.stderr
