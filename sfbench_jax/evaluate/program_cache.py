@@ -170,7 +170,7 @@ class _NamingPickler(pickle.Pickler):
         self.modules: set[str] = set()
 
     def reducer_override(self, obj: Any) -> Any:  # any object pickle meets; NotImplemented: pickle it as usual
-        module = getattr(obj, "__module__", None) if isinstance(obj, type) or callable(obj) else None
+        module = getattr(obj, "__module__", None) if callable(obj) else None  # a class, a function
         if isinstance(module, str):
             self.modules.add(module)
         return NotImplemented

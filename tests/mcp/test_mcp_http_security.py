@@ -109,12 +109,12 @@ async def test_remote_bind_serves_the_right_token_and_host(remote: tuple[str, in
     assert (await _call_with_token(url, TOKEN))["risk_level"] == "high"
 
 
-def _one_line_failure(args: list[str], env: dict[str, str] | None = None) -> str:
+def _one_line_failure(args: list[str]) -> str:
     """The one line of a refused `sfbench-mcp ARGS`, run as the console script (no traceback, exit status 2)."""
     script = shutil.which("sfbench-mcp", path=str(Path(sys.executable).parent))
     assert script, "the sfbench-mcp console script is not installed (pip install -e .)"
     completed = subprocess.run([script, *args], capture_output=True, text=True, timeout=120,
-                               env=env or subprocess_env(), stdin=subprocess.DEVNULL, check=False)
+                               env=subprocess_env(), stdin=subprocess.DEVNULL, check=False)
     lines = completed.stderr.strip().splitlines()
     assert completed.returncode == 2 and len(lines) == 1 and lines[0].startswith("sfbench-mcp: "), \
         (completed.returncode, completed.stderr)
