@@ -317,8 +317,8 @@ def _cmd_run(args: argparse.Namespace, server: Any = None) -> int:
 
 def _halt_and_progress(server: Any, show: Any) -> tuple[Any, Any]:
     """Without a local server: no halt, `show` as progress. With one: halt on its death, read (after a wait of up
-    to 2 s, for the exit status to land, when the last run was a harness error and the server no longer takes
-    connections)."""
+    to 2 s, for the exit status to land, when the last run was a harness error and the server no longer answers
+    requests)."""
     if server is None:
         return None, show
     last = {"harness": False}

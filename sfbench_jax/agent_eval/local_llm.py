@@ -289,13 +289,13 @@ class RunningServer:
         """The server's process id."""
         return int(self.process.pid)
 
-    def accepts_connections(self) -> bool:
-        """Whether the server's port still takes a TCP connection (a dying process's listening socket closes with
-        its other sockets, before its exit status can be read)."""
-        url = httpx.URL(self.base_url)
+    def answers_requests(self) -> bool:
+        """Whether the server still answers ``GET /v1/models`` with any HTTP status within a second. A port that
+        takes a TCP connection is not enough: a process that is writing its core dump still holds its listening
+        socket, and the kernel's backlog accepts connections for it."""
         try:
-            socket.create_connection((url.host, url.port or 80), timeout=1.0).close()
-        except OSError:
+            httpx.get(f"{self.base_url}/models", timeout=1.0)
+        except httpx.HTTPError:
             return False
         return True
 
@@ -304,10 +304,10 @@ class RunningServer:
 
         Args:
             wait_s: How long to wait for the process to end (a client sees a dying server's connection drop a
-                moment before its exit status can be read). A server that still takes connections is alive (it
-                answered with an error, or stalled): it is not waited for.
+                moment before its exit status can be read). A server that still answers requests is alive (it
+                answered a chat request with an error, or stalled on it): it is not waited for.
         """
-        if wait_s > 0 and self.process.poll() is None and not self.accepts_connections():
+        if wait_s > 0 and self.process.poll() is None and not self.answers_requests():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=wait_s)
         if self.process.poll() is None:

@@ -114,27 +114,42 @@ def test_server_that_dies_at_the_health_check_names_its_signal(
     assert not (out / "records").exists()
 
 
-def test_a_server_that_still_takes_connections_is_not_waited_for() -> None:
-    """After a harness error the exit status is waited for only when the server's port refuses connections (a
-    live server that answered 5xx or stalled is not waited for; a dying one has closed its listening socket)."""
+def test_a_server_that_still_answers_is_not_waited_for_and_a_silent_one_is() -> None:
+    """After a harness error the exit status is waited for only when the server no longer answers HTTP requests.
+    A live server that answered 5xx or stalled is not waited for. A port that takes TCP connections but answers
+    nothing (a process writing its core dump still holds its listening socket: CI saw that) is waited for."""
+    import http.server
     import socket
     import subprocess
+    import threading
     import time
 
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            del format, args
+
+    answering = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=answering.serve_forever, daemon=True).start()
+    silent = socket.create_server(("127.0.0.1", 0))  # listens, never accepts
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     try:
-        server = local_llm.RunningServer(process, f"http://127.0.0.1:{port}/v1", None)
-        assert server.accepts_connections()
+        server = local_llm.RunningServer(process, f"http://127.0.0.1:{answering.server_address[1]}/v1", None)
+        assert server.answers_requests()
         started = time.monotonic()
         assert server.exit_cause(wait_s=60.0) is None and time.monotonic() - started < 30.0  # no 60 s wait
-        listener.close()
-        assert not server.accepts_connections()
-        process.kill()
-        assert "was killed by signal SIGKILL" in (server.exit_cause(wait_s=5.0) or "")
+        server = local_llm.RunningServer(process, f"http://127.0.0.1:{silent.getsockname()[1]}/v1", None)
+        assert not server.answers_requests()
+        threading.Timer(1.0, process.kill).start()  # dies while the caller waits
+        assert "was killed by signal SIGKILL" in (server.exit_cause(wait_s=30.0) or "")
     finally:
-        listener.close()
+        answering.shutdown()
+        answering.server_close()
+        silent.close()
         process.kill()
         process.wait()
 
