@@ -3,7 +3,8 @@
 Every run is a real `sfbench` job (`profile=tiny`: two candidates of two 20-step epochs, K = 200) on the real
 ETTh1 and Beijing files:
 
-* `seeds_multirun/`: a real joblib multirun `sfbench -m eval.seed=0,1 model=seasonal_naive,dlinear` (ETTh1);
+* `seeds_multirun/`: a real joblib multirun `sfbench -m eval.seed=0,1 model=seasonal_naive,dlinear` (ETTh1), run
+  after the in-process runs so that its jobs load their compiled programs, with a store of its own;
 * `runs/<dataset>/...`: SeasonalNaive and DLinear at the canonical realisation, at eval seeds 0 and 1 (Beijing;
   ETTh1 has them from the multirun) and at one fixed channel fraction per dataset (ETTh1 0.25, Beijing 0.5: both
   of the paper's fractions, one compiled program each), run in-process with the same Hydra composition as the
@@ -17,8 +18,8 @@ ETTh1 and Beijing files:
   summary columns are set by this fixture to "adversarial_training" / "stand_in_season_48". Its numbers are
   real; its label is not (its completion record is written again after the relabelling). Pair statistics with
   two pairs (the pair bootstrap) read it;
-* `selector_pressure/`: the PGD runs (and the stand-ins) re-selected on perturbed validation by
-  `scripts/selector_pressure.py`.
+* `selector_pressure/`: ETTh1's PGD run and stand-in re-selected on perturbed validation by
+  `scripts/selector_pressure.py` (each candidate scored on all 3,000 validation windows: one dataset is enough).
 
 `python tests/report/fixture_runs.py ROOT DATA_ROOT` builds it in its own process with the compilation cache
 on (as the `sfbench` command does), so the many small jobs share their compiled programs; the cache folder is the
@@ -80,9 +81,8 @@ def multirun(root: Path, common: list[str], data_root: Path) -> subprocess.Compl
 def build(root: Path, data_root: Path, load_script: Callable[[str], ModuleType]) -> subprocess.CompletedProcess:
     """Build the whole fixture folder under `root`; returns the multirun's completed process."""
     cache = os.environ.get("SFBENCH_CACHE_DIR") or root / "cache"  # the test session's cache, shared with its runs
-    common = ["profile=tiny", f"train.store_dir={root / 'store'}", f"cache_dir={cache}", f"data_root={data_root}",
-              "train.progress=false"]
-    sweep = multirun(root, common, data_root)
+    places = [f"cache_dir={cache}", f"data_root={data_root}", "train.progress=false"]
+    common = ["profile=tiny", f"train.store_dir={root / 'store'}", *places]
     for dataset in DATASETS:
         for architecture in ARCHITECTURES:
             base = [*common, f"dataset={dataset}", f"model={architecture}"]
@@ -103,10 +103,13 @@ def build(root: Path, data_root: Path, load_script: Callable[[str], ModuleType])
         target = root / "stand_ins" / dataset / f"seasonal_naive_{method}"
         run_in_process([*common, f"dataset={dataset}", *overrides], target)
         relabel(target, method, variant)
+    # last, so that its jobs load the programs the in-process ETTh1 runs compiled; its own store, so that its two
+    # DLinear jobs train each candidate once between them (tests/report/test_sensitivity.py)
+    sweep = multirun(root, ["profile=tiny", f"train.store_dir={root / 'multirun_store'}", *places], data_root)
     pressure = load_script("selector_pressure")
     with contextlib.redirect_stderr(io.StringIO()):
-        status = pressure.main(["--runs", str(root / "methods"), str(root / "stand_ins"), "--output",
-                                str(root / "selector_pressure"), "--method", "adversarial_training"])
+        status = pressure.main(["--runs", str(root / "methods" / "etth1"), str(root / "stand_ins" / "etth1"),
+                                "--output", str(root / "selector_pressure"), "--method", "adversarial_training"])
     if status != 0:
         raise RuntimeError("scripts/selector_pressure.py failed on the stand-in runs")
     return sweep

@@ -85,7 +85,7 @@ def test_table12_channel_fraction_shifts(report_dir: Path) -> None:
 
 def test_selector_pressure_reselects_stored_candidates(analysis_root: Path, report_dir: Path) -> None:
     folders = sorted((analysis_root / "selector_pressure").rglob("summary.csv"))
-    assert len(folders) == 4
+    assert len(folders) == 2  # ETTh1's PGD run and its stand-in
     for path in folders:
         summary = pd.read_csv(path).iloc[0]
         candidates = pd.read_csv(path.parent / "candidates.csv")
