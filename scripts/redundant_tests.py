@@ -13,13 +13,14 @@ tests are default"). This script reads the two records of one run of the default
 
 (`-m "not slow or slow_by_coverage"`: the default suite as it would be without the list.) The listed tests replace
 the ids in `--output` (its leading comment lines are kept): a test id per line, with its body's seconds in that run
-as a comment. Without `--output` they are printed.
+as a comment. Without `--output` they are printed. With `--append` they are added to the ids already there: for a
+run of the default suite as it is (`-m "not slow"`, the list applied), which lists more without the half-hour run.
 
 Lines are attributed by coverage.py's per-test contexts: pytest-cov's `--cov-context=test` in the test process, and
-`tests/coverage_contexts.py` in the processes a test starts. A line recorded without a context (run at import, or
-by a shared fixture) counts as covered by the suite whatever moves, so the list is a proposal: the coverage of the
-changed default suite, measured again, is the check. Tests are taken longest first, and a test is listed only if
-every line it ran is still run by a test that is not listed.
+`tests/coverage_contexts.py` in the processes a test starts. A line also recorded without a context (run at import,
+or by a shared fixture) counts as covered by the suite whatever moves, so it keeps no test default. The list is a
+proposal: the coverage of the changed default suite, measured again, is the check. Tests are taken longest first,
+and a test is listed only if every line it ran is still run by a test that is not listed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 DURATION = re.compile(r"^\s*([0-9.]+)s\s+(setup|call|teardown)\s+(\S.*?)\s*$")
@@ -45,18 +46,21 @@ def test_seconds(durations_log: Path) -> dict[str, float]:
 
 
 def lines_per_test(coverage_file: Path) -> dict[str, set[tuple[str, int]]]:
-    """The (file, line) pairs each test's contexts (set-up, run, tear-down) recorded."""
+    """The (file, line) pairs each test's contexts (set-up, run, tear-down) recorded, leaving out the lines also
+    recorded without a context: those run at import or in a shared fixture, whatever moves."""
     from coverage import CoverageData
 
     data = CoverageData(basename=str(coverage_file))
     data.read()
-    covered: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    covered: dict[str, set[tuple[str, int]]] = {context.rsplit("|", 1)[0]: set()
+                                                for context in data.measured_contexts() if context}
     for filename in data.measured_files():
         name = _package_path(filename)
         for line, contexts in data.contexts_by_lineno(filename).items():
+            if "" in contexts:
+                continue
             for context in contexts:
-                if context:
-                    covered[context.rsplit("|", 1)[0]].add((name, line))
+                covered[context.rsplit("|", 1)[0]].add((name, line))
     return dict(covered)
 
 
@@ -80,7 +84,7 @@ def redundant(seconds: dict[str, float], covered: dict[str, set[tuple[str, int]]
     listed = []
     for test in sorted(seconds, key=seconds.__getitem__, reverse=True):
         lines = covered.get(test, set())
-        if test.startswith(keep) or not lines or any(runs_line[line] < 2 for line in lines):
+        if test.startswith(keep) or test not in covered or any(runs_line[line] < 2 for line in lines):
             continue
         runs_line.subtract(lines)
         listed.append((test, seconds[test]))
@@ -93,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--durations", type=Path, required=True, help="pytest output with --durations=0")
     parser.add_argument("--min-seconds", type=float, default=5.0, help="list only tests at least this long")
     parser.add_argument("--output", type=Path, help="the list file whose ids to replace (its header is kept)")
+    parser.add_argument("--append", action="store_true",
+                        help="add to the ids in --output instead of replacing them (for a run of the default suite "
+                             "with the list, -m 'not slow')")
     parser.add_argument("--keep", action="append", default=[],
                         help="a test id or module path never to list (repeatable), e.g. the modules of a shared "
                              "session fixture, which the slow step would otherwise build again")
@@ -108,16 +115,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.coverage} holds no per-test contexts; record it with --cov-context=test")
     listed = [(test, time) for test, time in redundant(seconds, covered, tuple(args.keep)) if time >= args.min_seconds]
     lines = [f"{test}  # {time:.1f} s" for test, time in listed]
+    if args.append and args.output is None:
+        parser.error("--append needs --output, the list to add to")
     if args.output is None:
         print("\n".join(lines))
     else:
-        header = []
-        for line in args.output.read_text().splitlines() if args.output.is_file() else []:
-            if not line.startswith("#"):
-                break
-            header.append(line)
+        kept = args.output.read_text().splitlines() if args.output.is_file() else []
+        if not args.append:  # the header only
+            kept = kept[:next((i for i, line in enumerate(kept) if not line.startswith("#")), len(kept))]
         temporary = args.output.with_name(args.output.name + ".tmp")
-        temporary.write_text("\n".join([*header, *lines]) + "\n")
+        temporary.write_text("\n".join([*kept, *lines]) + "\n")
         temporary.replace(args.output)
     print(f"{len(listed)} tests, {sum(time for _, time in listed):.1f} s of {sum(seconds.values()):.1f} s",
           file=sys.stderr)

@@ -1,5 +1,6 @@
 """`scripts/redundant_tests.py` on a coverage data file written with coverage.py's own API (per-test contexts, as
-pytest-cov records them) and a `--durations=0` log: which tests it lists, and that `--output` keeps the header."""
+pytest-cov records them) and a `--durations=0` log: which tests it lists, that `--output` keeps the header and
+`--append` the ids already listed."""
 
 from __future__ import annotations
 
@@ -55,6 +56,28 @@ def test_lists_the_longest_tests_whose_lines_others_run(load_script, tmp_path: P
     assert output.read_text().splitlines() == ["# header line one", "# header line two",
                                                "tests/test_a.py::test_long_equivalence  # 9.0 s",
                                                "tests/test_a.py::test_long_twin  # 7.0 s"]
+
+
+def test_a_line_also_run_at_import_keeps_no_test_and_append_keeps_the_list(load_script, tmp_path: Path) -> None:
+    script = load_script("redundant_tests")
+    source = tmp_path / "sfbench_jax" / "module.py"
+    data = CoverageData(basename=str(tmp_path / ".coverage"))
+    for test, numbers in {"tests/test_c.py::test_long": [1, 7], "tests/test_c.py::test_other": [1],
+                          "tests/test_c.py::test_alone": [8]}.items():
+        data.set_context(f"{test}|run")
+        data.add_lines({str(source): numbers})
+    data.set_context("")
+    data.add_lines({str(source): [7]})  # line 7 also runs at import: only test_long runs it under a label
+    data.write()
+    durations = tmp_path / "durations.log"
+    durations.write_text("9.00s call     tests/test_c.py::test_long\n8.00s call     tests/test_c.py::test_alone\n"
+                         "1.00s call     tests/test_c.py::test_other\n")
+    output = tmp_path / "slow_by_coverage.txt"
+    output.write_text("# header\ntests/old.py::test_listed_before  # 4.0 s\n")
+    assert script.main(["--coverage", str(tmp_path / ".coverage"), "--durations", str(durations), "--min-seconds",
+                        "2", "--output", str(output), "--append"]) == 0
+    assert output.read_text().splitlines() == ["# header", "tests/old.py::test_listed_before  # 4.0 s",
+                                               "tests/test_c.py::test_long  # 9.0 s"]
 
 
 def test_a_coverage_file_without_contexts_is_refused(load_script, tmp_path: Path) -> None:
