@@ -256,3 +256,23 @@ def test_a_module_file_absent_at_the_trace_keeps_an_entry_until_the_file_appears
     assert program_cache.code_unchanged(code)
     gone.write_text("VALUE = 2\n")
     assert not program_cache.code_unchanged(code)
+
+
+def test_an_entry_is_used_only_while_its_code_is_unchanged(tmp_path: Path) -> None:
+    # (the whole path through a stored program: the deleted-module test above, in CI's slow step)
+    import pickle
+
+    folder = tmp_path / "programs"
+    folder.mkdir(mode=0o700)
+    gone = tmp_path / "gone_probe.py"
+    entry = folder / "key.bin"
+    entry.write_bytes(pickle.dumps({"format": program_cache.FORMAT, "code": (("gone_probe", str(gone), None),),
+                                    "executable": None}))  # a program recorded as one that cannot be stored
+    entry.chmod(0o600)
+    program_cache.use_program_cache(folder)
+    try:
+        assert program_cache.load("key", make_mesh(1)) is program_cache.UNSTORABLE
+        gone.write_text("VALUE = 2\n")  # a module its trace saw absent is there now: the entry is stale
+        assert program_cache.load("key", make_mesh(1)) is None
+    finally:
+        program_cache.use_program_cache(None)

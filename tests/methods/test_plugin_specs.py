@@ -100,3 +100,22 @@ def test_report_labels_orders_and_table4_come_from_the_specs() -> None:
     lines = paper.table4_markdown(block, paper.table4_method_block(means)).splitlines()
     assert lines[0] == "| dataset | measure | DLinear | ToyLinear | measure | PGD | Toy Pair |"
     assert lines[2] == "| ETTh1 | D_w | 1.200 | **1.100** | ΔD_w | **-0.100** | **-0.100** |"
+
+
+@pytest.mark.parametrize(("method", "recipe", "variant"), [
+    ("baseline", {}, "baseline"),
+    ("revin", {"affine": 1}, "revin_affineTrue_eps1e-5"),
+    ("ensemble", {"top_k": 3, "combine": "mean"}, "ensemble_top3_mean"),
+    ("adversarial_training", {"eps": 0.05, "steps": 3}, "advtrain_eps0.05_steps3_alpha0.02_channelsall"),
+    ("randomized_training", {"sigma": 0.1}, "rt_spaceraw_std0.1_channelscontinuous"),
+    ("fault_augmentation", {"profile": "holdout_simple", "p": 0.75, "s_max": 0.75, "frac_max": 0.1},
+     "fa_profholdout_simple_mix0.75_sev0.75_frac0.1"),
+    ("randomized_smoothing", {"sigma": 0.25, "samples": 10, "alpha": 0.25},
+     "rs_backbonebaseline_std0.25_samples10_alpha0.25"),
+    ("adaptive_robust_loss", {"alpha_lo": 0.001, "alpha_init": 1.0, "scale_lo": 1e-05, "scale_init": 0.1},
+     "arl_alo0.001_ainit1.0_slo1e-05_sinit0.1"),
+])
+def test_every_built_in_method_names_its_variants(method: str, recipe: dict, variant: str) -> None:
+    from sfbench_jax.methods.registry import get_method
+
+    assert get_method(method).variant_id(recipe) == variant

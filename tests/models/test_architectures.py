@@ -325,3 +325,17 @@ def test_dropout_masks_follow_explicit_keys() -> None:
     np.testing.assert_array_equal(_apply(model, x), first)
     nnx.reseed(model, dropout=jax.random.key(6))
     assert not np.allclose(_apply(model, x), first)
+
+
+def test_moderntcn_forecasts_a_large_batch_in_slices_like_whole() -> None:
+    """Above `INFERENCE_CHUNK` windows the eval-mode forward runs in equal slices (the last zero-padded): the same
+    forecasts, to float rounding, as the whole batch in one piece."""
+    from sfbench_jax.models.moderntcn import INFERENCE_CHUNK
+
+    model = _build("moderntcn")
+    model.eval()
+    x = _batch(3, 7, batch=INFERENCE_CHUNK + 5)
+    sliced = np.asarray(_apply(model, x))
+    whole = np.asarray(nnx.jit(lambda module, x: module.infer(x, range(7)))(model, x))
+    assert sliced.shape == whole.shape == (INFERENCE_CHUNK + 5, 6, 7)
+    np.testing.assert_allclose(sliced, whole, rtol=1e-5, atol=1e-6)
