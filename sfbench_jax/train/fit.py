@@ -287,8 +287,12 @@ class EpochProgram:
         narrow = EpochProgram(data, architecture, hparams, [self.members[i] for i in keep], options, True, recipe)
         slots = np.asarray([*keep, *[keep[-1]] * (narrow.width - len(keep))])  # padding: copies of the last
 
+        # a group narrowed onto one device has no split: its members go to that device (`device_put(x, None)` would
+        # leave them on the wider group's mesh, and the narrow program refuses them)
+        placement = narrow._split if narrow._split is not None else jax.local_devices()[0]
+
         def take(entries: list[Any]) -> list[Any]:
-            return [jax.device_put(jax.tree.map(lambda a: a[slots], entries[0]), narrow._split)]
+            return [jax.device_put(jax.tree.map(lambda a: a[slots], entries[0]), placement)]
 
         narrow.states, narrow.others, narrow.keys = take(self.states), take(self.others), take(self.keys)
         narrow.lrs, narrow.values = take(self.lrs), take(self.values)
