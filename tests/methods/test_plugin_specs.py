@@ -119,3 +119,19 @@ def test_every_built_in_method_names_its_variants(method: str, recipe: dict, var
     from sfbench_jax.methods.registry import get_method
 
     assert get_method(method).variant_id(recipe) == variant
+
+
+def test_an_extra_fault_may_not_take_a_built_in_stream_id() -> None:
+    """The registry's check of each extra fault a plug-in brings (the demo plug-in's end-to-end run: CI's slow step)."""
+    import dataclasses
+
+    from sfbench_jax.faults.registry import _checked_extra
+    from sfbench_jax.faults.scored import sample_channel_fault
+    from sfbench_jax.faults.spec import RESERVED_SCENARIO_IDS, FaultSpec
+
+    extra = FaultSpec(name="sign_flip", label="SignFlip", fault_class="Value", sample=sample_channel_fault,
+                      apply=lambda x, params, ctx: -x)
+    assert _checked_extra(extra) is extra  # no id: one is derived from the name
+    with pytest.raises(PluginError, match="sets scenario_id=3, which is reserved for built-in faults"):
+        _checked_extra(dataclasses.replace(extra, scenario_id=3))
+    assert _checked_extra(dataclasses.replace(extra, scenario_id=RESERVED_SCENARIO_IDS)).scenario_id == 2**16
