@@ -49,7 +49,7 @@ def test_seconds(durations_log: Path) -> dict[str, float]:
 
 def lines_per_test(coverage_file: Path) -> dict[str, set[tuple[str, int]]]:
     """The (file, line) pairs each test's contexts (set-up, run, tear-down) recorded, leaving out the lines also
-    recorded without a context: those run at import or in a shared fixture, whatever moves."""
+    recorded without a context (run at import or in a shared fixture; the module docstring says when that fails)."""
     from coverage import CoverageData
 
     data = CoverageData(basename=str(coverage_file))
