@@ -101,3 +101,13 @@ def test_a_log_without_durations_is_refused(load_script, tmp_path: Path, capsys:
                      "--output", str(output)])
     assert "holds no test durations; run pytest with --durations=0" in capsys.readouterr().err
     assert output.read_text() == "# header\ntests/test_a.py::test_long_twin  # 7.0 s\n"  # the list is untouched
+
+
+def test_append_without_a_list_to_add_to_is_refused(load_script, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    script = load_script("redundant_tests")
+    coverage = _coverage(tmp_path / ".coverage", tmp_path / "sfbench_jax" / "module.py")
+    (tmp_path / "durations.log").write_text(DURATIONS)
+    with pytest.raises(SystemExit):
+        script.main(["--coverage", str(coverage), "--durations", str(tmp_path / "durations.log"), "--append"])
+    assert "--append needs --output, the list to add to" in capsys.readouterr().err
