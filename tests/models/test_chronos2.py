@@ -8,6 +8,7 @@ model=chronos2 eval=quick` scores it end to end on ETTh1. Runs where the optiona
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -19,20 +20,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("chronos", reason="Chronos-2 tests need the optional extra: pip install -e '.[chronos]'")
-torch = pytest.importorskip("torch")
+from sfbench_jax.models.chronos2 import CHRONOS2_REPO, Chronos2Config, Chronos2WeightsError, load_pipeline
+from sfbench_jax.models.registry import build_model
 
-from chronos import Chronos2Pipeline  # noqa: E402
-from chronos.chronos2 import Chronos2Model  # noqa: E402
-from chronos.chronos2.config import Chronos2CoreConfig  # noqa: E402
-
-from sfbench_jax.models.chronos2 import (  # noqa: E402
-    CHRONOS2_REPO,
-    Chronos2Config,
-    Chronos2WeightsError,
-    load_pipeline,
-)
-from sfbench_jax.models.registry import build_model  # noqa: E402
+# Chronos and PyTorch are imported by the tests that use them, not here: importing `chronos` takes about 10 s,
+# which every test worker would pay while collecting, whichever worker runs these tests.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("chronos") is None or importlib.util.find_spec("torch") is None,
+    reason="Chronos-2 tests need the optional extra: pip install -e '.[chronos]'")
 
 #: Chronos-2's quantile levels (the released checkpoint's 21): 0.01, 0.05, 0.1, 0.15, ..., 0.9, 0.95, 0.99.
 QUANTILES = [0.01, 0.05, *[round(0.05 * i, 2) for i in range(2, 19)], 0.95, 0.99]
@@ -41,6 +36,10 @@ QUANTILES = [0.01, 0.05, *[round(0.05 * i, 2) for i in range(2, 19)], 0.95, 0.99
 def save_tiny_chronos2(folder: Path, *, seed: int = 0) -> Path:
     """A small randomly initialised Chronos-2 (one layer, d_model 32) with the released checkpoint's layout
     (patches of 16, register token, arcsinh scaling, 21 quantiles), saved with `save_pretrained`."""
+    import torch
+    from chronos.chronos2 import Chronos2Model
+    from chronos.chronos2.config import Chronos2CoreConfig
+
     torch.manual_seed(seed)
     config = Chronos2CoreConfig(
         d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4, architectures=["Chronos2Model"],
@@ -63,6 +62,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _spec_forecast(folder: Path, x: np.ndarray, *, horizon: int, targets: list[int]) -> np.ndarray:
     """Spec 3.7 written out: per window the (m, n) context, the mean forecast (m, H), transposed, targets."""
+    import torch
+    from chronos import Chronos2Pipeline
+
     pipeline = Chronos2Pipeline.from_pretrained(str(folder))
     _, mean = pipeline.predict_quantiles(torch.from_numpy(np.ascontiguousarray(x.transpose(0, 2, 1))),
                                          prediction_length=horizon, quantile_levels=[0.5], context_length=96,
