@@ -3,8 +3,10 @@
 Every run is a real `sfbench` job (`profile=tiny`: two candidates of two 20-step epochs, K = 200) on the real
 ETTh1 and Beijing files:
 
-* `seeds_multirun/`: a real joblib multirun `sfbench -m eval.seed=0,1 model=seasonal_naive,dlinear` (ETTh1), run
-  after the in-process runs so that its jobs load their compiled programs, with a store of its own;
+* `seeds_multirun/`: a real multirun `sfbench -m eval.seed=0,1 model=seasonal_naive,dlinear` (ETTh1) through the
+  default (joblib) launcher with `hydra.launcher.n_jobs=1`, which joblib runs in the launching process, one job
+  after the other (two worker processes fewer: each would import and start JAX again). It runs after the in-process
+  runs so that its jobs load their compiled programs, with a store of its own;
 * `runs/<dataset>/...`: SeasonalNaive and DLinear at the canonical realisation, at eval seeds 0 and 1 (Beijing;
   ETTh1 has them from the multirun) and at one fixed channel fraction per dataset (ETTh1 0.25, Beijing 0.5: both
   of the paper's fractions, one compiled program each), run in-process with the same Hydra composition as the
@@ -69,12 +71,13 @@ def relabel(run_dir: Path, method: str, variant: str) -> None:
 
 
 def multirun(root: Path, common: list[str], data_root: Path) -> subprocess.CompletedProcess:
-    """The real multirun over evaluation seeds and two architectures (joblib launcher)."""
+    """The real multirun over evaluation seeds and two architectures (the joblib launcher, its jobs in this
+    process: `hydra.launcher.n_jobs=1`)."""
     environment = {**os.environ, "SFBENCH_DATA_ROOT": str(data_root)}
     script = Path(sys.executable).parent / "sfbench"
     seeds = ",".join(map(str, EVAL_SEEDS))
     return subprocess.run([str(script), "-m", f"eval.seed={seeds}", "model=seasonal_naive,dlinear",
-                           f"hydra.sweep.dir={root / 'seeds_multirun'}", *common], capture_output=True, text=True,
+                           "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={root / 'seeds_multirun'}", *common], capture_output=True, text=True,
                           env=environment, timeout=900, check=False)
 
 

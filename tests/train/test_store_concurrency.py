@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -162,6 +163,32 @@ def test_leftovers_of_a_killed_writer_are_replaced(etth1, tmp_path: Path) -> Non
     assert sorted(path.name for path in folder.iterdir()) == ["checkpoint", "result.json"]
     assert not (folder / "checkpoint" / "partial").exists() and result.is_finished
     store.restore(result)
+
+
+class FinishedWhileWaiting(CandidateStore):
+    """A real store into which another process's finished candidate lands while this search waits for its claim:
+    the folder `finished` (a candidate trained into another store) is copied in just before the claim is granted."""
+
+    def __init__(self, root: Path, finished: Path) -> None:
+        super().__init__(root)
+        self.finished = finished
+
+    def claim_first_free(self, dataset: str, architecture: str, groups: list[list[str]]):  # type: ignore[override]
+        shutil.copytree(self.finished, self.candidate_dir(dataset, architecture, self.finished.name))
+        return super().claim_first_free(dataset, architecture, groups)
+
+
+def test_a_group_finished_while_waiting_for_its_claim_is_not_trained_again(etth1, tmp_path: Path) -> None:
+    """The case the two-process test above meets by chance (CI's slow step runs that one): when the claim is
+    granted, the search looks in the store again and takes what another process finished meanwhile."""
+    plan = plan_search(etth1, "dlinear", options=ONE_SHORT_CANDIDATE)
+    elsewhere = CandidateStore(tmp_path / "elsewhere")
+    (trained,) = run_search(etth1, plan, store=elsewhere, options=ONE_SHORT_CANDIDATE)
+    store = FinishedWhileWaiting(tmp_path / "store", elsewhere.candidate_dir("etth1", "dlinear", plan.keys[0]))
+    log: list[str] = []
+    (result,) = run_search(etth1, plan, store=store, options=ONE_SHORT_CANDIDATE, log=log.append)
+    assert "0 already in the store, 1 to train" in log[0] and _trained_trials("\n".join(log)) == [], log
+    assert result == trained
 
 
 def test_claims_are_per_process_and_released_by_death(tmp_path: Path) -> None:
