@@ -1,11 +1,13 @@
 """Session fixtures of the analysis tests: the folder of small real runs (`fixture_runs.py`, built once in
-its own process) and the report that `sfbench-report all` writes from it. Under pytest-xdist the workers of
-one session share them (the first builds, the others wait on a file lock), so they are built once per session."""
+its own process) and the report that `sfbench-report all` writes from it (in the test's process). Under
+pytest-xdist the workers of one session share them (the first builds, the others wait on a file lock), so they
+are built once per session."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import os
 import subprocess
 import sys
@@ -29,8 +31,15 @@ def run_command(*arguments: str, data_root: Path | None = None) -> subprocess.Co
 
 
 def report_command(*arguments: str) -> subprocess.CompletedProcess:
-    """`sfbench-report ...` (as `python -m sfbench_jax.cli.sfbench_report`)."""
-    return run_command("-m", "sfbench_jax.cli.sfbench_report", *arguments)
+    """`sfbench-report ...` through its entry point in this process (`sfbench_jax.cli.sfbench_report.main`, what
+    the console script calls; a new interpreter would add ~3 s of imports to each call), with its exit status and
+    what it wrote to standard output and error, as a finished process's."""
+    from sfbench_jax.cli.sfbench_report import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(arguments))
+    return subprocess.CompletedProcess(["sfbench-report", *arguments], status, out.getvalue(), err.getvalue())
 
 
 def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
