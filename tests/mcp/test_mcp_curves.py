@@ -25,10 +25,11 @@ async def call(server: MCPServer, name: str, **arguments: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def runs_dir(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> Path:
-    """A runs folder with one stored DLinear run of ETTh1 (`outputs/.../dlinear_tiny`)."""
+    """A runs folder with one stored DLinear run of ETTh1 (`outputs/.../dlinear_tiny`, one candidate trained)."""
     root = tmp_path_factory.mktemp("mcp_runs")
-    run_in_process(["model=dlinear", "profile=tiny", "eval.progress=false", f"train.store_dir={root / 'store'}",
-                    f"data_root={data_root}"], root / "outputs" / "etth1" / "dlinear_tiny")
+    run_in_process(["model=dlinear", "profile=tiny", "train.candidate_budget=1", "eval.progress=false",
+                    f"train.store_dir={root / 'store'}", f"data_root={data_root}"],
+                   root / "outputs" / "etth1" / "dlinear_tiny")
     return root / "outputs"
 
 
