@@ -12,10 +12,11 @@ ETTh1 and Beijing files:
   of the paper's fractions, one compiled program each), run in-process with the same Hydra composition as the
   CLI; each writes its log (`run.log`) so tests can see what was trained;
 * `reference/<dataset>/seasonal_naive`: SeasonalNaive under the full protocol in `eval.rng_mode=reference` mode;
-* `methods/`: real method runs of DLinear (the methods of `sfbench_jax.methods`) with small recipe grids:
-  PGD adversarial training (eps 0.05 and 0.1, 3 steps: two trained variants) and the ensemble (top 2 of the
-  stored baseline candidates, mean or median: two variants, no training);
-* `stand_ins/`: STAND-IN method rows, for a second pair per (dataset, method): methods do not apply to
+* `methods/etth1/`: real method runs of DLinear on ETTh1 (the methods of `sfbench_jax.methods`) with small recipe
+  grids: PGD adversarial training (eps 0.05 and 0.1, 3 steps: two trained variants) and the ensemble (top 2 of the
+  stored baseline candidates, mean or median: two variants, no training). One dataset: the method tables' code
+  is the same for each dataset's rows, and Beijing's runs cost about 20 s;
+* `stand_ins/etth1/`: STAND-IN method rows, for a second pair per method on ETTh1: methods do not apply to
   SeasonalNaive, so a SeasonalNaive with a pinned season (48) is run for real and its `method` / `variant`
   summary columns are set by this fixture to "adversarial_training" / "stand_in_season_48". Its numbers are
   real; its label is not (its completion record is written again after the relabelling). Pair statistics with
@@ -50,6 +51,8 @@ ARCHITECTURES = ("seasonal_naive", "dlinear")
 EVAL_SEEDS = (0, 1)
 #: The fixed channel fraction of each dataset's Table 12 runs.
 CHANNEL_FRACTION = {"etth1": 0.25, "beijing_air_tiantan": 0.5}
+#: The dataset of the method runs and the stand-in.
+METHOD_DATASET = "etth1"
 #: Real method runs of DLinear: method -> overrides (small recipe grids).
 METHOD_RUNS = {
     "adversarial_training": ["method=adversarial_training", "method.grid={eps:[0.05,0.1],steps:[3]}"],
@@ -77,8 +80,8 @@ def multirun(root: Path, common: list[str], data_root: Path) -> subprocess.Compl
     script = Path(sys.executable).parent / "sfbench"
     seeds = ",".join(map(str, EVAL_SEEDS))
     return subprocess.run([str(script), "-m", f"eval.seed={seeds}", "model=seasonal_naive,dlinear",
-                           "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={root / 'seeds_multirun'}", *common], capture_output=True, text=True,
-                          env=environment, timeout=900, check=False)
+                           "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={root / 'seeds_multirun'}", *common],
+                          capture_output=True, text=True, env=environment, timeout=900, check=False)
 
 
 def build(root: Path, data_root: Path, load_script: Callable[[str], ModuleType]) -> subprocess.CompletedProcess:
@@ -99,13 +102,13 @@ def build(root: Path, data_root: Path, load_script: Callable[[str], ModuleType])
                                    root / "runs" / dataset / architecture / f"seed_{seed}")
         run_in_process([f"dataset={dataset}", "eval=reference", f"cache_dir={cache}", f"data_root={data_root}",
                         "eval.progress=false", "figures=false"], root / "reference" / dataset / "seasonal_naive")
-        for method, overrides in METHOD_RUNS.items():
-            run_in_process([*common, f"dataset={dataset}", "model=dlinear", *overrides],
-                           root / "methods" / dataset / f"dlinear_{method}")
-        method, variant, overrides = STAND_IN
-        target = root / "stand_ins" / dataset / f"seasonal_naive_{method}"
-        run_in_process([*common, f"dataset={dataset}", *overrides], target)
-        relabel(target, method, variant)
+    for method, overrides in METHOD_RUNS.items():
+        run_in_process([*common, f"dataset={METHOD_DATASET}", "model=dlinear", *overrides],
+                       root / "methods" / METHOD_DATASET / f"dlinear_{method}")
+    method, variant, overrides = STAND_IN
+    target = root / "stand_ins" / METHOD_DATASET / f"seasonal_naive_{method}"
+    run_in_process([*common, f"dataset={METHOD_DATASET}", *overrides], target)
+    relabel(target, method, variant)
     # last, so that its jobs load the programs the in-process ETTh1 runs compiled; its own store, so that its two
     # DLinear jobs train each candidate once between them (tests/report/test_sensitivity.py)
     sweep = multirun(root, ["profile=tiny", f"train.store_dir={root / 'multirun_store'}", *places], data_root)
