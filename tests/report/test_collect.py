@@ -16,7 +16,7 @@ from sfbench_jax.cli.sfbench_collect import main as collect_main
 from sfbench_jax.report.collect import Cell, collect, read_expected_jobs
 from sfbench_jax.run_folder.stored_runs import RunConflictError, gather_runs
 
-from .conftest import report_command
+from .conftest import run_command
 from .fixture_runs import EVAL_SEEDS
 from .summaries import rewrite_consistently
 
@@ -53,7 +53,9 @@ def test_deleted_run_is_named_and_no_table_is_written(analysis_root: Path, tmp_p
     sweep = _copy_sweep(analysis_root, tmp_path / "sweep")
     shutil.rmtree(sweep / JOB_FOLDERS[3])  # DLinear, eval.seed=1
     output = tmp_path / "report"
-    completed = report_command("table10", "--runs", str(sweep), "--output", str(output))
+    # as a real process (`python -m sfbench_jax.cli.sfbench_report`): the module's exit status reaches the shell
+    completed = run_command("-m", "sfbench_jax.cli.sfbench_report", "table10", "--runs", str(sweep), "--output",
+                            str(output))
     assert completed.returncode == 1
     lines = [line for line in completed.stderr.splitlines() if line.startswith("  - ")]
     assert lines == [f"  - {sweep}: (dataset=etth1, architecture=dlinear, method=baseline, eval.seed=1): no job "

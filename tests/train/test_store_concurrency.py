@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -207,8 +208,14 @@ def test_claims_are_per_process_and_released_by_death(tmp_path: Path) -> None:
         index, claim = store.claim_first_free("etth1", "dlinear", [["a"], ["a", "c"], ["c"]])
         assert index == 2  # the first group nobody holds
         claim.release()
+        killer = threading.Timer(0.5, holder.kill)  # a job killed while training: the kernel drops its locks
+        killer.start()
+        index, claim = store.claim_first_free("etth1", "dlinear", [["a"], ["b"]])  # every group held: wait
+        assert index == 0 and holder.wait(timeout=60) is not None
+        claim.release()
+        killer.join()
     finally:
-        holder.kill()  # a job killed while training: the kernel drops its locks
+        holder.kill()  # already dead unless the test failed before the timer fired
         holder.wait()
         holder.stdout.close()
     with store.claim("etth1", "dlinear", ["a", "b"], wait=False) as claim:
