@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, validation_mse
 from sfbench_jax.train import CandidateResult, CandidateStore, plan_search, restore_model, run_search
+from sfbench_jax.train.store import Claim
 
 BUDGET = 4
 OPTIONS = TrainConfig(max_epochs=2, patience=2, steps_per_epoch=30, candidate_budget=BUDGET, progress=False)
@@ -174,7 +176,7 @@ class FinishedWhileWaiting(CandidateStore):
         super().__init__(root)
         self.finished = finished
 
-    def claim_first_free(self, dataset: str, architecture: str, groups: list[list[str]]):  # type: ignore[override]
+    def claim_first_free(self, dataset: str, architecture: str, groups: Sequence[Sequence[str]]) -> tuple[int, Claim]:
         shutil.copytree(self.finished, self.candidate_dir(dataset, architecture, self.finished.name))
         return super().claim_first_free(dataset, architecture, groups)
 
