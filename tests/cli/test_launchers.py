@@ -258,8 +258,10 @@ def test_killed_submitit_job_retrains_only_its_unfinished_candidates(tmp_path: P
 
 
 def _launcher(name: str):
+    # a fixed sweep folder: the default one names the current second, so two compositions could differ by a tick
+    overrides = [f"hydra/launcher={name}", "hydra.sweep.dir=multirun/launcher-test"]
     with initialize_config_module(version_base="1.3", config_module="sfbench_jax.conf"):
-        config = compose(config_name="config", overrides=[f"hydra/launcher={name}"], return_hydra_config=True)
+        config = compose(config_name="config", overrides=overrides, return_hydra_config=True)
     return config.hydra.launcher
 
 
