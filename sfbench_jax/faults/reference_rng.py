@@ -36,13 +36,14 @@ _MASK32 = np.uint64(0xFFFFFFFF)
 
 
 def _init_genrand(seeds: np.ndarray) -> np.ndarray:
-    """MT19937 `init_genrand` for a vector of 32-bit seeds -> states `(B, 624)` uint32."""
-    state = np.empty((seeds.size, _N), dtype=np.uint64)
-    state[:, 0] = seeds.astype(np.uint64) & _MASK32
+    """MT19937 `init_genrand` for a vector of 32-bit seeds -> states `(B, 624)` uint32 (built word-major, so each
+    step reads and writes one contiguous row of B words)."""
+    state = np.empty((_N, seeds.size), dtype=np.uint64)
+    state[0] = seeds.astype(np.uint64) & _MASK32
     for i in range(1, _N):
-        previous = state[:, i - 1]
-        state[:, i] = (np.uint64(1812433253) * (previous ^ (previous >> np.uint64(30))) + np.uint64(i)) & _MASK32
-    return state.astype(np.uint32)
+        previous = state[i - 1]
+        state[i] = (np.uint64(1812433253) * (previous ^ (previous >> np.uint64(30))) + np.uint64(i)) & _MASK32
+    return state.T.astype(np.uint32)
 
 
 def _twist(state: np.ndarray) -> None:

@@ -11,8 +11,8 @@ scalar, its model wrapper and a wrap-kind method's predictor keep the forecast's
 
 A violation is a `ContractError` (a ValueError), one line naming the spec, where it came from (the plug-in's
 package and entry point, or the built-in module: `plugins.entry_points.origin_of`), what was expected and what came. The
-results are cached per (spec, shapes, settings): the CLI checks before Hydra creates the run folder, the pipeline again
-before it claims one, at no second cost.
+results are cached per (spec, shapes, settings), a fault's per (spec, shapes) alone: the CLI checks before Hydra creates
+the run folder, the pipeline again before it claims one, at no second cost.
 """
 
 from __future__ import annotations
@@ -264,7 +264,14 @@ def _check_cached(model: str, hparams_json: str, method: str, recipe_json: str, 
     elif method_spec.kind == "wrap":
         check_wrapper(method_spec, recipe, model_spec, hparams, shapes, num_candidates=num_candidates)
     for name in scenarios:
-        check_fault(get_fault(name), shapes)
+        _check_fault_cached(get_fault(name), shapes)
+
+
+@functools.lru_cache(maxsize=256)
+def _check_fault_cached(fault: FaultSpec, shapes: Shapes) -> None:
+    """`check_fault`, once per fault spec (the object, so a spec registered again under its name is checked again)
+    and shapes: every run of a dataset traces the same scenarios, whatever its model and method."""
+    check_fault(fault, shapes)
 
 
 def check_run_contracts(cfg: RunConfig) -> None:
