@@ -314,6 +314,13 @@ def test_a_fault_that_changes_the_window_shape_is_refused_before_any_work(bad_pl
     assert "must return (96, 12) float32; it returned (95, 12) float32" in line, line
 
 
+def test_a_broken_fault_is_refused_again_under_another_model(bad_plugin, tmp_path, monkeypatch) -> None:
+    # a fault's check is cached per (spec, shapes) across models and methods; a refusal is never cached
+    for model in ("dlinear", "seasonal_naive"):
+        line = refused(monkeypatch, tmp_path / model, f"model={model}", "eval.scenarios=[cropped]")
+        assert "Fault 'cropped'" in line and "it returned (95, 12) float32" in line, line
+
+
 def test_a_fault_that_returns_float64_is_refused_before_any_work(bad_plugin, tmp_path, monkeypatch) -> None:
     line = refused(monkeypatch, tmp_path, "model=seasonal_naive", "eval.scenarios=[widened]")
     assert "Fault 'widened'" in line and "entry point 'widened = bad_plugin_pkg.fault:WIDENED'" in line, line
