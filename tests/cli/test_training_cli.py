@@ -107,6 +107,29 @@ def test_multirun_skips_a_pair_the_benchmark_does_not_define(tmp_path: Path) -> 
     assert list(zip(merged.architecture, merged.method, strict=True)) == [("seasonal_naive", "baseline")]
 
 
+#: Holds the writer lock of the run folder argv[1] until its standard input closes.
+HOLD_LOCK = ("import sys; from sfbench_jax.run_folder.record import lock_run_folder; lock_run_folder(sys.argv[1]); "
+             "print('held', flush=True); sys.stdin.read()")
+
+
+def test_a_sweep_job_whose_folder_another_process_writes_is_skipped(tmp_path: Path, capsys) -> None:
+    # a sweep submitted again while its first submission still runs: the job that is still running is left alone
+    from sfbench_jax.cli.main import run_recorded
+
+    job = tmp_path / "sweep" / "0"
+    job.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(job)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        run_recorded(_compose(["model=seasonal_naive", "profile=tiny"]), job)
+    finally:
+        holder.communicate(timeout=60)
+    err = capsys.readouterr().err
+    assert f"[sfbench] job 0 skipped: The run folder {job} is being written by another run (pid {holder.pid} " in err
+    assert list(job.iterdir()) == []  # nothing written: no cell file, no failure record
+
+
 def test_multirun_missing_cell_is_named(tmp_path: Path) -> None:
     sweep, empty = tmp_path / "sweep", tmp_path / "empty_root"
     (empty / "forecasting").mkdir(parents=True)
