@@ -33,6 +33,7 @@ from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import WindowShape, gather_windows, window_shape
 from sfbench_jax.evaluate import program_cache
+from sfbench_jax.evaluate.abandon import stop_if_abandoned
 from sfbench_jax.evaluate.kernel import (
     apply_scenario,
     draw_block,
@@ -453,7 +454,8 @@ class Progress:
 
 
 def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -> list[tuple[np.ndarray, ...]]:
-    """Run the compiled program over every chunk, one chunk in flight while the next is dispatched.
+    """Run the compiled program over every chunk, one chunk in flight while the next is dispatched; an evaluation its
+    caller gave up on stops before the next chunk (`abandon.py`).
 
     Returns:
         Per chunk, the host outputs with the padding dropped.
@@ -461,6 +463,7 @@ def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -
     plan = chunk.plan
     outputs: list[tuple[int, tuple[jax.Array, ...]]] = []
     for index in range(plan.num_chunks):
+        stop_if_abandoned()
         ids = plan.window_ids(index)
         arguments = chunk.first_arguments if index == 0 else inputs.chunk_arguments(plan, ids)
         outputs.append((len(ids), chunk.compiled(*arguments)))

@@ -7,10 +7,11 @@ server folders to hide), `guarded_tool` (an SDK `Tool` whose function runs under
 paths in an error text replaced by placeholders). What does not: argument strictness (``strict.py``) and the
 tools themselves.
 
-A call past its budget is answered with ``[over_budget]`` at once; its worker thread cannot be stopped and
-finishes in the background, which is why the cost of every argument is bounded before work starts (each tool)
-and the exclusive tools (the forecasting evaluations: seconds and up to a GB each) compute one at a time: a
-call that cannot start within its budget is answered ``[over_budget]`` too.
+A call past its budget is answered with ``[over_budget]`` at once. Its worker thread cannot be killed: an
+evaluation in it stops at its next chunk (`evaluate/abandon.py`; a chunk or a compilation already started runs to its
+end), other work finishes in the background. That is why the cost of every argument is bounded before work starts
+(each tool) and the exclusive tools (the forecasting evaluations: seconds and up to a GB each) compute one at a
+time: a call that cannot start within its budget is answered ``[over_budget]`` too.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel
 
+from sfbench_jax.evaluate.abandon import abandonable
 from sfbench_jax.mcp.errors import DomainToolError, OverBudgetError
 
 __all__ = ["DEFAULT_CALL_TIMEOUT_S", "MAX_CALL_TIMEOUT_S", "CallGuard", "check_answer", "guarded_tool", "redact"]
@@ -146,19 +148,22 @@ def check_answer(tool: str, answer: Any, output_schema: Mapping[str, Any] | json
 
 
 def _run_checked(tool: Tool, fn: Callable[..., Any], arguments: dict[str, Any], *, exclusive: threading.Lock | None,
-                 deadline: float, validator: jsonschema.protocols.Validator | None) -> Any:
-    """The tool function on a worker thread: wait for the exclusive lock if any, call, check the answer."""
+                 deadline: float, validator: jsonschema.protocols.Validator | None, abandoned: threading.Event) -> Any:
+    """The tool function on a worker thread: wait for the exclusive lock if any, call (its evaluations stop at the
+    next chunk once `abandoned` is set), check the answer."""
     if exclusive is not None:
         if not exclusive.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise OverBudgetError(f"{tool.name} could not start within the server's time budget: another "
                                   "forecasting computation is running (they run one at a time). Retry later, or "
                                   "with fewer windows or severities")
         try:
-            answer = fn(**arguments)
+            with abandonable(abandoned):
+                answer = fn(**arguments)
         finally:
             exclusive.release()
     else:
-        answer = fn(**arguments)
+        with abandonable(abandoned):
+            answer = fn(**arguments)
     check_answer(tool.name, answer, validator)
     return answer
 
@@ -178,12 +183,14 @@ def guarded_tool(tool: Tool, guard: CallGuard, *, exclusive: bool = False) -> To
     validator = None if tool.output_schema is None else jsonschema.Draft202012Validator(tool.output_schema)
 
     async def guarded(**arguments: Any) -> Any:
+        abandoned = threading.Event()
         work = functools.partial(_run_checked, tool, fn, arguments, exclusive=lock,
-                                 deadline=time.monotonic() + budget, validator=validator)
+                                 deadline=time.monotonic() + budget, validator=validator, abandoned=abandoned)
         try:
             with anyio.fail_after(budget):
                 return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
         except TimeoutError:
+            abandoned.set()  # its evaluation stops at the next chunk and frees the exclusive lock
             raise OverBudgetError(f"{tool.name} ran past the server's time budget of {budget:g} s and was "
                                   "abandoned. Ask for less work (fewer windows or severities), or ask the "
                                   "operator for a larger --call-timeout") from None

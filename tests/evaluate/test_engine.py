@@ -46,6 +46,25 @@ def test_results_do_not_depend_on_chunk_size(etth1, rng: str) -> None:
         np.testing.assert_array_equal(other.severity_units, baseline.severity_units)
 
 
+def test_an_abandoned_evaluation_stops_before_its_next_chunk(etth1) -> None:
+    # the MCP server's time budget gives up on a call by setting its event (mcp/guard.py)
+    import threading
+
+    from sfbench_jax.evaluate.abandon import EvaluationAbandoned, abandonable
+
+    baseline, _ = _run(etth1, chunk_size=37)
+    kept = threading.Event()
+    with abandonable(kept):
+        same, _ = _run(etth1, chunk_size=37)
+    np.testing.assert_array_equal(same.faulted, baseline.faulted)  # an event not set changes nothing
+    given_up = threading.Event()
+    given_up.set()
+    with abandonable(given_up), pytest.raises(EvaluationAbandoned, match="stopped between two chunks"):
+        _run(etth1, chunk_size=37)
+    again, _ = _run(etth1, chunk_size=37)  # outside the block the check does nothing
+    np.testing.assert_array_equal(again.faulted, baseline.faulted)
+
+
 def test_one_compile_per_shape_across_chunks(etth1) -> None:
     data, predict, state = etth1
     traces = []
