@@ -151,19 +151,16 @@ def _run_checked(tool: Tool, fn: Callable[..., Any], arguments: dict[str, Any], 
                  deadline: float, validator: jsonschema.protocols.Validator | None, abandoned: threading.Event) -> Any:
     """The tool function on a worker thread: wait for the exclusive lock if any, call (its evaluations stop at the
     next chunk once `abandoned` is set), check the answer."""
-    if exclusive is not None:
-        if not exclusive.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise OverBudgetError(f"{tool.name} could not start within the server's time budget: another "
-                                  "forecasting computation is running (they run one at a time). Retry later, or "
-                                  "with fewer windows or severities")
-        try:
-            with abandonable(abandoned):
-                answer = fn(**arguments)
-        finally:
-            exclusive.release()
-    else:
+    if exclusive is not None and not exclusive.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        raise OverBudgetError(f"{tool.name} could not start within the server's time budget: another "
+                              "forecasting computation is running (they run one at a time). Retry later, or "
+                              "with fewer windows or severities")
+    try:
         with abandonable(abandoned):
             answer = fn(**arguments)
+    finally:
+        if exclusive is not None:
+            exclusive.release()
     check_answer(tool.name, answer, validator)
     return answer
 

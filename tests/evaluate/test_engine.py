@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import jax
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, score_windows
+from sfbench_jax.evaluate.abandon import EvaluationAbandoned, abandonable
 from sfbench_jax.evaluate.scores import bootstrap_intervals, robustness_scores
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 
@@ -48,10 +50,6 @@ def test_results_do_not_depend_on_chunk_size(etth1, rng: str) -> None:
 
 def test_an_abandoned_evaluation_stops_before_its_next_chunk(etth1) -> None:
     # the MCP server's time budget gives up on a call by setting its event (mcp/guard.py)
-    import threading
-
-    from sfbench_jax.evaluate.abandon import EvaluationAbandoned, abandonable
-
     baseline, _ = _run(etth1, chunk_size=37)
     kept = threading.Event()
     with abandonable(kept):
