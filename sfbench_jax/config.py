@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sfbench_jax.data.registry import DATASETS, DatasetSpec, get_dataset
+from sfbench_jax.data.windows import LAYOUTS
 from sfbench_jax.faults.registry import SCENARIO_KEYS, scored_scenarios
 from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION
 
@@ -37,6 +38,8 @@ MAX_BOOTSTRAP_DRAWS = 100_000
 BOOTSTRAP_ROWS = 1 + len(SCENARIO_KEYS)
 #: Host bytes the bootstrap's resampling batches may take (`evaluate.scores.bootstrap_means` sizes them to it).
 BOOTSTRAP_BATCH_BYTES = 32 * 2**20
+#: `eval.layout`: "auto" or one of the layouts (`data.windows.LAYOUTS`).
+EVAL_LAYOUTS = ("auto", *LAYOUTS)
 #: Temporary bytes per window and window byte of the fused kernel: the factor the engine's own block sizing
 #: assumes on accelerators (`evaluate.engine.default_block_size`).
 KERNEL_BYTES_PER_WINDOW_BYTE = 16
@@ -248,6 +251,12 @@ class EvalConfig:
             the bootstrap (on the host) are checked against it before any work.
         num_devices: devices to shard windows over; None: all local devices when the evaluation moves enough
             window data to pay for the per-device overhead, else fewer. Never changes a result.
+        layout: how the chunk program is laid out (docs/speed.md, "Layouts"): "cpu" walks cache-sized blocks of
+            windows and the scenarios in loops; "accelerator" computes a device's whole chunk at once, every
+            scenario a static part of the program, the chunk sized from the device's memory; "auto" (default)
+            takes "cpu" on a CPU and "accelerator" elsewhere. Both give the same per-window losses (bit for bit
+            for the models whose per-window arithmetic does not depend on the batch size; tests/evaluate/
+            test_layouts.py).
         bootstrap_draws: bootstrap resamples for the 95% intervals, in [40, 100,000] (`MIN_BOOTSTRAP_DRAWS`,
             `MAX_BOOTSTRAP_DRAWS` say why).
         channel_sparse: run a channel-independent model (DLinear, PatchTST, SeasonalNaive) only on the target
@@ -268,6 +277,7 @@ class EvalConfig:
     channel_fraction: float | None = None
     memory_budget_mb: int = 1024
     num_devices: int | None = None
+    layout: str = "auto"
     bootstrap_draws: int = 1000
     channel_sparse: bool = True
     progress: bool = True
@@ -288,6 +298,9 @@ class EvalConfig:
                              f"fraction q, or null for the severity rule), got {self.channel_fraction}.")
         _require_at_least("eval.memory_budget_mb", self.memory_budget_mb, 1)
         _require_at_least("eval.num_devices", self.num_devices, 1, "(or null for automatic)")
+        if self.layout not in EVAL_LAYOUTS:
+            raise ValueError(f"Unknown eval.layout {self.layout!r}; use one of {list(EVAL_LAYOUTS)} (auto: cpu on a "
+                             "CPU, accelerator elsewhere).")
         self._check_bootstrap()
 
     def _check_scenarios(self) -> None:
