@@ -75,6 +75,20 @@ def _canonical(value: Any) -> Any:
     return value
 
 
+#: The identity fields that name the code which trained a candidate; the others name what it was trained on.
+CODE_FIELDS = ("format", "code_version", "code", "engine")
+
+
+def same_training(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+    """Whether two candidate identities describe the same training (data, hyperparameters, seeds, protocol) apart
+    from the code that ran it (`CODE_FIELDS`)."""
+    def training(identity: Mapping[str, Any]) -> str:
+        return json.dumps(_canonical({key: value for key, value in identity.items() if key not in CODE_FIELDS}),
+                          sort_keys=True, separators=(",", ":"))
+
+    return training(first) == training(second)
+
+
 def candidate_hash(identity: Mapping[str, Any]) -> str:
     """24 hex digits of the SHA-256 of the identity's compact, key-sorted JSON."""
     text = json.dumps(_canonical(identity), sort_keys=True, separators=(",", ":"))
@@ -190,6 +204,20 @@ class CandidateStore:
             raise ValueError(f"{path} records candidate {result.candidate_hash}, expected {key}; the store is "
                              f"corrupted. {_delete_fix(folder)}")
         return result
+
+    def stored_identities(self, dataset: str, architecture: str) -> list[dict[str, Any]]:
+        """The identities of every finished record under `<dataset>/<architecture>/` (any code's), oldest first;
+        damaged records are left out (they are refused where they would be used)."""
+        found: list[tuple[float, dict[str, Any]]] = []
+        for path in (self.root / dataset / architecture).glob(f"*/{RESULT_FILE}"):
+            try:
+                identity = json.loads(path.read_text()).get("identity")
+                modified = path.stat().st_mtime
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(identity, dict):
+                found.append((modified, identity))
+        return [identity for _, identity in sorted(found, key=lambda item: item[0])]
 
     def save(self, result: CandidateResult, checkpoint: Mapping[str, Mapping[str, np.ndarray]] | None) -> Path:
         """Write the checkpoint (if any), then the result JSON atomically (last).
