@@ -7,8 +7,11 @@ sweep killed mid-way leaves at most unfinished folders, which the next run overw
 
 A candidate's identity is the SHA-256 of its resolved configuration (dataset key, data-config
 signature and content checksum, architecture, method, hyperparameters, model seed, shuffling seed,
-the training protocol) plus the store format, the package version and the fingerprint of the code that defines
-the model and the method (`train.sweep.code_identity`: their modules' source digests, a plug-in's name and version).
+the training protocol) plus the code that shaped it (`CODE_FIELDS`): the store format, the package version, the
+fingerprint of the code that defines the model and the method (`train.sweep.code_identity`: their modules' source
+digests, a plug-in's name, version and files digest) and the engine (`plugins.code_identity.engine_identity`: the
+engine's source digest and the JAX / jaxlib / Flax / Optax versions). Candidates trained by other code stay in the
+store and are never served (`same_training` finds them, so the sweep can say how many it retrains and why).
 
 Many processes may share one store at the same moment (the jobs of a multirun on one machine or on a
 cluster's shared file system). A process trains a candidate only while it holds the candidate's claim, a
