@@ -269,16 +269,47 @@ def _offers_a_choice(expected: Any, options: Sequence[Any], present: Callable[[A
     return any(present(o) for o in options if o != expected)
 
 
+#: How many words either side of a small whole number `_lint_leaks` looks for a word of the answer field's name.
+NEAR_WORDS = 3
+#: Words of an answer field's name too general to tie a number to the field.
+_GENERIC_FIELD_WORDS = frozenset({"the", "and", "for", "number", "value", "total", "per"})
+_WORD_OR_NUMBER = re.compile(_NUMBER.pattern + r"|[A-Za-z]+")
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _small_number_beside_field(text: str, expected: float, tolerance: float, field: str) -> list[float]:
+    """The numbers of ``text`` within ``tolerance`` of ``expected`` that stand within `NEAR_WORDS` words of a word
+    of ``field`` (its ``_``-separated parts of 3 or more letters, plural ``s`` ignored)."""
+    words = {_stem(w) for w in re.split(r"[^A-Za-z]+", field) if len(w) >= 3} - _GENERIC_FIELD_WORDS
+    tokens = [m.group() for m in _WORD_OR_NUMBER.finditer(text)]
+    found = []
+    for index, token in enumerate(tokens):
+        if token[0].isalpha() or not math.isclose(float(token.replace(",", "")), expected, rel_tol=0.0,
+                                                   abs_tol=tolerance):
+            continue
+        window = tokens[max(index - NEAR_WORDS, 0):index] + tokens[index + 1:index + 1 + NEAR_WORDS]
+        if any(_stem(w) in words for w in window if w[0].isalpha()):
+            found.append(float(token.replace(",", "")))
+    return found
+
+
 def _lint_leaks(scenario: Scenario) -> list[str]:
     """The query and context do not single out a validated category or number.
 
     A value counts as stated when it appears in the text and no alternative of the template's
     ``enum`` does (a question that offers the options is a choice, not a leak). Single-letter
-    labels (zones A-D, PL a-e) and integers below 10 (counts, SIL levels) are not checked: they
-    occur in almost every text as names and parameters. A number counts as stated when the text
-    holds one within the validator's tolerance, so a tolerance wider than the gap between the
-    answer and a number of the query (an observed peak next to the theoretical frequency) is
-    reported too.
+    labels (zones A-D, PL a-e) are not checked: they occur in almost every text as names. A number
+    counts as stated when the text holds one within the validator's tolerance, so a tolerance wider
+    than the gap between the answer and a number of the query (an observed peak next to the
+    theoretical frequency) is reported too. A whole number below 10 (a count, a SIL level, a ratio
+    of 3.0) occurs in almost every text as a rating or a parameter, so it counts as stated only where
+    the text puts it within `NEAR_WORDS` words of a word of the answer field's name ("is the SIL 3
+    requirement met?" states ``achieved_sil`` = 3; "at least 3 consecutive cycles" does not state
+    ``n_anomalous_sensors`` = 3).
     """
     if not scenario.ground_truth_path.is_file():
         return []
@@ -303,10 +334,13 @@ def _lint_leaks(scenario: Scenario) -> list[str]:
                 problems.append(f"query_leak: the query or context names {expected!r}, the value "
                                 f"{spec['path']} must give")
         elif spec["kind"] == "numeric_close" and isinstance(expected, int | float) \
-                and not isinstance(expected, bool) and not (float(expected).is_integer() and abs(expected) < 10):
+                and not isinstance(expected, bool):
             tolerance = float(spec.get("atol", 0.0)) + float(spec.get("rtol", 0.0)) * abs(expected)
             tolerance = max(tolerance, 1e-9 * max(1.0, abs(expected)))
-            near = [n for n in numbers if math.isclose(n, expected, rel_tol=0.0, abs_tol=tolerance)]
+            if float(expected).is_integer() and abs(expected) < 10:
+                near = _small_number_beside_field(text, float(expected), tolerance, _field(spec["path"]))
+            else:
+                near = [n for n in numbers if math.isclose(n, expected, rel_tol=0.0, abs_tol=tolerance)]
             if near and not _offers_a_choice(expected, options, lambda o: o in numbers):
                 problems.append(f"query_leak: the query or context states {near[0]!r}, within "
                                 f"{tolerance:.3g} of the value {spec['path']} must give ({expected!r})")
