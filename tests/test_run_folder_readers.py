@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -258,3 +259,93 @@ def test_a_point_estimate_outside_its_own_interval_is_refused(sweep: Path, tmp_p
 def test_every_real_run_lies_inside_its_intervals(sweep: Path, other_run: Path) -> None:
     for folder in [*_jobs(sweep), other_run]:
         load_run(folder)  # the check passes on what the engine wrote
+
+
+# --- issue 43, items 8-12 and 17: aliases, file systems without flock, side files, stale sweeps, link chains ---
+
+def _files(folder: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under `folder` (hidden ones included): `{relative path: (bytes, mtime_ns, sha256 head)}`."""
+    import hashlib
+
+    return {str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns,
+                                            hashlib.sha256(path.read_bytes()).hexdigest()[:16])
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_a_writer_through_a_symlink_is_refused_while_the_real_folder_is_written(tmp_path: Path,
+                                                                               cache_dir: Path) -> None:
+    # Issue 43, item 8: writers to `real/run` and to `alias -> real/run` took two different locks (the lock's path
+    # came from the link's parent folder): both exited 0 and the first completed run was destroyed. Here this
+    # process is the writer of real/run (it takes the folder as the runner does, then runs its job), and a real
+    # `sfbench` into the alias starts while it holds the folder.
+    from sfbench_jax.run_folder.record import lock_run_folder, unlock_run_folder
+
+    real = tmp_path / "real" / "run"
+    real.mkdir(parents=True)
+    alias = tmp_path / "alias"
+    alias.symlink_to(real, target_is_directory=True)
+    lock_run_folder(real)
+    try:
+        second = _sfbench(*COMMON, f"cache_dir={cache_dir}", f"hydra.run.dir={alias}")
+        run_in_process([*COMMON, "eval.seed=3", f"cache_dir={cache_dir}"], real)
+    finally:
+        unlock_run_folder(real)
+    assert second.returncode == 2, second.stderr[-3000:]
+    [line] = [line for line in second.stderr.splitlines() if line.startswith("sfbench: error:")]
+    assert f"is being written by another run (pid {os.getpid()} on {socket.gethostname()}" in line, line
+    assert "Traceback" not in second.stderr and "[sfbench]" not in second.stderr
+    run = load_run(real)  # verified: the record, its files, the numbers
+    assert run.row["eval_seed"] == 3 and alias.is_symlink() and alias.resolve() == real.resolve()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["alias", "real"]  # no lock, staging or replaced
+
+
+#: `sfbench` in a process whose file systems implement no `flock` (NFS without lockd, Lustre without -o flock):
+#: the OS call fails as it does there, with ENOLCK.
+_WITHOUT_FLOCK = ("import errno, fcntl, sys\n"
+                  "def no_flock(*args): raise OSError(errno.ENOLCK, 'No locks available')\n"
+                  "fcntl.flock = no_flock\n"
+                  "from sfbench_jax.cli.main import main\n"
+                  "sys.argv = ['sfbench', *sys.argv[1:]]\n"
+                  "main()\n")
+
+
+def test_a_file_system_without_flock_is_refused_in_one_line_and_the_run_is_untouched(sweep: Path,
+                                                                                      tmp_path: Path) -> None:
+    # Issue 43, item 9: without flock every run died with a 20-line traceback, and with overwrite=true Hydra first
+    # replaced the completed run's .hydra/ files (the callback's error became a warning; the run went on).
+    folder = tmp_path / "run"
+    shutil.copytree(_jobs(sweep)[0], folder)
+    assert (folder / ".hydra" / "config.yaml").is_file()
+    before = _files(folder)
+    completed = subprocess.run([sys.executable, "-c", _WITHOUT_FLOCK, *COMMON, "eval.seed=1", "overwrite=true",
+                                f"hydra.run.dir={folder}"], capture_output=True, text=True, timeout=600,
+                               check=False)
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    assert "Traceback" not in completed.stderr, completed.stderr[-3000:]
+    [line] = completed.stderr.strip().splitlines()
+    assert line.startswith(f"sfbench: error: Cannot lock the folder {folder}: its file system does not support "
+                           "flock (No locks available; e.g. NFS without lockd, Lustre without -o flock)"), line
+    assert "Nothing was written" in line and "docs/cluster.md" in line, line
+    assert _files(folder) == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]
+    load_run(folder)
+
+
+def test_a_sweep_of_other_settings_into_a_completed_sweep_folder_is_refused_before_any_job(
+        sweep: Path, tmp_path: Path, cache_dir: Path) -> None:
+    # Issue 43, item 11: re-run with other settings into the same sweep folder, every job was skipped (its folder
+    # held a completed run), the collection failed, the old summary.csv, Table 4 and report.html stayed, and the
+    # message said to re-run the sweep (which skipped again).
+    folder = tmp_path / "sweep"
+    shutil.copytree(sweep, folder)
+    assert (folder / "summary.csv").is_file() and (folder / "report.html").is_file()
+    before = _files(folder)
+    completed = _sfbench("-m", "eval.seed=3,4", *COMMON, f"cache_dir={cache_dir}", f"hydra.sweep.dir={folder}",
+                         "hydra/launcher=basic")
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    [line] = [line for line in completed.stderr.splitlines() if line.startswith("sfbench: error:")]
+    assert (f"The sweep folder {folder} holds 2 job(s) of other settings than this sweep (job "
+            f"{_jobs(folder)[0].name} ran eval.seed=1; job {_jobs(folder)[1].name} ran eval.seed=2; this sweep: "
+            "eval.seed=3 eval.seed=4)") in line, line
+    assert "hydra.sweep.dir=PATH" in line and "Traceback" not in completed.stderr, completed.stderr[-3000:]
+    assert _files(folder) == before  # nothing written, the earlier sweep's tables and page as they were

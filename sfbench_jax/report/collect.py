@@ -153,6 +153,37 @@ def write_expected_cells(sweep_dir: Path, cells: Iterable[Cell], jobs: Sequence[
     return write_json(payload, Path(sweep_dir) / EXPECTED_FILE)
 
 
+class SweepSettingsError(ValueError):
+    """A sweep started into a folder that holds jobs of other settings (they would be skipped, the tables stale)."""
+
+
+def check_sweep_folder(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> None:
+    """Refuse, before any job, a sweep whose folder holds job folders of other settings: its jobs would be
+    skipped (their folders hold completed runs), its collection would fail and the earlier tables stay. A sweep
+    that re-runs the folder's jobs, or adds jobs to them, is accepted.
+
+    Raises:
+        SweepSettingsError: naming the first such job folders, the settings that differ and the fix.
+        SweepFileError: a job's `cell.json` cannot be read.
+    """
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        return
+    wanted = {normalised_overrides(job) for job in jobs}
+    items = {item for job in wanted for item in job}
+    foreign = [record for record in read_jobs(sweep_dir) if record.overrides and record.overrides not in wanted]
+    if not foreign:
+        return
+    named = "; ".join(
+        f"job {record.directory.name} ran {' '.join(i for i in record.overrides if i not in items) or '(none)'}"
+        for record in foreign[:3])
+    new = sorted({item for job in wanted for item in job if not any(item in r.overrides for r in foreign)})
+    raise SweepSettingsError(
+        f"The sweep folder {sweep_dir} holds {len(foreign)} job(s) of other settings than this sweep ({named}; this "
+        f"sweep: {' '.join(new) or 'other job numbers'}): its jobs would be skipped and its tables left stale. "
+        "Nothing was written. Choose a new folder with hydra.sweep.dir=PATH, or delete those job folders.")
+
+
 def _expected_payload(sweep_dir: Path) -> dict[str, Any]:
     path = Path(sweep_dir) / EXPECTED_FILE
     if not path.is_file():
