@@ -42,7 +42,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 
 from sfbench_jax.config import EvalConfig, TrainConfig
 from sfbench_jax.data import load, prepare
@@ -205,13 +204,13 @@ def model_rows(k: int, repeats: int) -> list[dict[str, Any]]:
 
 def epoch_rows(repeats: int) -> list[dict[str, Any]]:
     """Seconds of one training epoch per architecture (ETTh1) with 1, 8 and the automatic number of candidates."""
-    from sfbench_jax.train.fit import automatic_group_size, epoch_function
+    from sfbench_jax.train.fit import epoch_function, group_size
 
     data = prepare(load("etth1"))
     rows = []
     for name in ARCHITECTURES:
         row: dict[str, Any] = {"architecture": name}
-        sizes = {"g1": 1, "g8": EPOCH_CANDIDATES, "auto": automatic_group_size(data, name, TrainConfig())}
+        sizes = {"g1": 1, "g8": EPOCH_CANDIDATES, "auto": group_size(TrainConfig())}
         for label, size in sizes.items():
             fn, arguments = epoch_function(data, name, size)
             started = time.perf_counter()
@@ -244,8 +243,8 @@ def markdown(result: dict[str, Any]) -> str:
         rate = r.get("model_sparse_windows_per_second", r["model_full_windows_per_second"])
         lines.append(f"| {r['dataset']} | {r['model']} | {r['hparams']} | {seconds:.3f} | {rate:,} | "
                      f"{100 * r['model_forward_utilisation']:.0f}% |")
-    lines += ["", "| architecture | epoch s, 1 candidate | epoch s, 8 | x one after another | auto size | epoch s, auto |",
-              "|---|---:|---:|---:|---:|---:|"]
+    lines += ["", "| architecture | epoch s, 1 candidate | epoch s, 8 | x one after another | auto size | "
+              "epoch s, auto |", "|---|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['architecture']} | {r['g1_epoch_seconds']:.3f} | {r['g8_epoch_seconds']:.3f} | "
               f"{r['g8_x_sequential']:.1f} | {r['auto_candidates']} | {r['auto_epoch_seconds']:.3f} |"
               for r in result["epochs"]]
@@ -315,7 +314,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return lower_programs(args.lower_only, args.chunk, args.out)
     if jax.default_backend() == "cpu":
         raise SystemExit("No GPU: jax sees only the CPU. Run `--lower-only cuda` here to see what a GPU would "
-                         "compile, or run this on a machine with one (install JAX's CUDA plug-in: .[cuda12]/.[cuda13]).")
+                         "compile, or run this on a machine with one (JAX's CUDA plug-in: .[cuda12] or .[cuda13]).")
     result = measure(args.k, args.repeats)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gpu_check.json").write_text(json.dumps(result, indent=1))
