@@ -87,13 +87,23 @@ def package_roots(names: Iterable[str]) -> list[Path]:
 
 @functools.cache
 def engine_source_digest() -> str:
-    """SHA-256 of the `.py` sources of `sfbench_jax` and `phm_kernels` as this process imports them (once per
-    process: editing the engine while it runs does not change what this process trains with)."""
-    return tree_digest(package_roots(ENGINE_PACKAGES))
+    """SHA-256 of the `.py` sources of `sfbench_jax` and `phm_kernels` as this process imports them (`engine_roots`;
+    once per process: editing the engine while it runs does not change what this process trains with)."""
+    return tree_digest(engine_roots())
+
+
+def engine_roots() -> list[Path]:
+    """The folders the engine's packages (`ENGINE_PACKAGES`) are imported from."""
+    return package_roots(ENGINE_PACKAGES)
 
 
 def library_versions() -> dict[str, str]:
-    """`{name: version}` of JAX, jaxlib, Flax and Optax ("not installed" where absent)."""
+    """`{name: version}` of JAX, jaxlib, Flax and Optax ("not installed" where absent; read once per process)."""
+    return dict(_library_versions())
+
+
+@functools.cache
+def _library_versions() -> dict[str, str]:
     versions = {}
     for name in LIBRARIES:
         try:
@@ -146,4 +156,5 @@ def distribution_digest(name: str) -> str:
 def clear_caches() -> None:
     """Forget the digests computed so far (for a process that changes installed code, e.g. a test)."""
     engine_source_digest.cache_clear()
+    _library_versions.cache_clear()
     distribution_digest.cache_clear()
