@@ -32,6 +32,7 @@ from sfbench_jax.run_folder.stored_runs import (
     Refused,
     RunSet,
     gather_runs,
+    is_run_folder,
 )
 from sfbench_jax.storage.atomic import write_csv, write_json
 
@@ -306,6 +307,8 @@ def check_sweep(sweep_dir: Path, expected: Sequence[Cell] | None = None,
     """
     sweep_dir = Path(sweep_dir)
     output_dir = sweep_dir if output_dir is None else Path(output_dir)
+    refuse_run_folder(sweep_dir, "is a run folder, not a sweep folder (it holds a run's files)")
+    refuse_run_folder(output_dir, "is a run folder: nothing is ever written into one")
     jobs = read_jobs(sweep_dir)
     expected_jobs = read_expected_jobs(sweep_dir) if expected is None else []
     cells = read_expected_cells(sweep_dir) if expected is None else list(expected)
@@ -320,6 +323,19 @@ def check_sweep(sweep_dir: Path, expected: Sequence[Cell] | None = None,
     }
     write_json(report, output_dir / REPORT_FILE)
     return jobs, missing
+
+
+def refuse_run_folder(folder: Path, problem: str) -> None:
+    """Refuse a folder that holds a run where a sweep folder (or an output folder) is wanted, before anything is
+    written: a run folder is only ever written by its run.
+
+    Raises:
+        ValueError: naming the folder, the problem and the fix.
+    """
+    if Path(folder).is_dir() and is_run_folder(folder):
+        raise ValueError(f"{folder} {problem}; sfbench-collect collects a sweep folder and writes nothing into a "
+                         "run folder. Pass the sweep folder, write elsewhere with --output FOLDER, or read runs with "
+                         f"`sfbench-report NAME --runs {folder}`. Nothing was written.")
 
 
 def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_dir: Path | None = None,

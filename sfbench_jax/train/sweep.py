@@ -20,8 +20,9 @@ from typing import Any
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.methods.registry import get_method
+from sfbench_jax.methods.spec import read_only
 from sfbench_jax.models.registry import get_spec
-from sfbench_jax.plugins.code_identity import engine_identity
+from sfbench_jax.plugins.code_identity import engine_identity, top_level_digest
 from sfbench_jax.plugins.entry_points import code_fingerprint
 from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
 from sfbench_jax.train.fit import (
@@ -78,11 +79,13 @@ class SearchPlan:
 
 def _identity(data: PreparedData, plan_fields: dict[str, Any], options: TrainConfig) -> dict[str, Any]:
     spec = data.spec
+    code = code_identity(str(plan_fields["architecture"]), str(plan_fields["method"]))
+    target = plan_fields["hparams"].get("target")
+    if isinstance(target, str) and ":" in target:  # an external model: the code its target names
+        code = {**code, "target": top_level_digest(target.split(":", 1)[0])}
     return {"format": STORE_FORMAT_VERSION, "code_version": code_version(), "dataset": spec.key,
             "signature": spec.signature, "data_sha256": data.series.content_sha256, "data_seed": spec.seeds.data_seed,
-            **plan_fields, "protocol": options.protocol(),
-            "code": code_identity(str(plan_fields["architecture"]), str(plan_fields["method"])),
-            "engine": engine_identity()}
+            **plan_fields, "protocol": options.protocol(), "code": code, "engine": engine_identity()}
 
 
 def code_identity(architecture: str, method: str) -> dict[str, Any]:
@@ -135,7 +138,7 @@ def plan_method_search(data: PreparedData, architecture: str, method: str, *, re
     else:
         sampled = random_subgrid(combinations, tuning_seed=tuning, budget=budget)
     candidates = [Candidate(c.trial_number, c.grid_index, dict(inherited), recipe=dict(c.hparams),
-                            variant=variant_id(c.hparams)) for c in sampled]
+                            variant=variant_id(read_only(c.hparams))) for c in sampled]
     seeds = [model_seed(spec, architecture, pipeline_id=c.variant, method=method, master_seed=options.master_seed)
              for c in candidates]
     identities = [_identity(data, {"architecture": architecture, "method": method, "hparams": dict(inherited),
@@ -300,6 +303,8 @@ def code_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         reasons.append("plug-in package files changed: " + ", ".join(sorted(
             name for name, digest in (new_code.get("packages") or {}).items()
             if (old_code.get("packages") or {}).get(name) != digest) or ["removed"]))
+    if old_code.get("target") != new_code.get("target"):
+        reasons.append("the external model's target code changed")
     if old.get("code_version") != new.get("code_version"):
         reasons.append(f"sfbench-jax {old.get('code_version')} -> {new.get('code_version')}")
     return reasons or ["code identity changed"]
