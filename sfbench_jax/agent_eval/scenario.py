@@ -114,7 +114,7 @@ SCENARIO_SCHEMA: dict[str, Any] = {
     "$id": "phm-scenario/v1",
     "type": "object",
     "additionalProperties": False,
-    "required": ["id", "version", "task_type", "asset_class", "query", "dataset",
+    "required": ["id", "version", "task_type", "asset_class", "query", "query_variants", "dataset",
                  "required_tools", "output_template", "validators", "ground_truth_ref",
                  "ground_truth_recipe", "reference_solution", "reference_answer"],
     "properties": {
@@ -239,8 +239,7 @@ class Scenario:
         task_type: One of `TASK_TYPES`.
         asset_class: Asset class (turbofan, li_ion_cell, rolling_bearing, ...).
         query: The stakeholder's question, explicit phrasing (``query_for("explicit")``).
-        query_variants: ``{"explicit": query, "fuzzy": ...}`` (`QUERY_VARIANTS`; ``fuzzy`` absent only in a
-            file without one, where `query_for` refuses it).
+        query_variants: ``{"explicit": query, "fuzzy": ...}`` (`QUERY_VARIANTS`, both always present).
         dataset: ``{name, provision, inline_context?}``.
         required_tools: T_tau.
         distractor_tools: T_tau^- (plausible but wrong for the task).
@@ -301,9 +300,6 @@ class Scenario:
         """
         if variant not in QUERY_VARIANTS:
             raise ScenarioError(f"unknown query variant {variant!r}; choose from {list(QUERY_VARIANTS)}")
-        if variant not in self.query_variants:
-            raise ScenarioError(f"{self.id}: the scenario file has no {variant} phrasing; add "
-                                f"query_variants.{variant}")
         return self.query_variants[variant]
 
     @property
@@ -382,7 +378,7 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{path}: id {data['id']!r} must equal the file stem {path.stem!r}")
     limits = {**DEFAULT_LIMITS, **data.get("limits", {})}
     query = " ".join(str(data["query"]).split())
-    variants = {name: " ".join(str(text).split()) for name, text in data.get("query_variants", {}).items()}
+    variants = {name: " ".join(str(text).split()) for name, text in data["query_variants"].items()}
     if variants.setdefault("explicit", query) != query:
         raise ScenarioError(f"{path}: query_variants.explicit differs from query; the explicit phrasing is "
                             "the query field, so leave query_variants.explicit out")
@@ -391,7 +387,7 @@ def load_scenario(path: Path) -> Scenario:
         task_type=data["task_type"],
         asset_class=data["asset_class"],
         query=query,
-        query_variants={name: variants[name] for name in QUERY_VARIANTS if name in variants},
+        query_variants={name: variants[name] for name in QUERY_VARIANTS},
         dataset=dict(data["dataset"]),
         required_tools=tuple(data["required_tools"]),
         distractor_tools=tuple(data.get("distractor_tools", ())),

@@ -24,6 +24,7 @@ from sfbench_jax.config import AUTO, TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import window_shape
 from sfbench_jax.methods import get_method
+from sfbench_jax.methods.spec import read_only
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts
 from sfbench_jax.models.restore import build_for
 from sfbench_jax.models.revin import RevINConfig
@@ -211,7 +212,7 @@ def training_recipe(data: PreparedData, method: str, recipe: Mapping[str, Any]) 
     spec = data.spec
     facts = dataset_facts(mean=data.mean, std=data.std, pool=spec.continuous_pool, input_len=spec.input_len)
     spec_of = get_method(method)
-    transform = PLAIN_TRAINING if spec_of.transform is None else spec_of.transform(recipe, facts)
+    transform = PLAIN_TRAINING if spec_of.transform is None else spec_of.transform(read_only(recipe), facts)
     return TrainingRecipe(transform=transform, revin=spec_of.model_wrapping(recipe))
 
 

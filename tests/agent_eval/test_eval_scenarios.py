@@ -10,7 +10,7 @@ import pytest
 from mcp.server import MCPServer
 
 from sfbench_jax.agent_eval import cli
-from sfbench_jax.agent_eval.lint import lint_static
+from sfbench_jax.agent_eval.lint import lint_static, parameter_order
 from sfbench_jax.agent_eval.scenario import (
     QUERY_VARIANTS,
     TASK_TYPES,
@@ -72,7 +72,9 @@ def test_scenarios_are_on_real_registered_data(scenarios: list[Scenario]) -> Non
 async def test_static_lint_rules_hold(scenarios: list[Scenario], eval_server: MCPServer) -> None:
     async with connect(eval_server) as session:
         catalog = [t.name for t in session.catalog]
-    assert lint_static(scenarios, catalog) == {}
+        parameters = parameter_order(session.catalog)
+    assert lint_static(scenarios, catalog, parameters=parameters) == {}
+    assert lint_static(scenarios, catalog) == {}  # the reference steps' own argument order
 
 
 def test_lint_catches_broken_scenarios(tmp_path: Path, scenarios: list[Scenario]) -> None:
@@ -124,6 +126,10 @@ def test_query_variants_schema(tmp_path: Path, scenarios: list[Scenario]) -> Non
     raw["query_variants"] = {"explicit": raw["query"]}
     path.write_text(json.dumps(raw))
     with pytest.raises(ScenarioError, match="fuzzy"):
+        load_scenario(path)
+    del raw["query_variants"]
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ScenarioError, match="query_variants"):
         load_scenario(path)
 
 
