@@ -21,6 +21,8 @@ from sfbench_jax.data.windows import LAYOUTS
 from sfbench_jax.faults.registry import SCENARIO_KEYS, scored_scenarios
 from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION
 
+#: `train.group_size` value asking for as many candidates per vectorised group as fit (null is its former spelling).
+AUTO = "auto"
 #: Evaluation RNG modes: on-device folded keys, or the reference's MT19937 streams (protocol 2.5).
 RNG_MODES = ("jax", "reference")
 #: Most test windows per evaluation (per-window losses are kept on the host: (1 + 2P) x K numbers).
@@ -189,8 +191,10 @@ class TrainConfig:
         steps_per_epoch: optimiser steps per epoch; null = every drop-last batch (625 or 156). Smaller
             values are for smoke tests; they change the candidate identity.
         group_size: most candidates (same architecture hyperparameters, different learning rates; or a method's
-            variants differing only in recipe values) trained together under vmap; null = automatic (baseline
-            candidates: 1 on CPU, where vectorising pays little, 8 on GPU/TPU; method variants: 40, all of them).
+            variants differing only in recipe values) trained together under vmap; "auto" (default; null is its
+            former spelling and means the same) = on a CPU 1 baseline candidate at a time (vectorising pays little
+            there) and all of a method's variants of one structure (at most 40); on an accelerator as many as
+            the device's memory holds by the compiled epoch's memory analysis.
         num_devices: devices a vectorised group's candidates are split over; null = every local device, at most
             one per candidate (the `sfbench` CLI exposes every CPU core as a device).
         master_seed: master seed of the model and tuning seeds (protocol 1.6: 42); other values train independent
@@ -205,7 +209,7 @@ class TrainConfig:
     min_delta: float = 0.0
     candidate_budget: int = 40
     steps_per_epoch: int | None = None
-    group_size: int | None = None
+    group_size: int | str | None = AUTO
     num_devices: int | None = None
     master_seed: int = 42
     store_dir: str | None = None
@@ -218,7 +222,11 @@ class TrainConfig:
             raise ValueError(f"train.min_delta must be a finite number >= 0, got {self.min_delta}.")
         _require_at_least("train.candidate_budget", self.candidate_budget, 1)
         _require_at_least("train.steps_per_epoch", self.steps_per_epoch, 1, "(or null for full epochs)")
-        _require_at_least("train.group_size", self.group_size, 1, "(or null for automatic)")
+        if isinstance(self.group_size, bool) or (isinstance(self.group_size, str) and self.group_size != AUTO):
+            raise ValueError(f"train.group_size must be a whole number >= 1 or {AUTO!r} (as many as fit), got "
+                             f"{self.group_size!r}.")
+        if not isinstance(self.group_size, str):
+            _require_at_least("train.group_size", self.group_size, 1, f"(or {AUTO} for as many as fit)")
         _require_at_least("train.num_devices", self.num_devices, 1, "(or null for every local device)")
         if not 0 <= self.master_seed < 2**31 - 1:
             raise ValueError(f"train.master_seed must be in [0, 2**31 - 1), got {self.master_seed}.")
