@@ -308,14 +308,19 @@ def _module_digest(name: str) -> str:
 
 def code_fingerprint(*specs: Any) -> dict[str, Any]:
     """What identifies the code of `specs` (a model's and a method's): `{"modules": {module: source digest},
-    "packages": ["name==version", ...]}` for the modules that define them and the plug-in distributions they
-    came from. Editing one of those modules (or installing another version of the plug-in) changes it, so a
-    candidate trained by the old code is never reused (docs/extending.md, "What a stored candidate is keyed by")."""
+    "packages": {"name==version": files digest}}` for the modules that define them and the plug-in distributions
+    they came from (`code_identity.distribution_digest`: every file of the distribution where Python imports it,
+    so a helper module's edit in an editable install counts though the version stays). Editing one of those files
+    (or installing another version of the plug-in) changes it, so a candidate trained by the old code is never
+    reused (docs/extending.md, "What a stored candidate is keyed by")."""
+    from sfbench_jax.plugins.code_identity import distribution_digest
+
     modules: set[str] = set()
-    packages: set[str] = set()
+    packages: dict[str, str] = {}
     for spec in specs:
         modules |= _defining_modules(spec)
         origin = _ORIGINS.get(id(spec))
         if origin is not None and origin.entry_point:
-            packages.add(f"{origin.distribution}=={origin.version}")
-    return {"modules": {name: _module_digest(name) for name in sorted(modules)}, "packages": sorted(packages)}
+            packages[f"{origin.distribution}=={origin.version}"] = distribution_digest(origin.distribution)
+    return {"modules": {name: _module_digest(name) for name in sorted(modules)},
+            "packages": dict(sorted(packages.items()))}

@@ -190,13 +190,21 @@ def _shown(value: Any) -> str:
     return "null" if value is None or value == "" else str(value)
 
 
+#: Files only a run folder holds (a sweep's merged outputs never do): a folder with one is a run folder, whatever
+#: else lies in it (e.g. a `collect_report.json` an older `sfbench-collect RUN` wrote there).
+RUN_ONLY_FILES = (RECORD_FILE, MANIFEST_FILE, PER_WINDOW_FILE, CANDIDATES_FILE, TRAINING_CURVES_FILE)
+
+
 def is_run_folder(directory: Path) -> bool:
     """A folder that holds (part of) a run: its completion record or any file a run writes (a sweep's merged
-    outputs aside). Whether the run is complete is `load_run`'s check."""
+    outputs aside: `summary.csv` beside a sweep file is a sweep's). Whether the run is complete is `load_run`'s
+    check."""
     directory = Path(directory)
+    if any((directory / name).is_file() for name in RUN_ONLY_FILES):
+        return True
     if any((directory / name).is_file() for name in SWEEP_FILES):
         return False
-    return any((directory / name).is_file() for name in (RECORD_FILE, *RECORDED_FILES) if name != "cell.json")
+    return any((directory / name).is_file() for name in RECORDED_FILES if name != JOB_FILE)
 
 
 class ExtraRunsError(ValueError):
@@ -233,7 +241,7 @@ class FoundRuns:
 
 
 def _is_sweep(folder: Path) -> bool:
-    return any((folder / name).is_file() for name in SWEEP_FILES)
+    return not is_run_folder(folder) and any((folder / name).is_file() for name in SWEEP_FILES)
 
 
 def _subfolders(folder: Path) -> list[Path]:
@@ -254,12 +262,14 @@ def find_runs(roots: Iterable[Path], *, within: Path | None = None) -> FoundRuns
       sub-folders holding `cell.json`; any other run folder there (a stray run beside the jobs) is refused;
     * a run folder inside another run folder (e.g. a run copied into a job's folder) is refused, never merged;
     * symbolic links are followed; one leading back to a folder it lies in (a cycle), or out of `within`, is
-      refused by name.
+      refused by name; each resolved folder is entered once (links to one folder from many places, e.g. a chain
+      of folders each linking twice to the next, are walked in time linear in the folders, not in the paths).
 
     Raises:
         FileNotFoundError: a root does not exist.
     """
     found: set[Path] = set()
+    entered: set[Path] = set()
     refused: list[Refused] = []
     limit = None if within is None else Path(within).resolve()
     for root in roots:
@@ -273,10 +283,14 @@ def find_runs(roots: Iterable[Path], *, within: Path | None = None) -> FoundRuns
             folder, ancestors, run_above, sweep = stack.pop()
             real = folder.resolve()
             problem = _refusal(folder, real, ancestors, limit, run_above, sweep)
+            if problem is not None and problem.kind in ("outside", "cycle"):
+                refused.append(problem)
+                continue
+            if real in entered:  # the same folder through another link: read (and refused, if so) once
+                continue
+            entered.add(real)
             if problem is not None:
                 refused.append(problem)
-                if problem.kind in ("outside", "cycle"):
-                    continue
             elif is_run_folder(folder):
                 found.add(real)
             is_run = is_run_folder(folder)

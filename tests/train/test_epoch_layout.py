@@ -1,0 +1,91 @@
+"""The training epoch laid out for an accelerator (issue 42): one program per epoch that moves nothing between host
+and device, candidates vmapped (no loop over them), the steps one scan; lowered for CUDA on this CPU, and the
+accelerator layout giving the CPU layout's numbers."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import numpy as np
+import pytest
+
+from sfbench_jax.config import TrainConfig
+from sfbench_jax.data import load, prepare
+from sfbench_jax.train.fit import EpochProgram, GroupMember, epoch_function
+
+STEPS = 6
+#: What a program that talks to the host would contain: host callbacks, infeed / outfeed, send / recv.
+HOST_TRAFFIC = re.compile(r"callback|infeed|outfeed|stablehlo\.send|stablehlo\.recv", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def etth1():
+    return prepare(load("etth1"))
+
+
+def while_trip_counts(stablehlo: str) -> list[int | None]:
+    """The trip count of every `stablehlo.while` in a module's text (the constant its condition compares the counter
+    with; None where the condition has no constant)."""
+    counts: list[int | None] = []
+    for match in re.finditer(r"stablehlo\.while\(", stablehlo):
+        condition = stablehlo[match.end(): stablehlo.index("} do {", match.end())]
+        constant = re.search(r"stablehlo\.constant dense<(-?\d+)> : tensor<[iu]\d+>", condition)
+        counts.append(int(constant.group(1)) if constant else None)
+    return counts
+
+
+#: Smaller than the defaults where that makes the trace cheaper (the structure is the same).
+HPARAMS = {"dlinear": {}, "patchtst": {"n_layers_enc": 1}}
+
+
+def _cuda_text(data, architecture: str, group_size: int) -> str:
+    fn, args = epoch_function(data, architecture, group_size, hparams=HPARAMS[architecture], platform="cuda")
+    return fn.trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+
+
+@pytest.mark.parametrize("architecture", ["dlinear", "patchtst"])
+def test_the_epoch_lowers_for_cuda_with_its_candidates_vectorised(etth1, architecture: str) -> None:
+    eight, two = _cuda_text(etth1, architecture, 8), _cuda_text(etth1, architecture, 2)
+    steps = len(etth1.train_starts) // etth1.spec.batch_size  # a full epoch: 625 steps on ETTh1
+    counts = while_trip_counts(eight)
+    # the candidates are vmapped: the loops are the same for 2 and 8 of them, and none walks the candidates
+    assert counts == while_trip_counts(two) and None not in counts and 8 not in counts
+    assert counts.count(steps) == 1 and counts[0] == steps  # the steps: one scan, the outermost loop
+    assert "stablehlo.case" not in eight and not HOST_TRAFFIC.search(eight)
+    assert "tensor<8x" in eight  # the candidate axis is there
+
+
+def test_a_whole_epoch_moves_nothing_between_host_and_device(etth1) -> None:
+    options = TrainConfig(steps_per_epoch=STEPS, num_devices=1)
+    members = [GroupMember(1e-3, 3), GroupMember(5e-4, 4)]
+    program = EpochProgram(etth1, "dlinear", {}, members, options, vectorize=True)
+    assert program.fn is epoch_function(etth1, "dlinear", 2, options=options)[0]  # the trainer's own program
+    arguments = program.arguments(0, [True, True])  # placed on the device first
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(arguments))
+    with jax.transfer_guard("disallow"):
+        state, metrics = program.compiled(*arguments)
+        jax.block_until_ready((state, metrics))
+        assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(state))  # it stays on the device
+        # the host loop between epochs: only the epoch number and the flags in, three (G,) vectors out (explicit)
+        train, val, improved = program.run_epoch(1, [True, False])
+    assert np.isfinite(train[0]) and np.isfinite(val[0]) and not improved[1]  # the stopped one is frozen
+    assert not HOST_TRAFFIC.search(program.compiled.as_text())
+
+
+def test_the_accelerator_layout_gives_the_cpu_numbers(etth1) -> None:
+    options = TrainConfig(steps_per_epoch=STEPS, num_devices=1)
+    members = [GroupMember(1e-3, 3), GroupMember(5e-4, 4)]
+    runs = {}
+    for platform in ("cpu", "cuda"):  # "cuda": the accelerator layout, compiled and run on this CPU
+        program = EpochProgram(etth1, "dlinear", {}, members, options, vectorize=True, platform=platform)
+        assert program.geometry.layout == ("cpu" if platform == "cpu" else "accelerator")
+        runs[platform] = [program.run_epoch(epoch, [True, True]) for epoch in range(2)]
+        runs[platform].append(program.best_checkpoints())
+    for ours, theirs in zip(runs["cuda"][:2], runs["cpu"][:2], strict=True):
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+        np.testing.assert_array_equal(ours[2], theirs[2])
+    for ours, theirs in zip(runs["cuda"][2], runs["cpu"][2], strict=True):
+        for name, value in ours["params"].items():
+            np.testing.assert_allclose(value, theirs["params"][name], rtol=1e-5, atol=1e-7)
