@@ -107,7 +107,11 @@ def _expect_array(kind: str, spec: Any, call: str, got: Any, shape: tuple[int, .
     fine = (len(leaves) == 1 and hasattr(got, "shape") and tuple(got.shape) == shape
             and jnp.dtype(got.dtype) == jnp.dtype(dtype))
     if not fine:
-        raise _violation(kind, spec, call, f"{shape} {jnp.dtype(dtype).name}", _described(got), section)
+        wider = (len(leaves) == 1 and hasattr(got, "dtype") and jnp.dtype(got.dtype) == jnp.float64
+                 and jnp.dtype(dtype) == jnp.float32)
+        hint = (" (float64: an array made without a dtype, e.g. jnp.zeros(shape) or a NumPy float64, promoted it; "
+                "create arrays with dtype=x.dtype, or cast the result with .astype(x.dtype))") if wider else ""
+        raise _violation(kind, spec, call, f"{shape} {jnp.dtype(dtype).name}", _described(got) + hint, section)
 
 
 # --- models -----------------------------------------------------------------------------------------------------
