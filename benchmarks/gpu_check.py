@@ -212,7 +212,8 @@ def epoch_rows(repeats: int) -> list[dict[str, Any]]:
     rows = []
     for name in ARCHITECTURES:
         row: dict[str, Any] = {"architecture": name}
-        sizes = {"g1": 1, "g8": EPOCH_CANDIDATES, "auto": candidates_per_group(data, name, {}, TrainConfig(), most=AUTO_MOST)}
+        automatic = candidates_per_group(data, name, {}, TrainConfig(), most=AUTO_MOST)
+        sizes = {"g1": 1, "g8": EPOCH_CANDIDATES, "auto": automatic}
         for label, size in sizes.items():
             fn, arguments = epoch_function(data, name, size)
             started = time.perf_counter()
