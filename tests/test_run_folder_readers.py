@@ -10,6 +10,7 @@ called in-process through their command-line entry points, the writers of the tw
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -349,3 +350,95 @@ def test_a_sweep_of_other_settings_into_a_completed_sweep_folder_is_refused_befo
             "eval.seed=3 eval.seed=4)") in line, line
     assert "hydra.sweep.dir=PATH" in line and "Traceback" not in completed.stderr, completed.stderr[-3000:]
     assert _files(folder) == before  # nothing written, the earlier sweep's tables and page as they were
+
+
+def test_collect_never_writes_into_a_run_folder_and_readers_still_read_one_it_wrote_into(
+        sweep: Path, other_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 43, item 10: `sfbench-collect RUN --expect ...` wrote collect_report.json into the run folder, after
+    # which every reader skipped that run without naming it (the page said 1 verified run instead of 2).
+    runs = tmp_path / "runs"
+    shutil.copytree(_jobs(sweep)[0], runs / "a")
+    shutil.copytree(other_run, runs / "b")
+    before = _files(runs)
+    status = collect_main([str(runs / "a"), "--expect", "dataset=etth1", "model=seasonal_naive", "--no-figures"])
+    stderr = capsys.readouterr().err
+    assert status == 2 and f"{runs / 'a'} is a run folder, not a sweep folder" in stderr, stderr
+    assert collect_main([str(sweep), "--no-figures", "--output", str(runs / "b")]) == 2
+    assert f"{runs / 'b'} is a run folder: nothing is ever written into one" in capsys.readouterr().err
+    assert _files(runs) == before
+    (runs / "a" / "collect_report.json").write_text("{}")  # what the command left there before
+    output = tmp_path / "report"
+    assert report_main(["longform", "--runs", str(runs), "--output", str(output)]) == 0, capsys.readouterr().err
+    assert sorted(pd.read_csv(output / "full_results.csv")["eval_data_seed"]) == [1, 3]
+
+
+def test_a_chain_of_doubly_linked_folders_is_walked_once_per_folder(sweep: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 43, item 12: folders each holding two links to the next (no cycle) were walked once per path: 2^depth
+    # listings (128 s at depth 16, never ending at depth 30) in every reader. Each resolved folder is entered once.
+    from sfbench_jax.run_folder import stored_runs
+
+    depth = 12
+    levels = [tmp_path / f"level{i}" for i in range(depth + 1)]
+    for level in levels:
+        level.mkdir()
+    for level, deeper in itertools.pairwise(levels):
+        for name in ("a", "b"):
+            (level / name).symlink_to(deeper, target_is_directory=True)
+    shutil.copytree(_jobs(sweep)[0], levels[-1] / "run")
+    listed: list[Path] = []
+    real_subfolders = stored_runs._subfolders
+
+    def listing(folder: Path) -> list[Path]:  # the real listing, counted
+        listed.append(folder.resolve())
+        return real_subfolders(folder)
+
+    monkeypatch.setattr(stored_runs, "_subfolders", listing)
+    found = stored_runs.find_runs([levels[0]])
+    assert found.folders == ((levels[-1] / "run").resolve(),) and not found.refused
+    assert len(listed) == len(set(listed)) == depth + 2  # every level once, and the run folder
+
+
+def test_a_run_being_written_is_named_with_its_writer_by_every_reader(sweep: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 43, item 17: a reader called a run being written "damaged ... delete the folder", and the readers gave
+    # different exit codes for it. Here this process is the writer: it holds the folder's lock, no record yet.
+    from sfbench_jax.run_folder.record import lock_run_folder, unlock_run_folder
+
+    copied = _copy(sweep, tmp_path / "sweep")
+    job = _jobs(copied)[0]
+    (job / RECORD_FILE).unlink()
+    single = tmp_path / "runs" / "run"
+    shutil.copytree(job, single)
+    writer = f"pid {os.getpid()} on {socket.gethostname()}, started 20"
+    lock_run_folder(job)
+    lock_run_folder(single)
+    try:
+        statuses = {
+            "collect": collect_main([str(copied), "--no-figures", "--output", str(tmp_path / "collected")]),
+            "report": report_main(["longform", "--runs", str(single.parent), "--output", str(tmp_path / "out")]),
+            "html": report_main(["html", "--runs", str(single.parent), "--output", str(tmp_path / "page.html")]),
+        }
+        stderr = capsys.readouterr().err
+    finally:
+        unlock_run_folder(job)
+        unlock_run_folder(single)
+    assert statuses == {"collect": 1, "report": 1, "html": 1}, stderr
+    assert f"the job is being written now by a running sfbench ({writer}" in stderr, stderr
+    assert f"Run folder {single} is being written now by a running sfbench ({writer}" in stderr, stderr
+    assert f"being written {single}: " in stderr and "damaged" not in stderr and "delete" not in stderr, stderr
+
+
+def test_nan_forecasts_are_named_as_such(sweep: Path, tmp_path: Path) -> None:
+    # Issue 43, item 17: NaN forecasts were reported as "the numbers were changed after the run".
+    folder = tmp_path / "run"
+    shutil.copytree(_jobs(sweep)[0], folder)
+    per_window = pd.read_parquet(folder / "per_window.parquet")
+    per_window.loc[[3, 5, 8], "mse_noise"] = np.nan  # what a model that forecasts NaN on three windows leaves
+    per_window.to_parquet(folder / "per_window.parquet", index=False)
+    write_record(folder, run_key=json.loads((folder / RECORD_FILE).read_text())["run_key"])
+    with pytest.raises(DamagedRunError) as raised:
+        load_run(folder)
+    assert str(raised.value).startswith(f"The run in {folder} has NaN forecasts: 3 of 1000 windows give a NaN loss "
+                                        "(most in mse_noise of its per_window.parquet)"), raised.value
+    assert "changed after the run" not in str(raised.value).replace("not changed after the run", "")

@@ -6,6 +6,8 @@ candidate is keyed by").
   imported (computed once per process); `tree_digest(roots)` is the digest itself, for any folders.
 * `library_versions()`: the installed JAX, jaxlib, Flax and Optax versions.
 * `engine_identity()`: both together, `{"source": digest, "libraries": {name: version}}`.
+* `top_level_digest(module)`: SHA-256 of the sources of the top-level package a module belongs to (an external
+  model's target, which no distribution need own).
 * `distribution_digest(name)`: SHA-256 of the files a distribution's code is imported from: the folders (or single
   modules) of its top-level packages where Python finds them, so an editable install is hashed at the source tree
   its finder maps to, and a regular one at the files its RECORD installed. A version string alone is not enough:
@@ -153,8 +155,18 @@ def distribution_digest(name: str) -> str:
     return tree_digest(roots, suffixes=None) if roots else "no files"
 
 
+@functools.cache
+def top_level_digest(module: str) -> str:
+    """SHA-256 of the `.py` sources of the top-level package (or single module) that `module` belongs to, where
+    Python imports it from (e.g. an external model's `model.target=my_pkg.forecast:predict`: all of `my_pkg`);
+    "no files" if it cannot be found. Once per process."""
+    roots = package_roots([module.split(".", 1)[0]])
+    return tree_digest(roots) if roots else "no files"
+
+
 def clear_caches() -> None:
     """Forget the digests computed so far (for a process that changes installed code, e.g. a test)."""
     engine_source_digest.cache_clear()
     _library_versions.cache_clear()
     distribution_digest.cache_clear()
+    top_level_digest.cache_clear()

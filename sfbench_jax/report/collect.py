@@ -24,7 +24,7 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
-from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run
+from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run, live_writer
 from sfbench_jax.run_folder.stored_runs import (
     SUMMARY_FILE,
     DamagedRunsError,
@@ -32,6 +32,7 @@ from sfbench_jax.run_folder.stored_runs import (
     Refused,
     RunSet,
     gather_runs,
+    is_run_folder,
 )
 from sfbench_jax.storage.atomic import write_csv, write_json
 
@@ -230,8 +231,12 @@ def _job_record(directory: Path) -> JobRecord:
     if (directory / FAILED_FILE).is_file():
         failure = read_sweep_json(directory / FAILED_FILE, fix)
         return JobRecord(directory, cell, "failed", f"{failure.get('error')}: {failure.get('message')}", overrides)
+    writer = live_writer(directory)
+    if writer is not None:
+        return JobRecord(directory, cell, "unfinished", f"the job is being written now by a running sfbench "
+                         f"({writer}); wait for it to end and collect again", overrides)
     return JobRecord(directory, cell, "unfinished", "the job started but wrote no complete run (no completion "
-                     "record: it is still running, was killed, or failed while writing)", overrides)
+                     "record: it was killed, or failed while writing)", overrides)
 
 
 def read_jobs(sweep_dir: Path) -> list[JobRecord]:
@@ -306,6 +311,8 @@ def check_sweep(sweep_dir: Path, expected: Sequence[Cell] | None = None,
     """
     sweep_dir = Path(sweep_dir)
     output_dir = sweep_dir if output_dir is None else Path(output_dir)
+    refuse_run_folder(sweep_dir, "is a run folder, not a sweep folder (it holds a run's files)")
+    refuse_run_folder(output_dir, "is a run folder: nothing is ever written into one")
     jobs = read_jobs(sweep_dir)
     expected_jobs = read_expected_jobs(sweep_dir) if expected is None else []
     cells = read_expected_cells(sweep_dir) if expected is None else list(expected)
@@ -320,6 +327,19 @@ def check_sweep(sweep_dir: Path, expected: Sequence[Cell] | None = None,
     }
     write_json(report, output_dir / REPORT_FILE)
     return jobs, missing
+
+
+def refuse_run_folder(folder: Path, problem: str) -> None:
+    """Refuse a folder that holds a run where a sweep folder (or an output folder) is wanted, before anything is
+    written: a run folder is only ever written by its run.
+
+    Raises:
+        ValueError: naming the folder, the problem and the fix.
+    """
+    if Path(folder).is_dir() and is_run_folder(folder):
+        raise ValueError(f"{folder} {problem}; sfbench-collect collects a sweep folder and writes nothing into a "
+                         "run folder. Pass the sweep folder, write elsewhere with --output FOLDER, or read runs with "
+                         f"`sfbench-report NAME --runs {folder}`. Nothing was written.")
 
 
 def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_dir: Path | None = None,

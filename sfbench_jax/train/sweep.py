@@ -10,6 +10,7 @@ it again trains only the rest. Selection is `winner.py`'s.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import time
@@ -20,18 +21,18 @@ from typing import Any
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.methods.registry import get_method
+from sfbench_jax.methods.spec import read_only
 from sfbench_jax.models.registry import get_spec
-from sfbench_jax.plugins.code_identity import engine_identity
+from sfbench_jax.plugins.code_identity import engine_identity, top_level_digest
 from sfbench_jax.plugins.entry_points import code_fingerprint
 from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
 from sfbench_jax.train.fit import (
     GroupMember,
     TrainingRecipe,
     TrainOutcome,
-    group_size,
+    candidates_per_group,
     train_group,
     training_recipe,
-    variant_group_size,
 )
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
 from sfbench_jax.train.store import (
@@ -78,11 +79,13 @@ class SearchPlan:
 
 def _identity(data: PreparedData, plan_fields: dict[str, Any], options: TrainConfig) -> dict[str, Any]:
     spec = data.spec
+    code = code_identity(str(plan_fields["architecture"]), str(plan_fields["method"]))
+    target = plan_fields["hparams"].get("target")
+    if isinstance(target, str) and ":" in target:  # an external model: the code its target names
+        code = {**code, "target": top_level_digest(target.split(":", 1)[0])}
     return {"format": STORE_FORMAT_VERSION, "code_version": code_version(), "dataset": spec.key,
             "signature": spec.signature, "data_sha256": data.series.content_sha256, "data_seed": spec.seeds.data_seed,
-            **plan_fields, "protocol": options.protocol(),
-            "code": code_identity(str(plan_fields["architecture"]), str(plan_fields["method"])),
-            "engine": engine_identity()}
+            **plan_fields, "protocol": options.protocol(), "code": code, "engine": engine_identity()}
 
 
 def code_identity(architecture: str, method: str) -> dict[str, Any]:
@@ -135,7 +138,7 @@ def plan_method_search(data: PreparedData, architecture: str, method: str, *, re
     else:
         sampled = random_subgrid(combinations, tuning_seed=tuning, budget=budget)
     candidates = [Candidate(c.trial_number, c.grid_index, dict(inherited), recipe=dict(c.hparams),
-                            variant=variant_id(c.hparams)) for c in sampled]
+                            variant=variant_id(read_only(c.hparams))) for c in sampled]
     seeds = [model_seed(spec, architecture, pipeline_id=c.variant, method=method, master_seed=options.master_seed)
              for c in candidates]
     identities = [_identity(data, {"architecture": architecture, "method": method, "hparams": dict(inherited),
@@ -146,11 +149,11 @@ def plan_method_search(data: PreparedData, architecture: str, method: str, *, re
                       keys=[candidate_hash(identity) for identity in identities], candidate_seeds=seeds)
 
 
-def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int,
+def _groups(plan: SearchPlan, pending: Sequence[int], group_size: Callable[[list[int]], int],
             recipes: Sequence[TrainingRecipe]) -> list[list[int]]:
     """Pending candidate positions grouped by architecture hyperparameters and the structure of their training
-    recipe (trial order kept), each group cut to at most `group_size`: method variants that differ only in
-    recipe values (`TrainingRecipe.structure`) share a group, like learning-rate siblings."""
+    recipe (trial order kept), each group cut to at most `group_size(positions)` of its positions: method variants
+    that differ only in recipe values (`TrainingRecipe.structure`) share a group, like learning-rate siblings."""
     by_config: dict[tuple[str, TrainingRecipe], list[int]] = {}
     for position in pending:
         candidate = plan.candidates[position]
@@ -158,8 +161,17 @@ def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int,
         by_config.setdefault(config, []).append(position)
     groups: list[list[int]] = []
     for positions in by_config.values():
-        groups.extend(positions[i:i + group_size] for i in range(0, len(positions), group_size))
+        size = group_size(positions)
+        groups.extend(positions[i:i + size] for i in range(0, len(positions), size))
     return sorted(groups, key=lambda group: group[0])
+
+
+def _group_size(data: PreparedData, plan: SearchPlan, options: TrainConfig, recipes: Sequence[TrainingRecipe],
+                positions: list[int]) -> int:
+    """Candidates of one configuration (`positions`) trained together: `train.group_size`, or auto (on accelerators:
+    as many as fit the device's memory)."""
+    return candidates_per_group(data, plan.architecture, plan.candidates[positions[0]].architecture_hparams, options,
+                                recipes[positions[0]], most=len(positions), variants=plan.method != "baseline")
 
 
 def _record(plan: SearchPlan, position: int, outcome: TrainOutcome, data: PreparedData) -> CandidateResult:
@@ -214,8 +226,7 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
         if superseded:
             log(superseded)
     recipes = [training_recipe(data, plan.method, candidate.recipe) for candidate in plan.candidates]
-    groups = _groups(plan, pending, group_size(options) if plan.method == "baseline" else variant_group_size(options),
-                     recipes)
+    groups = _groups(plan, pending, functools.partial(_group_size, data, plan, options, recipes), recipes)
     unclaimed = list(enumerate(groups, start=1))
     while unclaimed:  # the first group no other process is training; processes sharing the store split the work
         index, claim = store.claim_first_free(spec.key, plan.architecture,
@@ -300,6 +311,8 @@ def code_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         reasons.append("plug-in package files changed: " + ", ".join(sorted(
             name for name, digest in (new_code.get("packages") or {}).items()
             if (old_code.get("packages") or {}).get(name) != digest) or ["removed"]))
+    if old_code.get("target") != new_code.get("target"):
+        reasons.append("the external model's target code changed")
     if old.get("code_version") != new.get("code_version"):
         reasons.append(f"sfbench-jax {old.get('code_version')} -> {new.get('code_version')}")
     return reasons or ["code identity changed"]

@@ -205,3 +205,30 @@ def test_a_helper_module_edit_in_a_plug_in_retrains_its_candidates(etth1, tmp_pa
         plugins.discovered.cache_clear()
         for name in [module for module in sys.modules if module.startswith("helper_plugin_pkg")]:
             del sys.modules[name]
+
+
+def test_an_external_models_target_code_is_part_of_its_identity(etth1, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`model=external model.target=pkg.module:predict`: a helper of the target's package edited, new identity."""
+    package = tmp_path / "ext_forecast_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("LAST = -1\n")
+    (package / "forecast.py").write_text("import numpy as np\nfrom ext_forecast_pkg.helper import LAST\n"
+                                         "def predict(x, *, horizon, target_indices):\n"
+                                         "    return np.repeat(x[:, LAST:, list(target_indices)], horizon, axis=1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fixed = {"target": "ext_forecast_pkg.forecast:predict"}
+    try:
+        first = plan_search(etth1, "external", options=OPTIONS, fixed=fixed)
+        (package / "helper.py").write_text("LAST = -2\n")
+        assert plan_search(etth1, "external", options=OPTIONS, fixed=fixed).keys == first.keys  # once per process
+        code_identity.clear_caches()
+        second = plan_search(etth1, "external", options=OPTIONS, fixed=fixed)
+        assert second.keys != first.keys
+        from sfbench_jax.train.sweep import code_changes
+
+        assert code_changes(first.identities[0], second.identities[0]) == ["the external model's target code changed"]
+    finally:
+        for name in [module for module in sys.modules if module.startswith("ext_forecast_pkg")]:
+            del sys.modules[name]
