@@ -397,3 +397,48 @@ def test_a_chain_of_doubly_linked_folders_is_walked_once_per_folder(sweep: Path,
     found = stored_runs.find_runs([levels[0]])
     assert found.folders == ((levels[-1] / "run").resolve(),) and not found.refused
     assert len(listed) == len(set(listed)) == depth + 2  # every level once, and the run folder
+
+
+def test_a_run_being_written_is_named_with_its_writer_by_every_reader(sweep: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 43, item 17: a reader called a run being written "damaged ... delete the folder", and the readers gave
+    # different exit codes for it. Here this process is the writer: it holds the folder's lock, no record yet.
+    from sfbench_jax.run_folder.record import lock_run_folder, unlock_run_folder
+
+    copied = _copy(sweep, tmp_path / "sweep")
+    job = _jobs(copied)[0]
+    (job / RECORD_FILE).unlink()
+    single = tmp_path / "runs" / "run"
+    shutil.copytree(job, single)
+    writer = f"pid {os.getpid()} on {socket.gethostname()}, started 20"
+    lock_run_folder(job)
+    lock_run_folder(single)
+    try:
+        statuses = {
+            "collect": collect_main([str(copied), "--no-figures", "--output", str(tmp_path / "collected")]),
+            "report": report_main(["longform", "--runs", str(single.parent), "--output", str(tmp_path / "out")]),
+            "html": report_main(["html", "--runs", str(single.parent), "--output", str(tmp_path / "page.html")]),
+        }
+        stderr = capsys.readouterr().err
+    finally:
+        unlock_run_folder(job)
+        unlock_run_folder(single)
+    assert statuses == {"collect": 1, "report": 1, "html": 1}, stderr
+    assert f"the job is being written now by a running sfbench ({writer}" in stderr, stderr
+    assert f"Run folder {single} is being written now by a running sfbench ({writer}" in stderr, stderr
+    assert f"being written {single}: " in stderr and "damaged" not in stderr and "delete" not in stderr, stderr
+
+
+def test_nan_forecasts_are_named_as_such(sweep: Path, tmp_path: Path) -> None:
+    # Issue 43, item 17: NaN forecasts were reported as "the numbers were changed after the run".
+    folder = tmp_path / "run"
+    shutil.copytree(_jobs(sweep)[0], folder)
+    per_window = pd.read_parquet(folder / "per_window.parquet")
+    per_window.loc[[3, 5, 8], "mse_noise"] = np.nan  # what a model that forecasts NaN on three windows leaves
+    per_window.to_parquet(folder / "per_window.parquet", index=False)
+    write_record(folder, run_key=json.loads((folder / RECORD_FILE).read_text())["run_key"])
+    with pytest.raises(DamagedRunError) as raised:
+        load_run(folder)
+    assert str(raised.value).startswith(f"The run in {folder} has NaN forecasts: 3 of 1000 windows give a NaN loss "
+                                        "(most in mse_noise of its per_window.parquet)"), raised.value
+    assert "changed after the run" not in str(raised.value).replace("not changed after the run", "")

@@ -219,9 +219,18 @@ def register_specs(registry: MutableMapping[str, Any], specs: Iterable[Any], *, 
     """Add `specs` (each with a `.name`) to `registry`; a name already taken is a `PluginError` naming both."""
     for spec in specs:
         if spec.name in registry:
-            raise PluginError(f"Two {kind} are registered as {spec.name!r} (a plug-in may not replace a built-in "
-                              f"or another plug-in). Rename the plug-in's {kind[:-1]}.")
+            first, second = origin_of(registry[spec.name]), origin_of(spec)
+            raise PluginError(f"Two {kind} are registered as {spec.name!r}: one by {first.describe()}, one by "
+                              f"{second.describe()} (a plug-in may not replace a built-in or another plug-in). "
+                              f"Rename the plug-in's {kind[:-1]}{_in_package(first, second)}, or uninstall one of "
+                              "them.")
         registry[spec.name] = spec
+
+
+def _in_package(first: Origin, second: Origin) -> str:
+    """` in package 'NAME'`: where to rename a clashing spec (the plug-in; the later one when both are)."""
+    plugin = second if second.entry_point or not first.entry_point else first
+    return f" in package {plugin.distribution!r}" if plugin.entry_point else ""
 
 
 @functools.cache

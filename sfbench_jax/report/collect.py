@@ -24,7 +24,7 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
-from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run
+from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run, live_writer
 from sfbench_jax.run_folder.stored_runs import (
     SUMMARY_FILE,
     DamagedRunsError,
@@ -231,8 +231,12 @@ def _job_record(directory: Path) -> JobRecord:
     if (directory / FAILED_FILE).is_file():
         failure = read_sweep_json(directory / FAILED_FILE, fix)
         return JobRecord(directory, cell, "failed", f"{failure.get('error')}: {failure.get('message')}", overrides)
+    writer = live_writer(directory)
+    if writer is not None:
+        return JobRecord(directory, cell, "unfinished", f"the job is being written now by a running sfbench "
+                         f"({writer}); wait for it to end and collect again", overrides)
     return JobRecord(directory, cell, "unfinished", "the job started but wrote no complete run (no completion "
-                     "record: it is still running, was killed, or failed while writing)", overrides)
+                     "record: it was killed, or failed while writing)", overrides)
 
 
 def read_jobs(sweep_dir: Path) -> list[JobRecord]:

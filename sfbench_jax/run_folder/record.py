@@ -71,6 +71,42 @@ class DamagedRunError(ValueError):
         super().__init__(f"Run folder {folder} is damaged: {file} {problem}. {fix}")
 
 
+class RunInProgressError(DamagedRunError):
+    """A run folder without a completion record whose writer is still running (it holds the folder's lock): not
+    damaged, not complete yet.
+
+    Attributes:
+        writer: `pid N on HOST, started TIME` of the process writing it.
+    """
+
+    def __init__(self, folder: Path, writer: str) -> None:
+        self.writer = writer
+        ValueError.__init__(self, f"Run folder {folder} is being written now by a running sfbench ({writer}): it has "
+                                  "no completion record yet. Wait for that run to end and read the folder again (or "
+                                  "stop that run).")
+        self.folder, self.file, self.problem = Path(folder), RECORD_FILE, f"is not written yet ({writer} is running)"
+
+
+def live_writer(target: Path) -> str | None:
+    """Who holds the writer lock of the run folder `target` now (`pid N on HOST, started TIME`), None when no
+    process does. Reads the lock file only (a shared lock taken and dropped at once; nothing is created)."""
+    try:
+        descriptor = os.open(lock_file(target), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(descriptor)
+    except OSError:
+        return None
+    else:
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(descriptor)
+
+
 class RunFolderTakenError(ValueError):
     """The folder already holds a completed run and `overwrite` was not given."""
 
@@ -260,10 +296,14 @@ def read_record(directory: Path) -> dict[str, Any]:
     """The completion record of a run folder, unverified against the files.
 
     Raises:
+        RunInProgressError: there is no record yet and a running sfbench is writing the folder (named).
         DamagedRunError: the record is missing, unreadable or not one sfbench wrote.
     """
     path = Path(directory) / RECORD_FILE
     if not path.is_file():
+        writer = live_writer(directory)
+        if writer is not None:
+            raise RunInProgressError(directory, writer)
         raise DamagedRunError(directory, RECORD_FILE, "is missing: the run never completed (it was killed or "
                               "failed while writing), or it was written by a version without completion records")
     try:

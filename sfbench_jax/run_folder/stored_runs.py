@@ -73,6 +73,19 @@ class RunConflictError(ValueError):
     """Two run folders share a key but hold different numbers."""
 
 
+class NaNForecastsError(DamagedRunError):
+    """A run's per-window losses hold NaN: its model forecast NaN (its numbers are NaN, not changed after the run)."""
+
+    def __init__(self, folder: Path, windows: int, total: int, column: str) -> None:
+        ValueError.__init__(self, f"The run in {folder} has NaN forecasts: {windows} of {total} windows give a NaN "
+                                  f"loss (most in {column} of its {PER_WINDOW_FILE}), so its scores are NaN; the "
+                                  "numbers were not changed after the run. The model diverged or returns NaN (e.g. a "
+                                  "training that blew up, a plug-in model's NaN output): fix the model and re-run "
+                                  "the job.")
+        self.folder, self.file = Path(folder), PER_WINDOW_FILE
+        self.problem = f"holds NaN losses in {windows} of {total} windows (NaN forecasts)"
+
+
 def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested mapping -> `{dotted.name: value}` (lists become tuples so values are hashable)."""
     flat: dict[str, Any] = {}
@@ -474,6 +487,10 @@ def _per_window_scores(directory: Path) -> tuple[list[str], Any, int, dict[str, 
         frame = pd.read_parquet(path)
     except (OSError, ValueError) as error:
         raise DamagedRunError(directory, PER_WINDOW_FILE, f"cannot be read ({error})") from error
+    losses = frame[[c for c in frame.columns if c.startswith("mse_")]]
+    if losses.isna().to_numpy().any():
+        raise NaNForecastsError(directory, int(losses.isna().any(axis=1).sum()), len(frame),
+                                str(losses.isna().sum().idxmax()))
     columns = [c.removeprefix("mse_") for c in frame.columns if c.startswith("mse_") and c != "mse_clean"]
     keys = [key for key in columns if key in SCENARIO_KEYS]
     if "mse_clean" not in frame.columns or not keys:

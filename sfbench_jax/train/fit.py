@@ -10,6 +10,7 @@ the candidate store are `store.py`'s; the random subgrid is `search.py`'s.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,9 +20,9 @@ import jax
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.config import TrainConfig
+from sfbench_jax.config import AUTO, TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.data.windows import window_shape
+from sfbench_jax.data.windows import Layout, window_shape
 from sfbench_jax.methods import get_method
 from sfbench_jax.methods.spec import read_only
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts
@@ -45,36 +46,47 @@ from sfbench_jax.train.training_seeds import dropout_key, shuffle_key
 #: (e.g. the GRU's gates for every time step) outgrow the caches long before the per-block overhead matters.
 VALIDATION_BLOCK_ELEMENTS = 1 << 17
 
-#: Candidates trained together under vmap when `train.group_size` is null, per JAX backend. On CPU the
-#: epoch is compute-bound: 8 candidates split over the cores train faster than one after another
-#: (benchmarks/training.py; docs/speed.md), but a group runs until its last member stops, so a sweep's learning-rate
-#: siblings gain little; on accelerators one small candidate leaves the device mostly idle.
+#: Baseline candidates trained together under vmap on a CPU when `train.group_size` is auto. There the epoch is
+#: compute-bound: 8 candidates split over the cores train faster than one after another (benchmarks/training.py;
+#: docs/speed.md), but a group runs until its last member stops, so a sweep's learning-rate siblings gain little.
 AUTO_GROUP_SIZE = {"cpu": 1}
+#: Candidates per group on an accelerator when its memory cannot be read (no `memory_stats`): one small candidate
+#: leaves the device mostly idle.
 AUTO_GROUP_SIZE_ACCELERATOR = 8
+#: Most candidates one auto-sized group holds on an accelerator (beyond the device's saturation a larger group only
+#: compiles longer).
+AUTO_GROUP_LIMIT = 64
+#: Share of the device memory still free (`bytes_limit - bytes_in_use`) that an auto-sized group's compiled epoch
+#: may take (its arguments, outputs and temporaries by XLA's memory analysis); the rest is headroom.
+AUTO_MEMORY_FRACTION = 0.8
 #: Validation input elements per candidate evaluated at once on an accelerator (ETTh1: 97 of its batches; Traffic:
 #: one batch): blocks as large as a training batch or larger keep the device busy, while the activations of a
 #: block stay well below a training step's for the large inputs.
 VALIDATION_BLOCK_ELEMENTS_ACCELERATOR = 1 << 20
 
 
-#: Method variants (same inherited hyperparameters, recipes differing only in values) trained together when
-#: `train.group_size` is null, on every backend: all of a method's variants of one structure (the adaptive loss's
-#: 40; fault augmentation's groups of 4, PGD's of 3): one group split over the cores trains them faster than one
-#: after another on CPU, warm (about even on a cold compilation cache, where a group compiles one program per
-#: width). `benchmarks/training.py --variants`; the measurements are in docs/speed.md "Vectorised method variants".
+#: Method variants (same inherited hyperparameters, recipes differing only in values) trained together on a CPU when
+#: `train.group_size` is auto: all of a method's variants of one structure (the adaptive loss's 40; fault
+#: augmentation's groups of 4, PGD's of 3): one group split over the cores trains them faster than one after another
+#: on CPU, warm (about even on a cold compilation cache, where a group compiles one program per width).
+#: `benchmarks/training.py --variants`; the measurements are in docs/speed.md "Vectorised method variants".
 AUTO_VARIANT_GROUP_SIZE = 40
 
 
-def group_size(options: TrainConfig) -> int:
-    """Candidates trained together: `train.group_size`, or (null) the backend's automatic size."""
-    if options.group_size is not None:
-        return options.group_size
+def is_automatic(options: TrainConfig) -> bool:
+    """Whether `train.group_size` asks for the automatic size ("auto", or null: its former spelling)."""
+    return options.group_size is None or options.group_size == AUTO
+
+
+def group_size(options: TrainConfig, *, variants: bool = False) -> int:
+    """Candidates trained together without looking at the device's memory: `train.group_size`, or (auto) on a CPU
+    `AUTO_GROUP_SIZE` (baseline candidates) or `AUTO_VARIANT_GROUP_SIZE` (method variants), on an accelerator
+    `AUTO_GROUP_SIZE_ACCELERATOR` (`candidates_per_group` sizes accelerator groups by memory instead)."""
+    if not is_automatic(options):
+        return int(options.group_size)  # type: ignore[arg-type]  # an int: TrainConfig refuses other strings
+    if variants:
+        return AUTO_VARIANT_GROUP_SIZE
     return AUTO_GROUP_SIZE.get(jax.default_backend(), AUTO_GROUP_SIZE_ACCELERATOR)
-
-
-def variant_group_size(options: TrainConfig) -> int:
-    """Method variants trained together: `train.group_size`, or (null) `AUTO_VARIANT_GROUP_SIZE`."""
-    return AUTO_VARIANT_GROUP_SIZE if options.group_size is None else options.group_size
 
 
 @dataclass(frozen=True)
@@ -128,14 +140,14 @@ def group_devices(group_size: int, requested: int | None) -> int:
     return requested
 
 
-def epoch_layout(platform: str | None = None) -> str:
-    """The epoch layout (`loop.EPOCH_LAYOUTS`) for a JAX platform ("cpu", "cuda", "rocm", "tpu", "gpu"; None: the
+def epoch_layout(platform: str | None = None) -> Layout:
+    """The epoch layout (`data.windows.LAYOUTS`) for a JAX platform ("cpu", "cuda", "rocm", "tpu", "gpu"; None: the
     default backend's)."""
     return "cpu" if (platform or jax.default_backend()) == "cpu" else "accelerator"
 
 
 def epoch_geometry(data: PreparedData, options: TrainConfig, members_per_device: int = 1,
-                   layout: str = "cpu") -> EpochGeometry:
+                   layout: Layout = "cpu") -> EpochGeometry:
     """Static epoch sizes for a dataset: drop-last batches, validation blocks (of `VALIDATION_BLOCK_ELEMENTS`
     input elements over the `members_per_device` candidates a device evaluates together on a CPU, of
     `VALIDATION_BLOCK_ELEMENTS_ACCELERATOR` per candidate on an accelerator; at least one batch)."""
@@ -394,6 +406,81 @@ def epoch_function(data: PreparedData, architecture: str, group_size: int, *,
     program = EpochProgram(data, architecture, dict(hparams or {}), members, options or TrainConfig(num_devices=1),
                            vectorize=group_size > 1, recipe=recipe, platform=platform, compile=False)
     return program.fn, program.arguments(0, [True] * group_size)
+
+
+def device_memory_budget(device: jax.Device | None = None) -> int | None:
+    """Bytes an auto-sized group's epoch may take on `device` (default: the first local device):
+    `AUTO_MEMORY_FRACTION` of its `bytes_limit - bytes_in_use`; None where the device does not report its memory
+    (a CPU)."""
+    stats = (device or jax.local_devices()[0]).memory_stats()
+    if not stats or "bytes_limit" not in stats:
+        return None
+    return int((stats["bytes_limit"] - stats.get("bytes_in_use", 0)) * AUTO_MEMORY_FRACTION)
+
+
+def epoch_memory_bytes(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+                       group: int, recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> int:
+    """Device bytes the compiled epoch of `group` candidates takes on one device by XLA's memory analysis
+    (arguments + outputs - aliased + temporaries). The program is compiled here and kept (`compiled_epoch`), so the
+    group that trains with this width next reuses it."""
+    fn, arguments = epoch_function(data, architecture, group, hparams=hparams, recipe=recipe, platform=platform,
+                                   options=dataclasses.replace(options, num_devices=1))
+    stats = compiled_epoch(fn, arguments).memory_analysis()
+    return int(stats.argument_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
+               + stats.temp_size_in_bytes)
+
+
+#: Compilations `fitting_group_size` may spend narrowing the size down after its first two.
+AUTO_SIZE_PROBES = 4
+
+
+def fitting_group_size(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+                       recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, budget: int | None = None,
+                       platform: str | None = None) -> int:
+    """The most candidates (at most `most` and `AUTO_GROUP_LIMIT`) whose compiled epoch on one device fits `budget`
+    bytes (default `device_memory_budget()`; where the device reports no memory, `AUTO_GROUP_SIZE_ACCELERATOR`).
+
+    The widest group is compiled first (it fits: done, and that program trains); else one candidate, and the size
+    between them is interpolated (memory grows linearly with the width) and checked by compiling it, at most
+    `AUTO_SIZE_PROBES` times. Returns 1 when even one candidate exceeds the budget (training then reports what is
+    missing)."""
+    most = max(1, min(most, AUTO_GROUP_LIMIT))
+    budget = device_memory_budget() if budget is None else budget
+    if budget is None:
+        return min(most, AUTO_GROUP_SIZE_ACCELERATOR)
+    if most == 1:
+        return 1
+
+    def need(group: int) -> int:
+        return epoch_memory_bytes(data, architecture, hparams, options, group, recipe, platform)
+
+    high, need_high = most, need(most)
+    if need_high <= budget:
+        return most
+    low, need_low = 1, need(1)
+    if need_low > budget:
+        return 1
+    for _ in range(AUTO_SIZE_PROBES):
+        if high - low <= 1:
+            break
+        per_candidate = max((need_high - need_low) / (high - low), 1.0)
+        guess = min(max(low + int((budget - need_low) // per_candidate), low + 1), high - 1)
+        if (needed := need(guess)) <= budget:
+            low, need_low = guess, needed
+        else:
+            high, need_high = guess, needed
+    return low
+
+
+def candidates_per_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+                         recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, variants: bool = False) -> int:
+    """How many of `most` candidates of one structure train together: `train.group_size` when it is a number; with
+    auto on a CPU `group_size`'s choice (today's), on an accelerator as many as fit each device's memory
+    (`fitting_group_size`) times the devices the group is split over."""
+    if not is_automatic(options) or jax.default_backend() == "cpu":
+        return group_size(options, variants=variants)
+    devices = options.num_devices or len(jax.local_devices())
+    return devices * fitting_group_size(data, architecture, hparams, options, recipe, most=-(-most // devices))
 
 
 #: A vectorised group goes on in a narrower program once its running members fill at most this fraction of its

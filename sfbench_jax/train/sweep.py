@@ -10,6 +10,7 @@ it again trains only the rest. Selection is `winner.py`'s.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import time
@@ -29,10 +30,9 @@ from sfbench_jax.train.fit import (
     GroupMember,
     TrainingRecipe,
     TrainOutcome,
-    group_size,
+    candidates_per_group,
     train_group,
     training_recipe,
-    variant_group_size,
 )
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
 from sfbench_jax.train.store import (
@@ -149,11 +149,11 @@ def plan_method_search(data: PreparedData, architecture: str, method: str, *, re
                       keys=[candidate_hash(identity) for identity in identities], candidate_seeds=seeds)
 
 
-def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int,
+def _groups(plan: SearchPlan, pending: Sequence[int], group_size: Callable[[list[int]], int],
             recipes: Sequence[TrainingRecipe]) -> list[list[int]]:
     """Pending candidate positions grouped by architecture hyperparameters and the structure of their training
-    recipe (trial order kept), each group cut to at most `group_size`: method variants that differ only in
-    recipe values (`TrainingRecipe.structure`) share a group, like learning-rate siblings."""
+    recipe (trial order kept), each group cut to at most `group_size(positions)` of its positions: method variants
+    that differ only in recipe values (`TrainingRecipe.structure`) share a group, like learning-rate siblings."""
     by_config: dict[tuple[str, TrainingRecipe], list[int]] = {}
     for position in pending:
         candidate = plan.candidates[position]
@@ -161,8 +161,17 @@ def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int,
         by_config.setdefault(config, []).append(position)
     groups: list[list[int]] = []
     for positions in by_config.values():
-        groups.extend(positions[i:i + group_size] for i in range(0, len(positions), group_size))
+        size = group_size(positions)
+        groups.extend(positions[i:i + size] for i in range(0, len(positions), size))
     return sorted(groups, key=lambda group: group[0])
+
+
+def _group_size(data: PreparedData, plan: SearchPlan, options: TrainConfig, recipes: Sequence[TrainingRecipe],
+                positions: list[int]) -> int:
+    """Candidates of one configuration (`positions`) trained together: `train.group_size`, or auto (on accelerators:
+    as many as fit the device's memory)."""
+    return candidates_per_group(data, plan.architecture, plan.candidates[positions[0]].architecture_hparams, options,
+                                recipes[positions[0]], most=len(positions), variants=plan.method != "baseline")
 
 
 def _record(plan: SearchPlan, position: int, outcome: TrainOutcome, data: PreparedData) -> CandidateResult:
@@ -217,8 +226,7 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
         if superseded:
             log(superseded)
     recipes = [training_recipe(data, plan.method, candidate.recipe) for candidate in plan.candidates]
-    groups = _groups(plan, pending, group_size(options) if plan.method == "baseline" else variant_group_size(options),
-                     recipes)
+    groups = _groups(plan, pending, functools.partial(_group_size, data, plan, options, recipes), recipes)
     unclaimed = list(enumerate(groups, start=1))
     while unclaimed:  # the first group no other process is training; processes sharing the store split the work
         index, claim = store.claim_first_free(spec.key, plan.architecture,

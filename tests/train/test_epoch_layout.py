@@ -12,7 +12,15 @@ import pytest
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.train.fit import EpochProgram, GroupMember, epoch_function
+from sfbench_jax.train.fit import (
+    EpochProgram,
+    GroupMember,
+    candidates_per_group,
+    device_memory_budget,
+    epoch_function,
+    epoch_memory_bytes,
+    fitting_group_size,
+)
 
 STEPS = 6
 #: What a program that talks to the host would contain: host callbacks, infeed / outfeed, send / recv.
@@ -56,36 +64,48 @@ def test_the_epoch_lowers_for_cuda_with_its_candidates_vectorised(etth1, archite
     assert "tensor<8x" in eight  # the candidate axis is there
 
 
-def test_a_whole_epoch_moves_nothing_between_host_and_device(etth1) -> None:
-    options = TrainConfig(steps_per_epoch=STEPS, num_devices=1)
-    members = [GroupMember(1e-3, 3), GroupMember(5e-4, 4)]
-    program = EpochProgram(etth1, "dlinear", {}, members, options, vectorize=True)
-    assert program.fn is epoch_function(etth1, "dlinear", 2, options=options)[0]  # the trainer's own program
-    arguments = program.arguments(0, [True, True])  # placed on the device first
-    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(arguments))
-    with jax.transfer_guard("disallow"):
-        state, metrics = program.compiled(*arguments)
-        jax.block_until_ready((state, metrics))
-        assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(state))  # it stays on the device
-        # the host loop between epochs: only the epoch number and the flags in, three (G,) vectors out (explicit)
-        train, val, improved = program.run_epoch(1, [True, False])
-    assert np.isfinite(train[0]) and np.isfinite(val[0]) and not improved[1]  # the stopped one is frozen
-    assert not HOST_TRAFFIC.search(program.compiled.as_text())
-
-
-def test_the_accelerator_layout_gives_the_cpu_numbers(etth1) -> None:
+def test_a_whole_epoch_moves_nothing_and_both_layouts_give_the_same_numbers(etth1) -> None:
     options = TrainConfig(steps_per_epoch=STEPS, num_devices=1)
     members = [GroupMember(1e-3, 3), GroupMember(5e-4, 4)]
     runs = {}
     for platform in ("cpu", "cuda"):  # "cuda": the accelerator layout, compiled and run on this CPU
         program = EpochProgram(etth1, "dlinear", {}, members, options, vectorize=True, platform=platform)
         assert program.geometry.layout == ("cpu" if platform == "cpu" else "accelerator")
-        runs[platform] = [program.run_epoch(epoch, [True, True]) for epoch in range(2)]
-        runs[platform].append(program.best_checkpoints())
-    for ours, theirs in zip(runs["cuda"][:2], runs["cpu"][:2], strict=True):
-        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)
-        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
-        np.testing.assert_array_equal(ours[2], theirs[2])
-    for ours, theirs in zip(runs["cuda"][2], runs["cpu"][2], strict=True):
+        # the trainer's own program is the one epoch_function gives
+        assert program.fn is epoch_function(etth1, "dlinear", 2, options=options, platform=platform)[0]
+        arguments = program.arguments(0, [True, True])  # placed on the device first
+        assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(arguments))
+        with jax.transfer_guard("disallow"):
+            state, metrics = program.compiled(*arguments)
+            jax.block_until_ready((state, metrics))
+            program.states[0] = state  # on the device; the epoch program moved nothing
+            # the host loop between epochs: the epoch number and the flags in, three (G,) vectors out (explicit)
+            second = program.run_epoch(1, [True, False])
+        assert not HOST_TRAFFIC.search(program.compiled.as_text())
+        assert np.isfinite(second[1][0]) and not second[2][1]  # the stopped member is frozen
+        runs[platform] = (jax.device_get(metrics), second, program.best_checkpoints())
+    (metrics, second, best), (cpu_metrics, cpu_second, cpu_best) = runs["cuda"], runs["cpu"]
+    np.testing.assert_allclose(metrics.val_loss, cpu_metrics.val_loss, rtol=1e-6)
+    np.testing.assert_allclose(metrics.train_loss, cpu_metrics.train_loss, rtol=1e-6)
+    for ours, theirs in zip(second, cpu_second, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    for ours, theirs in zip(best, cpu_best, strict=True):
         for name, value in ours["params"].items():
             np.testing.assert_allclose(value, theirs["params"][name], rtol=1e-5, atol=1e-7)
+
+
+def test_auto_group_size_is_what_the_memory_budget_holds(etth1) -> None:
+    options = TrainConfig(steps_per_epoch=2, num_devices=1)
+    # the accelerator layout's programs (compiled for this CPU): what auto sizes on a GPU
+    need = {group: epoch_memory_bytes(etth1, "dlinear", {}, options, group, platform="cuda") for group in (1, 2, 4)}
+    assert need[1] < need[2] < need[4]  # the compiled epoch's memory analysis grows with the group
+
+    def fitting(budget: int) -> int:
+        return fitting_group_size(etth1, "dlinear", {}, options, most=4, budget=budget, platform="cuda")
+
+    assert fitting(need[4]) == 4 and fitting(need[2]) == 2 and fitting(need[1] - 1) == 1  # the programs reused
+    # a CPU reports no memory; there auto keeps its choice: one baseline candidate, all of a method's variants
+    assert device_memory_budget() is None
+    assert candidates_per_group(etth1, "dlinear", {}, TrainConfig(), most=6) == 1
+    assert candidates_per_group(etth1, "dlinear", {}, TrainConfig(group_size=None), most=6, variants=True) == 40
+    assert candidates_per_group(etth1, "dlinear", {}, TrainConfig(group_size=4), most=6) == 4
