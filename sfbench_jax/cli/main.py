@@ -54,10 +54,12 @@ from sfbench_jax.methods import get_method
 from sfbench_jax.pipeline.outputs.startup import mark_startup
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
 from sfbench_jax.run_folder.record import (
+    NoFolderLockError,
     RunFolderBusyError,
     check_run_folder,
     holds_completed_run,
     lock_run_folder,
+    real_folder,
     staging_folder,
     target_of_staging,
     unlock_run_folder,
@@ -135,14 +137,26 @@ def _refuse(error: Exception) -> None:
 
 
 def check_before_folder(config: DictConfig) -> None:
-    """The run's config checks, the contracts of its model, method and faults included (`pipeline/contracts.py`), before
-    Hydra creates the run folder: a refused run leaves no folder behind. Errors that are not bad input are left to
-    the run itself (it repeats the checks, cached)."""
+    """The run's config checks, the contracts of its model, method and faults included (`pipeline/contracts.py`; those
+    on the data's windows too, `runner.check_run_data`), before Hydra creates the run folder: a refused run leaves no
+    folder behind. Errors that are not bad input (and data that does not load) are left to the run itself (it repeats
+    the checks, cached, and takes the data loaded here)."""
+    from sfbench_jax.data.errors import DataContractError
+    from sfbench_jax.pipeline.runner import check_run_data
+
     job = config.copy()
     with read_write(job), open_dict(job):
         job.pop("hydra", None)
     try:
-        to_run_config(job)
+        run_config = to_run_config(job)
+    except INPUT_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - reported by the run, which makes the same checks
+        return
+    try:
+        check_run_data(run_config)  # the checks on the data's windows (a batch-dependent model); the run reuses it
+    except (DataContractError, OSError):
+        pass  # data that does not load is reported by the run, as before
     except INPUT_ERRORS:
         raise
     except Exception:  # noqa: BLE001 - reported by the run, which makes the same checks
@@ -155,7 +169,7 @@ class ClaimRunFolder(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         """Refuse an unusable folder or one holding a completed run; with `overwrite=true` redirect Hydra's
         files (and the run) to the staging folder."""
-        target = Path(str(OmegaConf.select(config, "hydra.run.dir")))
+        target = real_folder(Path(str(OmegaConf.select(config, "hydra.run.dir"))))
         overwrite = bool(OmegaConf.select(config, "overwrite", default=False))
         try:
             check_before_folder(config)  # before check_run_folder, which creates the folder
@@ -187,7 +201,7 @@ def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
         return
     try:
         lock_run_folder(output_dir)  # a job still running there (a sweep re-submitted meanwhile) is left alone
-    except RunFolderBusyError as error:
+    except (RunFolderBusyError, NoFolderLockError) as error:
         print(f"[sfbench] job {output_dir.name} skipped: {error}", file=sys.stderr, flush=True)
         return
     try:

@@ -14,6 +14,10 @@ axis is split over its devices (`shard_map`; each device vmaps its G/D candidate
 communicated), so on a CPU every core trains its own candidates instead of sharing small kernels.
 Per-candidate `active` flags freeze stopped candidates: their parameters, optimiser state and best
 checkpoint do not change. No IO here.
+
+The geometry's `layout` (`data.windows.Layout`) says how windows are gathered (`gather_windows`): on a CPU ("cpu")
+one dynamic slice per window in a loop; on an accelerator ("accelerator") one gather of every window of the batch
+(no loop over the batch's windows). Both copy the same rows, so the numbers do not depend on it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
-from sfbench_jax.data.windows import WindowShape, gather_windows
+from sfbench_jax.data.windows import LAYOUTS, Layout, WindowShape, gather_windows
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform
 
 if TYPE_CHECKING:
@@ -99,6 +103,7 @@ class EpochGeometry:
         num_train_windows: size of the fixed training window set.
         val_batches: drop-last validation batches.
         val_batches_per_block: validation batches evaluated at once (bounds memory).
+        layout: how windows are gathered, one of `data.windows.LAYOUTS` (never changes a number).
     """
 
     window: WindowShape
@@ -107,8 +112,11 @@ class EpochGeometry:
     num_train_windows: int
     val_batches: int
     val_batches_per_block: int
+    layout: Layout = "cpu"
 
     def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"Unknown epoch layout {self.layout!r}; use one of {list(LAYOUTS)}.")
         if self.steps_per_epoch < 1 or self.steps_per_epoch * self.batch_size > self.num_train_windows:
             raise ValueError(f"steps_per_epoch must lie in [1, {self.num_train_windows // self.batch_size}] "
                              f"for {self.num_train_windows} windows in batches of {self.batch_size}, got "
@@ -181,7 +189,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     (`sfbench_jax.methods.training`): the batch the step trains on, and the training/validation loss; pass
     its `template()` so that variants differing only in recipe values share the program.
     """
-    window, batch = geometry.window, geometry.batch_size
+    batch = geometry.batch_size
     direction = adam_direction()
     loss_fn = functools.partial(_training_loss, train_graphdef)
 
@@ -196,7 +204,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         def step(carry: tuple[Any, Any, Any], inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
             (params, latents), batch_stats, opt_state = carry
             step_index, batch_ids = inputs
-            x, y = gather_windows(series, train_starts[batch_ids], window)
+            x, y = gather_windows(series, train_starts[batch_ids], geometry.window, layout=geometry.layout)
             loss_at = eval_mode_loss(eval_graphdef, bound, params, batch_stats, other, latents, y)
             x = bound.training_inputs(method_key(dropout_key, epoch, step_index), x, loss_at)
             key = jax.random.fold_in(epoch_key, step_index)
@@ -235,7 +243,7 @@ def _validation_loss(eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, param
     module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
 
     def batch_mean(starts: jax.Array) -> jax.Array:
-        x, y = gather_windows(series, starts, geometry.window)
+        x, y = gather_windows(series, starts, geometry.window, layout=geometry.layout)
         return transform.loss(module(x), y, latents)
 
     means = jax.lax.map(batch_mean, val_starts, batch_size=geometry.val_batches_per_block)
@@ -295,5 +303,11 @@ def candidate_shardings(mesh: jax.sharding.Mesh) -> tuple[jax.sharding.Sharding,
 
 
 def stack_candidates(trees: list[Any]) -> Any:
-    """Stack per-candidate pytrees along a new leading axis."""
+    """Stack per-candidate pytrees along a new leading axis (one compiled program for the whole tree, not one
+    per leaf shape)."""
+    return _stacked(tuple(trees))
+
+
+@jax.jit
+def _stacked(trees: tuple[Any, ...]) -> Any:
     return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)

@@ -37,10 +37,10 @@ from sfbench_jax.agent_eval.validators import (
 )
 
 #: Scenarios an answer built from the output template alone can pass: the two multiple-choice
-#: questions (by nature), and three whose every answer is an enum or a boolean that the tool
-#: computes but the template already lists (a PL level with its compliance flag; two FAA
-#: inspection-status questions).
-TEMPLATE_PASSABLE = {"health_turbofan_hpt_mcq", "health_turbofan_lpc_mcq", "safety_motor_guard_pl",
+#: questions (by nature), and two whose every answer is a boolean that the tool computes (two FAA
+#: inspection-status questions). Since issue 44 the PL question also asks by how many levels the
+#: requirement is missed, which no enumeration of the template gives.
+TEMPLATE_PASSABLE = {"health_turbofan_hpt_mcq", "health_turbofan_lpc_mcq",
                      "safety_aircraft_inspection", "safety_aircraft_overdue_inspection"}
 
 
@@ -111,14 +111,23 @@ def test_lint_fails_a_typed_in_answer_and_a_query_that_states_it(
     catalog = [*source.required_tools, *source.distractor_tools]
     raw = json.loads(json.dumps(source.raw))
     assert lint_static([copy_scenario(tmp_path, source, raw)], catalog) == {}
-    raw["reference_answer"]["meets_sil3"] = True  # typed in: the tool's output is never read
-    raw["validators"].append({"kind": "boolean", "path": "/meets_sil3", "target": True})
+    raw["reference_answer"]["requirement_met"] = True  # typed in: the tool's output is never read
+    raw["validators"].append({"kind": "boolean", "path": "/requirement_met", "target": True})
     problems = lint_static([copy_scenario(tmp_path, source, raw)], catalog)[source.id]
-    assert any(p.startswith("derived_answer:") and "'meets_sil3'" in p for p in problems), problems
+    assert any(p.startswith("derived_answer:") and "'requirement_met'" in p for p in problems), problems
     assert any(p.startswith("gt_target:") for p in problems), problems
-    raw["query_inputs"] = ["meets_sil3"]  # declared an input of the query: allowed, and said so
+    raw["query_inputs"] = ["requirement_met"]  # declared an input of the query: allowed, and said so
     raw["validators"].pop()
     assert lint_static([copy_scenario(tmp_path, source, raw)], catalog) == {}
+    # issue 44: the query asked "is the SIL 3 requirement met?" and expected SIL 3; a small whole number next to
+    # a word of the field's name is a stated answer, the same number as a parameter elsewhere is not
+    stated = json.loads(json.dumps(source.raw))
+    stated["query"] = source.query + " Is the SIL 3 requirement met?"
+    problems = lint_static([copy_scenario(tmp_path, source, stated)], catalog)[source.id]
+    assert problems == ["query_leak: the query or context states 3.0, within 3e-09 of the value /achieved_sil "
+                        "must give (3)"], problems
+    stated["query"] = source.query + " The burner has 3 flame scanners."
+    assert lint_static([copy_scenario(tmp_path, source, stated)], catalog) == {}
     bearing = scenario_map["fault_gearbox_bearing_outer_race"]
     leaky_bearing = json.loads(json.dumps(bearing.raw))
     leaky_bearing["query"] = bearing.query.replace("145.5 Hz", "145.18 Hz")  # the theoretical BPFO itself
@@ -257,6 +266,11 @@ def test_answer_operators_derive_values_from_tool_outputs() -> None:
     assert value({"$sub": [{"$ref": "b/cost"}, {"$ref": "a/cost"}]}) == 76000.0
     assert value({"$argmin": [["q", {"$ref": "a/missing"}]]}) is None   # unresolvable: null, not a guess
     assert value({"$parse_int": "no digits"}) is None
+    assert value({"$mul": [{"$ref": "a/cost"}, 2, 0.5]}) == 38000.0
+    assert value({"$div": [{"$ref": "b/cost"}, {"$ref": "a/cost"}]}) == 3.0
+    assert value({"$div": [{"$ref": "b/cost"}, {"$ref": "a/p"}]}) is None  # division by zero: null
+    assert value({"$not": {"$gt": [{"$ref": "a/p"}, 0]}}) is True
+    assert value({"$not": {"$ref": "a/cost"}}) is None  # not a boolean
 
 
 def _template_answers(schema: Any) -> list[Any]:
