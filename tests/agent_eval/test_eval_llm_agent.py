@@ -110,7 +110,8 @@ def fmea_policy(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return 200, completion({"content": "The risk is high with an RPN of 160."})
     risk = json.loads(tool_messages[-1]["content"])
     return 200, completion({"content": json.dumps({"rpn": risk["rpn"],
-                                                   "risk_level": risk["risk_level"]})})
+                                                   "risk_level": risk["risk_level"],
+                                                   "rpn_points_below_critical": 200 - risk["rpn"]})})
 
 
 async def test_bad_json_arguments_correction_and_recovery(
