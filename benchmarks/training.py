@@ -50,6 +50,14 @@ and load average, whether both selected the same variant with the same epochs an
 and the median ratio. `--steps`, `--max-epochs`, `--patience` and `--budget` bound it:
 
     python benchmarks/training.py --variants --steps 200 --max-epochs 20 --repeats 2
+
+`--group-sizes` compares, per architecture, one full epoch of G = 1, 8 and `train.group_size=auto` candidates on one
+device (G = 1: the single-candidate program; otherwise the vmapped one; auto: as many as the device's memory holds
+by the compiled epoch's memory analysis, `fit.candidates_per_group`, at most `AUTO_GROUP_LIMIT`; on a CPU auto keeps
+one), derived from S- and 2S-step epochs as above, all programs interleaved: seconds per epoch, per candidate-epoch,
+and `x seq` = G one-candidate epochs / one G-candidate epoch (the vectorisation's gain):
+
+    python benchmarks/training.py --group-sizes --architectures dlinear patchtst --steps 20
 """
 
 from __future__ import annotations
@@ -71,7 +79,13 @@ import jax
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.methods.registry import METHODS
-from sfbench_jax.train.fit import EpochProgram, GroupMember, training_recipe
+from sfbench_jax.train.fit import (
+    AUTO_GROUP_LIMIT,
+    EpochProgram,
+    GroupMember,
+    candidates_per_group,
+    training_recipe,
+)
 
 #: Real datasets (Beijing, Traffic, Penmanshiel) come from here, as for the `sfbench` CLI.
 DATA_ROOT = os.environ.get("SFBENCH_DATA_ROOT")
@@ -371,6 +385,60 @@ def variants_main(args: argparse.Namespace) -> dict:
     return result
 
 
+def group_size_epochs(data, architecture: str, steps: int, repeats: int, sizes: tuple[int | str, ...] = (1, 8, "auto"),
+                      most: int = AUTO_GROUP_LIMIT) -> dict:
+    """Full-epoch seconds of G candidates on one device for each G in `sizes` ("auto": `train.group_size=auto`'s size
+    here, at most `most`), from interleaved S- and 2S-step epochs: per epoch, per candidate-epoch, and G
+    one-candidate epochs over one G-candidate epoch (`speedup`)."""
+    full_steps = len(data.train_starts) // data.spec.batch_size
+    options = TrainConfig(steps_per_epoch=steps, num_devices=1)
+    widths = {str(size): (candidates_per_group(data, architecture, {}, options, most=most) if size == "auto"
+                          else int(size)) for size in sizes}
+    programs = {(width, length): EpochProgram(data, architecture, {}, _members(width),
+                                              TrainConfig(steps_per_epoch=length, num_devices=1),
+                                              vectorize=width > 1)
+                for width in sorted(set(widths.values()) | {1}) for length in (steps, 2 * steps)}
+    times = interleaved_epoch_seconds(programs, repeats)
+    epochs = {}
+    for width in sorted(set(widths.values()) | {1}):
+        step, validation = step_and_validation_seconds(times[width, steps], times[width, 2 * steps], steps,
+                                                       f"{architecture} {width} candidate(s)")
+        epochs[width] = full_steps * step + validation
+    rows = [{"group": label, "candidates": width, "compile_seconds": programs[width, steps].compile_seconds,
+             "epoch_seconds": epochs[width], "candidate_epoch_seconds": epochs[width] / width,
+             "speedup": width * epochs[1] / epochs[width]} for label, width in widths.items()]
+    return {"dataset": data.spec.key, "architecture": architecture, "steps_timed": steps, "rows": rows}
+
+
+GROUP_HEADER = (f"{'dataset':<18} {'arch':<10} {'group':>5} {'G':>3} {'compile s':>9} {'s/epoch':>9} "
+                f"{'s/cand-epoch':>12} {'x seq':>7}")
+
+
+def group_sizes_main(args: argparse.Namespace) -> dict:
+    """The `--group-sizes` table: full epochs of 1, 8 and auto candidates per architecture."""
+    device = jax.devices()[0]
+    result: dict = {"device": f"{device.platform}:{device.device_kind}", "jax": jax.__version__, "rows": []}
+    if not args.json:
+        print(f"device: {result['device']} (jax {result['jax']}); default hyperparameters, one device\n{GROUP_HEADER}")
+        print("-" * len(GROUP_HEADER), flush=True)
+    for dataset in args.datasets or ["etth1"]:
+        data = prepare(load(dataset, data_root=DATA_ROOT))
+        steps = args.steps or DEFAULT_STEPS.get(dataset, 20)
+        for architecture in args.architectures or ARCHITECTURES:
+            measured = group_size_epochs(data, architecture, steps, args.repeats)
+            result["rows"].append(measured)
+            for row in measured["rows"] if not args.json else []:
+                print(f"{dataset:<18} {architecture:<10} {row['group']:>5} {row['candidates']:>3} "
+                      f"{row['compile_seconds']:>9.2f} {row['epoch_seconds']:>9.2f} "
+                      f"{row['candidate_epoch_seconds']:>12.3f} {row['speedup']:>6.2f}x", flush=True)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("s/epoch: one full epoch (every drop-last batch + validation) of the whole group; x seq = G "
+              "one-candidate epochs / one G-candidate epoch.")
+    return result
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=None,
@@ -391,6 +459,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--variants", action="store_true",
                         help="time a method's whole variant search vectorised against one variant after another "
                              "(default: adaptive_robust_loss, dlinear, etth1, 40 variants)")
+    parser.add_argument("--group-sizes", action="store_true",
+                        help="compare full epochs of 1, 8 and auto candidates per architecture (default: etth1)")
     parser.add_argument("--variant-method", default="adaptive_robust_loss",
                         help="with --variants: the training-kind method (default adaptive_robust_loss)")
     parser.add_argument("--budget", type=int, default=40, help="with --variants: variants sampled (default 40)")
@@ -410,6 +480,8 @@ def main(argv: list[str] | None = None) -> dict:
         return methods_main(args)
     if args.variants:
         return variants_main(args)
+    if args.group_sizes:
+        return group_sizes_main(args)
     device = jax.devices()[0]
     result: dict = {"device": f"{device.platform}:{device.device_kind}", "jax": jax.__version__, "rows": []}
     if not args.json:

@@ -436,7 +436,9 @@ def sil_high_demand(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     """High-demand SIL of a PFH and compliance with a target SIL."""
     del store
     pfh, target = float(params["pfh"]), int(params["target_sil"])
-    return {"achieved_sil": sil_of_pfh(pfh), "compliant": pfh < 10.0 ** (-(target + 4))}
+    achieved = sil_of_pfh(pfh)
+    return {"achieved_sil": achieved, "compliant": pfh < 10.0 ** (-(target + 4)),
+            "sil_margin": achieved - target}
 
 
 @builder("pl_check", formula=True)

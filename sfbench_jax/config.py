@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sfbench_jax.data.registry import DATASETS, DatasetSpec, get_dataset
+from sfbench_jax.data.windows import LAYOUTS
 from sfbench_jax.faults.registry import SCENARIO_KEYS, scored_scenarios
 from sfbench_jax.faults.severity import DEFAULT_CHANNEL_FRACTION
 
+#: `train.group_size` value asking for as many candidates per vectorised group as fit (null is its former spelling).
+AUTO = "auto"
 #: Evaluation RNG modes: on-device folded keys, or the reference's MT19937 streams (protocol 2.5).
 RNG_MODES = ("jax", "reference")
 #: Most test windows per evaluation (per-window losses are kept on the host: (1 + 2P) x K numbers).
@@ -37,6 +40,8 @@ MAX_BOOTSTRAP_DRAWS = 100_000
 BOOTSTRAP_ROWS = 1 + len(SCENARIO_KEYS)
 #: Host bytes the bootstrap's resampling batches may take (`evaluate.scores.bootstrap_means` sizes them to it).
 BOOTSTRAP_BATCH_BYTES = 32 * 2**20
+#: `eval.layout`: "auto" or one of the layouts (`data.windows.LAYOUTS`).
+EVAL_LAYOUTS = ("auto", *LAYOUTS)
 #: Temporary bytes per window and window byte of the fused kernel: the factor the engine's own block sizing
 #: assumes on accelerators (`evaluate.engine.default_block_size`).
 KERNEL_BYTES_PER_WINDOW_BYTE = 16
@@ -186,8 +191,10 @@ class TrainConfig:
         steps_per_epoch: optimiser steps per epoch; null = every drop-last batch (625 or 156). Smaller
             values are for smoke tests; they change the candidate identity.
         group_size: most candidates (same architecture hyperparameters, different learning rates; or a method's
-            variants differing only in recipe values) trained together under vmap; null = automatic (baseline
-            candidates: 1 on CPU, where vectorising pays little, 8 on GPU/TPU; method variants: 40, all of them).
+            variants differing only in recipe values) trained together under vmap; "auto" (default; null is its
+            former spelling and means the same) = on a CPU 1 baseline candidate at a time (vectorising pays little
+            there) and all of a method's variants of one structure (at most 40); on an accelerator as many as
+            the device's memory holds by the compiled epoch's memory analysis.
         num_devices: devices a vectorised group's candidates are split over; null = every local device, at most
             one per candidate (the `sfbench` CLI exposes every CPU core as a device).
         master_seed: master seed of the model and tuning seeds (protocol 1.6: 42); other values train independent
@@ -202,7 +209,7 @@ class TrainConfig:
     min_delta: float = 0.0
     candidate_budget: int = 40
     steps_per_epoch: int | None = None
-    group_size: int | None = None
+    group_size: int | str | None = AUTO
     num_devices: int | None = None
     master_seed: int = 42
     store_dir: str | None = None
@@ -215,7 +222,11 @@ class TrainConfig:
             raise ValueError(f"train.min_delta must be a finite number >= 0, got {self.min_delta}.")
         _require_at_least("train.candidate_budget", self.candidate_budget, 1)
         _require_at_least("train.steps_per_epoch", self.steps_per_epoch, 1, "(or null for full epochs)")
-        _require_at_least("train.group_size", self.group_size, 1, "(or null for automatic)")
+        if isinstance(self.group_size, bool) or (isinstance(self.group_size, str) and self.group_size != AUTO):
+            raise ValueError(f"train.group_size must be a whole number >= 1 or {AUTO!r} (as many as fit), got "
+                             f"{self.group_size!r}.")
+        if not isinstance(self.group_size, str):
+            _require_at_least("train.group_size", self.group_size, 1, f"(or {AUTO} for as many as fit)")
         _require_at_least("train.num_devices", self.num_devices, 1, "(or null for every local device)")
         if not 0 <= self.master_seed < 2**31 - 1:
             raise ValueError(f"train.master_seed must be in [0, 2**31 - 1), got {self.master_seed}.")
@@ -248,6 +259,12 @@ class EvalConfig:
             the bootstrap (on the host) are checked against it before any work.
         num_devices: devices to shard windows over; None: all local devices when the evaluation moves enough
             window data to pay for the per-device overhead, else fewer. Never changes a result.
+        layout: how the chunk program is laid out (docs/speed.md, "Layouts"): "cpu" walks cache-sized blocks of
+            windows and the scenarios in loops; "accelerator" computes a device's whole chunk at once, every
+            scenario a static part of the program, the chunk sized from the device's memory; "auto" (default)
+            takes "cpu" on a CPU and "accelerator" elsewhere. Both give the same per-window losses (bit for bit
+            for the models whose per-window arithmetic does not depend on the batch size; tests/evaluate/
+            test_layouts.py).
         bootstrap_draws: bootstrap resamples for the 95% intervals, in [40, 100,000] (`MIN_BOOTSTRAP_DRAWS`,
             `MAX_BOOTSTRAP_DRAWS` say why).
         channel_sparse: run a channel-independent model (DLinear, PatchTST, SeasonalNaive) only on the target
@@ -268,6 +285,7 @@ class EvalConfig:
     channel_fraction: float | None = None
     memory_budget_mb: int = 1024
     num_devices: int | None = None
+    layout: str = "auto"
     bootstrap_draws: int = 1000
     channel_sparse: bool = True
     progress: bool = True
@@ -288,6 +306,9 @@ class EvalConfig:
                              f"fraction q, or null for the severity rule), got {self.channel_fraction}.")
         _require_at_least("eval.memory_budget_mb", self.memory_budget_mb, 1)
         _require_at_least("eval.num_devices", self.num_devices, 1, "(or null for automatic)")
+        if self.layout not in EVAL_LAYOUTS:
+            raise ValueError(f"Unknown eval.layout {self.layout!r}; use one of {list(EVAL_LAYOUTS)} (auto: cpu on a "
+                             "CPU, accelerator elsewhere).")
         self._check_bootstrap()
 
     def _check_scenarios(self) -> None:

@@ -10,12 +10,14 @@ called in-process through their command-line entry points, the writers of the tw
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -258,3 +260,185 @@ def test_a_point_estimate_outside_its_own_interval_is_refused(sweep: Path, tmp_p
 def test_every_real_run_lies_inside_its_intervals(sweep: Path, other_run: Path) -> None:
     for folder in [*_jobs(sweep), other_run]:
         load_run(folder)  # the check passes on what the engine wrote
+
+
+# --- issue 43, items 8-12 and 17: aliases, file systems without flock, side files, stale sweeps, link chains ---
+
+def _files(folder: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under `folder` (hidden ones included): `{relative path: (bytes, mtime_ns, sha256 head)}`."""
+    import hashlib
+
+    return {str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns,
+                                            hashlib.sha256(path.read_bytes()).hexdigest()[:16])
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_a_writer_through_a_symlink_is_refused_while_the_real_folder_is_written(tmp_path: Path,
+                                                                               cache_dir: Path) -> None:
+    # Issue 43, item 8: writers to `real/run` and to `alias -> real/run` took two different locks (the lock's path
+    # came from the link's parent folder): both exited 0 and the first completed run was destroyed. Here this
+    # process is the writer of real/run (it takes the folder as the runner does, then runs its job), and a real
+    # `sfbench` into the alias starts while it holds the folder.
+    from sfbench_jax.run_folder.record import lock_run_folder, unlock_run_folder
+
+    real = tmp_path / "real" / "run"
+    real.mkdir(parents=True)
+    alias = tmp_path / "alias"
+    alias.symlink_to(real, target_is_directory=True)
+    lock_run_folder(real)
+    try:
+        second = _sfbench(*COMMON, f"cache_dir={cache_dir}", f"hydra.run.dir={alias}")
+        run_in_process([*COMMON, "eval.seed=3", f"cache_dir={cache_dir}"], real)
+    finally:
+        unlock_run_folder(real)
+    assert second.returncode == 2, second.stderr[-3000:]
+    [line] = [line for line in second.stderr.splitlines() if line.startswith("sfbench: error:")]
+    assert f"is being written by another run (pid {os.getpid()} on {socket.gethostname()}" in line, line
+    assert "Traceback" not in second.stderr and "[sfbench]" not in second.stderr
+    run = load_run(real)  # verified: the record, its files, the numbers
+    assert run.row["eval_seed"] == 3 and alias.is_symlink() and alias.resolve() == real.resolve()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["alias", "real"]  # no lock, staging or replaced
+
+
+#: `sfbench` in a process whose file systems implement no `flock` (NFS without lockd, Lustre without -o flock):
+#: the OS call fails as it does there, with ENOLCK.
+_WITHOUT_FLOCK = ("import errno, fcntl, sys\n"
+                  "def no_flock(*args): raise OSError(errno.ENOLCK, 'No locks available')\n"
+                  "fcntl.flock = no_flock\n"
+                  "from sfbench_jax.cli.main import main\n"
+                  "sys.argv = ['sfbench', *sys.argv[1:]]\n"
+                  "main()\n")
+
+
+def test_a_file_system_without_flock_is_refused_in_one_line_and_the_run_is_untouched(sweep: Path,
+                                                                                      tmp_path: Path) -> None:
+    # Issue 43, item 9: without flock every run died with a 20-line traceback, and with overwrite=true Hydra first
+    # replaced the completed run's .hydra/ files (the callback's error became a warning; the run went on).
+    folder = tmp_path / "run"
+    shutil.copytree(_jobs(sweep)[0], folder)
+    assert (folder / ".hydra" / "config.yaml").is_file()
+    before = _files(folder)
+    completed = subprocess.run([sys.executable, "-c", _WITHOUT_FLOCK, *COMMON, "eval.seed=1", "overwrite=true",
+                                f"hydra.run.dir={folder}"], capture_output=True, text=True, timeout=600,
+                               check=False)
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    assert "Traceback" not in completed.stderr, completed.stderr[-3000:]
+    [line] = completed.stderr.strip().splitlines()
+    assert line.startswith(f"sfbench: error: Cannot lock the folder {folder}: its file system does not support "
+                           "flock (No locks available; e.g. NFS without lockd, Lustre without -o flock)"), line
+    assert "Nothing was written" in line and "docs/cluster.md" in line, line
+    assert _files(folder) == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]
+    load_run(folder)
+
+
+def test_a_sweep_of_other_settings_into_a_completed_sweep_folder_is_refused_before_any_job(
+        sweep: Path, tmp_path: Path, cache_dir: Path) -> None:
+    # Issue 43, item 11: re-run with other settings into the same sweep folder, every job was skipped (its folder
+    # held a completed run), the collection failed, the old summary.csv, Table 4 and report.html stayed, and the
+    # message said to re-run the sweep (which skipped again).
+    folder = tmp_path / "sweep"
+    shutil.copytree(sweep, folder)
+    assert (folder / "summary.csv").is_file() and (folder / "report.html").is_file()
+    before = _files(folder)
+    completed = _sfbench("-m", "eval.seed=3,4", *COMMON, f"cache_dir={cache_dir}", f"hydra.sweep.dir={folder}",
+                         "hydra/launcher=basic")
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    [line] = [line for line in completed.stderr.splitlines() if line.startswith("sfbench: error:")]
+    assert (f"The sweep folder {folder} holds 2 job(s) of other settings than this sweep (job "
+            f"{_jobs(folder)[0].name} ran eval.seed=1; job {_jobs(folder)[1].name} ran eval.seed=2; this sweep: "
+            "eval.seed=3 eval.seed=4)") in line, line
+    assert "hydra.sweep.dir=PATH" in line and "Traceback" not in completed.stderr, completed.stderr[-3000:]
+    assert _files(folder) == before  # nothing written, the earlier sweep's tables and page as they were
+
+
+def test_collect_never_writes_into_a_run_folder_and_readers_still_read_one_it_wrote_into(
+        sweep: Path, other_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 43, item 10: `sfbench-collect RUN --expect ...` wrote collect_report.json into the run folder, after
+    # which every reader skipped that run without naming it (the page said 1 verified run instead of 2).
+    runs = tmp_path / "runs"
+    shutil.copytree(_jobs(sweep)[0], runs / "a")
+    shutil.copytree(other_run, runs / "b")
+    before = _files(runs)
+    status = collect_main([str(runs / "a"), "--expect", "dataset=etth1", "model=seasonal_naive", "--no-figures"])
+    stderr = capsys.readouterr().err
+    assert status == 2 and f"{runs / 'a'} is a run folder, not a sweep folder" in stderr, stderr
+    assert collect_main([str(sweep), "--no-figures", "--output", str(runs / "b")]) == 2
+    assert f"{runs / 'b'} is a run folder: nothing is ever written into one" in capsys.readouterr().err
+    assert _files(runs) == before
+    (runs / "a" / "collect_report.json").write_text("{}")  # what the command left there before
+    output = tmp_path / "report"
+    assert report_main(["longform", "--runs", str(runs), "--output", str(output)]) == 0, capsys.readouterr().err
+    assert sorted(pd.read_csv(output / "full_results.csv")["eval_data_seed"]) == [1, 3]
+
+
+def test_a_chain_of_doubly_linked_folders_is_walked_once_per_folder(sweep: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 43, item 12: folders each holding two links to the next (no cycle) were walked once per path: 2^depth
+    # listings (128 s at depth 16, never ending at depth 30) in every reader. Each resolved folder is entered once.
+    from sfbench_jax.run_folder import stored_runs
+
+    depth = 12
+    levels = [tmp_path / f"level{i}" for i in range(depth + 1)]
+    for level in levels:
+        level.mkdir()
+    for level, deeper in itertools.pairwise(levels):
+        for name in ("a", "b"):
+            (level / name).symlink_to(deeper, target_is_directory=True)
+    shutil.copytree(_jobs(sweep)[0], levels[-1] / "run")
+    listed: list[Path] = []
+    real_subfolders = stored_runs._subfolders
+
+    def listing(folder: Path) -> list[Path]:  # the real listing, counted
+        listed.append(folder.resolve())
+        return real_subfolders(folder)
+
+    monkeypatch.setattr(stored_runs, "_subfolders", listing)
+    found = stored_runs.find_runs([levels[0]])
+    assert found.folders == ((levels[-1] / "run").resolve(),) and not found.refused
+    assert len(listed) == len(set(listed)) == depth + 2  # every level once, and the run folder
+
+
+def test_a_run_being_written_is_named_with_its_writer_by_every_reader(sweep: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 43, item 17: a reader called a run being written "damaged ... delete the folder", and the readers gave
+    # different exit codes for it. Here this process is the writer: it holds the folder's lock, no record yet.
+    from sfbench_jax.run_folder.record import lock_run_folder, unlock_run_folder
+
+    copied = _copy(sweep, tmp_path / "sweep")
+    job = _jobs(copied)[0]
+    (job / RECORD_FILE).unlink()
+    single = tmp_path / "runs" / "run"
+    shutil.copytree(job, single)
+    writer = f"pid {os.getpid()} on {socket.gethostname()}, started 20"
+    lock_run_folder(job)
+    lock_run_folder(single)
+    try:
+        statuses = {
+            "collect": collect_main([str(copied), "--no-figures", "--output", str(tmp_path / "collected")]),
+            "report": report_main(["longform", "--runs", str(single.parent), "--output", str(tmp_path / "out")]),
+            "html": report_main(["html", "--runs", str(single.parent), "--output", str(tmp_path / "page.html")]),
+        }
+        stderr = capsys.readouterr().err
+    finally:
+        unlock_run_folder(job)
+        unlock_run_folder(single)
+    assert statuses == {"collect": 1, "report": 1, "html": 1}, stderr
+    assert f"the job is being written now by a running sfbench ({writer}" in stderr, stderr
+    assert f"Run folder {single} is being written now by a running sfbench ({writer}" in stderr, stderr
+    assert f"being written {single}: " in stderr and "damaged" not in stderr and "delete" not in stderr, stderr
+
+
+def test_nan_forecasts_are_named_as_such(sweep: Path, tmp_path: Path) -> None:
+    # Issue 43, item 17: NaN forecasts were reported as "the numbers were changed after the run".
+    folder = tmp_path / "run"
+    shutil.copytree(_jobs(sweep)[0], folder)
+    per_window = pd.read_parquet(folder / "per_window.parquet")
+    per_window.loc[[3, 5, 8], "mse_noise"] = np.nan  # what a model that forecasts NaN on three windows leaves
+    per_window.to_parquet(folder / "per_window.parquet", index=False)
+    write_record(folder, run_key=json.loads((folder / RECORD_FILE).read_text())["run_key"])
+    with pytest.raises(DamagedRunError) as raised:
+        load_run(folder)
+    assert str(raised.value).startswith(f"The run in {folder} has NaN forecasts: 3 of 1000 windows give a NaN loss "
+                                        "(most in mse_noise of its per_window.parquet)"), raised.value
+    assert "changed after the run" not in str(raised.value).replace("not changed after the run", "")

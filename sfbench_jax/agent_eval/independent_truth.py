@@ -421,7 +421,8 @@ def _sil_check(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
 def _sil_high_demand(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     pfh, target = float(params["pfh"]), int(params["target_sil"])
     upper = {sil: high for sil, _, high in _SIL_HIGH_DEMAND}[target]
-    return {"achieved_sil": _band(pfh, _SIL_HIGH_DEMAND, 4, 0), "compliant": pfh < upper}
+    achieved = _band(pfh, _SIL_HIGH_DEMAND, 4, 0)
+    return {"achieved_sil": achieved, "compliant": pfh < upper, "sil_margin": achieved - target}
 
 
 @_derivation("pl_check")

@@ -26,17 +26,21 @@ Static rules:
   answer would make the scripted reference's pass say nothing about the tools.
 * ``gt_target``: substantive validators compare with the ground truth (``gt_path`` /
   ``range_gt_path``), never with a ``target`` or ``allowed`` literal typed into the scenario.
-* ``query_leak``: the query, its variants and the inline context do not state a validated
-  value: a category or label the answer must give (unless the query lists every alternative of
+* ``query_leak``: each phrasing of the query (explicit, fuzzy) with the inline context does not
+  state a validated value: a category or label the answer must give (unless the query lists every alternative of
   the template's enum, as a choice question does), or a validated number (to the validator's
   tolerance). Fields in ``query_inputs`` are exempt.
+* ``fuzzy_query``: the scenario has a fuzzy phrasing (``query_variants.fuzzy``, PHMForge v2's second
+  query style: the asset and the goal) that names no served tool (`names_a_tool`) and does not give a
+  reference step's literal figures one after the other in its tool's parameter order (`lists_in_order`), so
+  an agent cannot fill a tool's arguments by position from it.
 * ``record_number``: nothing the agent is handed names a CWRU record number
   (`sfbench_jax.mcp.datasets.CWRU_NEUTRAL_NAMES`): neither a dataset name the scenario gives
   (``dataset.name``, the reference solution's arguments, the answer's keys) nor, in a scenario on
   a CWRU recording, the query, its variants or the inline context. The published CWRU table maps
   record numbers to fault classes, so a number would let an agent answer from memory.
-* ``label_hint``: in a diagnosis (``task_type`` fault_classification), the query, its variants
-  and the inline context do not single out the class an enum-valued categorical field must give.
+* ``label_hint``: in a diagnosis (``task_type`` fault_classification), each phrasing of the query
+  with the inline context does not single out the class an enum-valued categorical field must give.
   If they mention the expected class (its label, a synonym the validator accepts, or a domain name
   for it such as BPFO for ``outer_race`` or "no defect" for ``normal``), they must name every
   alternative of the enum too (a "no finding" option such as ``none`` or ``inconclusive`` may go
@@ -71,7 +75,7 @@ from sfbench_jax.agent_eval.validators import PRESENCE_ONLY, TRACE_KINDS, normal
 from sfbench_jax.mcp.datasets import CWRU_NEUTRAL_NAMES, PHM_DATASETS
 
 __all__ = ["DISTRACTOR_RANGE", "MANIFEST_NAME", "check_reference_solutions", "file_sha256", "lint_static",
-           "read_manifest"]
+           "lists_in_order", "names_a_tool", "parameter_order", "read_manifest", "step_figures"]
 
 MANIFEST_NAME = "MANIFEST.json"
 DISTRACTOR_RANGE = (2, 4)
@@ -115,7 +119,8 @@ def _refs(value: Any) -> Iterable[str]:
             yield from _refs(item)
 
 
-def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]) -> list[str]:
+def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str],
+              parameters: Mapping[str, Sequence[str]]) -> list[str]:
     problems: list[str] = []
     required, distractors = set(scenario.required_tools), set(scenario.distractor_tools)
     for tool in sorted((required | distractors) - catalog):
@@ -141,7 +146,8 @@ def _lint_one(scenario: Scenario, catalog: set[str], manifest: Mapping[str, str]
         if first not in required or second not in required:
             problems.append(f"precedence: edge ({first}, {second}) must join required tools")
     return problems + _lint_reference(scenario, required) + _lint_derived(scenario) \
-        + _lint_leaks(scenario) + _lint_label_hints(scenario) + _lint_record_numbers(scenario)
+        + _lint_leaks(scenario) + _lint_label_hints(scenario) + _lint_record_numbers(scenario) \
+        + _lint_fuzzy(scenario, catalog, parameters)
 
 
 def _lint_ground_truth(scenario: Scenario, manifest: Mapping[str, str]) -> list[str]:
@@ -235,6 +241,14 @@ def _query_texts(scenario: Scenario) -> str:
     return " ".join(str(t) for t in texts)
 
 
+def _variant_texts(scenario: Scenario) -> list[tuple[str, str]]:
+    """``(suffix, text)`` for each phrasing an agent may be given, with the inline context: each is checked on
+    its own (an agent sees one), problems of the non-explicit ones are marked with the suffix."""
+    context = str(scenario.dataset.get("inline_context", ""))
+    return [("" if variant == "explicit" else f" [{variant} query]", f"{text} {context}")
+            for variant, text in scenario.query_variants.items()]
+
+
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
@@ -269,21 +283,59 @@ def _offers_a_choice(expected: Any, options: Sequence[Any], present: Callable[[A
     return any(present(o) for o in options if o != expected)
 
 
+#: How many words either side of a small whole number `_lint_leaks` looks for a word of the answer field's name.
+NEAR_WORDS = 3
+#: Words of an answer field's name too general to tie a number to the field.
+_GENERIC_FIELD_WORDS = frozenset({"the", "and", "for", "number", "value", "total", "per"})
+_WORD_OR_NUMBER = re.compile(_NUMBER.pattern + r"|[A-Za-z]+")
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _small_number_beside_field(text: str, expected: float, tolerance: float, field: str) -> list[float]:
+    """The numbers of ``text`` within ``tolerance`` of ``expected`` that stand within `NEAR_WORDS` words of a word
+    of ``field`` (its ``_``-separated parts of 3 or more letters, plural ``s`` ignored)."""
+    words = {_stem(w) for w in re.split(r"[^A-Za-z]+", field) if len(w) >= 3} - _GENERIC_FIELD_WORDS
+    tokens = [m.group() for m in _WORD_OR_NUMBER.finditer(text)]
+    found = []
+    for index, token in enumerate(tokens):
+        if token[0].isalpha() or not math.isclose(float(token.replace(",", "")), expected, rel_tol=0.0,
+                                                   abs_tol=tolerance):
+            continue
+        window = tokens[max(index - NEAR_WORDS, 0):index] + tokens[index + 1:index + 1 + NEAR_WORDS]
+        if any(_stem(w) in words for w in window if w[0].isalpha()):
+            found.append(float(token.replace(",", "")))
+    return found
+
+
 def _lint_leaks(scenario: Scenario) -> list[str]:
     """The query and context do not single out a validated category or number.
 
     A value counts as stated when it appears in the text and no alternative of the template's
     ``enum`` does (a question that offers the options is a choice, not a leak). Single-letter
-    labels (zones A-D, PL a-e) and integers below 10 (counts, SIL levels) are not checked: they
-    occur in almost every text as names and parameters. A number counts as stated when the text
-    holds one within the validator's tolerance, so a tolerance wider than the gap between the
-    answer and a number of the query (an observed peak next to the theoretical frequency) is
-    reported too.
+    labels (zones A-D, PL a-e) are not checked: they occur in almost every text as names. A number
+    counts as stated when the text holds one within the validator's tolerance, so a tolerance wider
+    than the gap between the answer and a number of the query (an observed peak next to the
+    theoretical frequency) is reported too. A whole number below 10 (a count, a SIL level, a ratio
+    of 3.0) occurs in almost every text as a rating or a parameter, so it counts as stated only where
+    the text puts it within `NEAR_WORDS` words of a word of the answer field's name ("is the SIL 3
+    requirement met?" states ``achieved_sil`` = 3; "at least 3 consecutive cycles" does not state
+    ``n_anomalous_sensors`` = 3).
     """
     if not scenario.ground_truth_path.is_file():
         return []
     ground_truth = json.loads(scenario.ground_truth_path.read_text(encoding="utf-8"))
-    text = _query_texts(scenario)
+    problems: list[str] = []
+    for suffix, text in _variant_texts(scenario):
+        problems += [problem + suffix for problem in _leaks_in(scenario, text, ground_truth)]
+    return problems
+
+
+def _leaks_in(scenario: Scenario, text: str, ground_truth: Any) -> list[str]:
+    """`_lint_leaks` on one text."""
     numbers = _numbers_in(text)
     inputs = set(scenario.raw.get("query_inputs", ()))
     problems: list[str] = []
@@ -303,10 +355,13 @@ def _lint_leaks(scenario: Scenario) -> list[str]:
                 problems.append(f"query_leak: the query or context names {expected!r}, the value "
                                 f"{spec['path']} must give")
         elif spec["kind"] == "numeric_close" and isinstance(expected, int | float) \
-                and not isinstance(expected, bool) and not (float(expected).is_integer() and abs(expected) < 10):
+                and not isinstance(expected, bool):
             tolerance = float(spec.get("atol", 0.0)) + float(spec.get("rtol", 0.0)) * abs(expected)
             tolerance = max(tolerance, 1e-9 * max(1.0, abs(expected)))
-            near = [n for n in numbers if math.isclose(n, expected, rel_tol=0.0, abs_tol=tolerance)]
+            if float(expected).is_integer() and abs(expected) < 10:
+                near = _small_number_beside_field(text, float(expected), tolerance, _field(spec["path"]))
+            else:
+                near = [n for n in numbers if math.isclose(n, expected, rel_tol=0.0, abs_tol=tolerance)]
             if near and not _offers_a_choice(expected, options, lambda o: o in numbers):
                 problems.append(f"query_leak: the query or context states {near[0]!r}, within "
                                 f"{tolerance:.3g} of the value {spec['path']} must give ({expected!r})")
@@ -361,8 +416,15 @@ def _lint_label_hints(scenario: Scenario) -> list[str]:
     if scenario.task_type != DIAGNOSIS_TASK or not scenario.ground_truth_path.is_file():
         return []
     ground_truth = json.loads(scenario.ground_truth_path.read_text(encoding="utf-8"))
+    problems: list[str] = []
+    for suffix, text in _variant_texts(scenario):
+        problems += [problem + suffix for problem in _label_hints_in(scenario, text, ground_truth)]
+    return problems
+
+
+def _label_hints_in(scenario: Scenario, text: str, ground_truth: Any) -> list[str]:
+    """`_lint_label_hints` on one text."""
     inputs = set(scenario.raw.get("query_inputs", ()))
-    text = _query_texts(scenario)
     problems: list[str] = []
     for spec in _value_checks(scenario):
         if spec["kind"] != "categorical" or "gt_path" not in spec or "path" not in spec \
@@ -395,12 +457,64 @@ def _lint_label_hints(scenario: Scenario) -> list[str]:
     return problems
 
 
-def lint_static(scenarios: Sequence[Scenario], catalog: Iterable[str]) -> dict[str, list[str]]:
+def parameter_order(catalog: Iterable[Any]) -> dict[str, list[str]]:
+    """Tool name -> parameter names in input-schema order, from a session's catalogue (`ToolSpec`-like items
+    with ``name`` and ``input_schema``)."""
+    return {str(spec.name): list(dict(spec.input_schema or {}).get("properties") or {}) for spec in catalog}
+
+
+def names_a_tool(text: str, tool: str) -> bool:
+    """Whether ``text`` names ``tool``: its name as one word, with ``_`` written as ``_``, ``-`` or a space
+    (``compare_to_baseline``, "compare to baseline"), any case."""
+    words = [re.escape(part) for part in tool.split("_") if part]
+    pattern = r"(?<![A-Za-z0-9])" + r"[ _-]+".join(words) + r"(?![A-Za-z0-9])"
+    return bool(words) and re.search(pattern, text, flags=re.IGNORECASE) is not None
+
+
+def step_figures(step: Mapping[str, Any], order: Sequence[str] | None = None) -> list[float]:
+    """A reference step's literal scalar numbers, in the tool's parameter order (``order``; the step's own
+    argument order for names ``order`` lacks)."""
+    args = step["args"]
+    names = [n for n in (order or ()) if n in args] + [n for n in args if n not in set(order or ())]
+    return [float(args[n]) for n in names
+            if isinstance(args[n], int | float) and not isinstance(args[n], bool)]
+
+
+def lists_in_order(numbers: Sequence[float], figures: Sequence[float]) -> bool:
+    """Whether ``figures`` (two or more) occur in ``numbers`` one right after the other, in that order."""
+    width = len(figures)
+    return width >= 2 and any(
+        all(math.isclose(numbers[i + k], figures[k], rel_tol=1e-9, abs_tol=1e-12) for k in range(width))
+        for i in range(len(numbers) - width + 1))
+
+
+def _lint_fuzzy(scenario: Scenario, catalog: set[str], parameters: Mapping[str, Sequence[str]]) -> list[str]:
+    """The fuzzy phrasing exists, names no served tool, and gives no step's figures in its tool's parameter order."""
+    fuzzy = scenario.query_variants.get("fuzzy")
+    if fuzzy is None:
+        return ["fuzzy_query: no fuzzy phrasing; add query_variants.fuzzy (the asset and the goal, no tool name, "
+                "the figures not in a tool's parameter order)"]
+    problems = [f"fuzzy_query: names the tool {tool!r}; say what is wanted, not which tool gives it"
+                for tool in sorted(catalog) if names_a_tool(fuzzy, tool)]
+    numbers = _numbers_in(f"{fuzzy} {scenario.dataset.get('inline_context', '')}")
+    for step in scenario.reference_solution:
+        figures = step_figures(step, parameters.get(step["tool"]))
+        if lists_in_order(numbers, figures):
+            problems.append(f"fuzzy_query: gives {step['tool']}'s figures {figures} one after the other in its "
+                            "parameter order; an agent could fill the arguments by position")
+    return list(dict.fromkeys(problems))
+
+
+def lint_static(scenarios: Sequence[Scenario], catalog: Iterable[str], *,
+                parameters: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[str]]:
     """Apply the static rules to every scenario.
 
     Args:
         scenarios: Loaded scenarios (loading already enforced the schema).
         catalog: Names of all tools the server(s) serve.
+        parameters: Tool name -> its parameter names in input-schema order (`parameter_order` of a session's
+            catalogue), for the ``fuzzy_query`` rule; a tool missing here is read in its reference step's
+            argument order.
 
     Returns:
         Scenario id -> problems (only scenarios with problems appear).
@@ -412,7 +526,7 @@ def lint_static(scenarios: Sequence[Scenario], catalog: Iterable[str]) -> dict[s
         folder = scenario.ground_truth_path.parent
         if folder not in manifests:
             manifests[folder] = read_manifest(folder)
-        problems = _lint_one(scenario, names, manifests[folder])
+        problems = _lint_one(scenario, names, manifests[folder], dict(parameters or {}))
         if problems:
             report[scenario.id] = problems
     return report

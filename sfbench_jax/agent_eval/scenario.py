@@ -53,6 +53,9 @@ TASK_TYPES = ("rul_prediction", "fault_classification", "health_analysis", "cost
 #: A scenario tagged ``transfer`` belongs to the held-out side of the cross-equipment split.
 TRANSFER_TAG = "transfer"
 SPLITS = ("in_distribution", "transfer")
+#: The two phrasings of every query (PHMForge v2): ``explicit`` (the ``query`` field: it names what to compute
+#: and may give the figures in any order) and ``fuzzy`` (``query_variants.fuzzy``: the asset and the goal only).
+QUERY_VARIANTS = ("explicit", "fuzzy")
 #: Asset classes held out for the cross-equipment transfer split (PHMForge v2 section 3.4 moves
 #: from bearing diagnostics to motor diagnostics; we hold out motors and gearboxes, whose
 #: bearings, vibration limits and economics share the task structure of the train-side assets).
@@ -116,7 +119,7 @@ SCENARIO_SCHEMA: dict[str, Any] = {
     "$id": "phm-scenario/v1",
     "type": "object",
     "additionalProperties": False,
-    "required": ["id", "version", "task_type", "asset_class", "query", "dataset",
+    "required": ["id", "version", "task_type", "asset_class", "query", "query_variants", "dataset",
                  "required_tools", "output_template", "validators", "ground_truth_ref",
                  "ground_truth_recipe", "reference_solution", "reference_answer"],
     "properties": {
@@ -126,9 +129,11 @@ SCENARIO_SCHEMA: dict[str, Any] = {
         "asset_class": {"type": "string"},
         "stakeholder": {"type": "string"},
         "query": {"type": "string", "minLength": 10},
-        "query_variants": {"type": "object", "additionalProperties": False,
-                           "properties": {"fuzzy": {"type": "string"},
-                                          "explicit": {"type": "string"}}},
+        "query_variants": {"type": "object", "additionalProperties": False, "required": ["fuzzy"],
+                           "description": "the fuzzy phrasing (asset and goal, no tool name, figures not in "
+                                          "a tool's parameter order); explicit, if given, equals query",
+                           "properties": {"fuzzy": {"type": "string", "minLength": 10},
+                                          "explicit": {"type": "string", "minLength": 10}}},
         "dataset": {
             "type": "object", "required": ["name", "provision"], "additionalProperties": False,
             "properties": {"name": {"type": "string"},
@@ -238,7 +243,8 @@ class Scenario:
         id: Unique id (file stem).
         task_type: One of `TASK_TYPES`.
         asset_class: Asset class (turbofan, li_ion_cell, rolling_bearing, ...).
-        query: The stakeholder's question.
+        query: The stakeholder's question, explicit phrasing (``query_for("explicit")``).
+        query_variants: ``{"explicit": query, "fuzzy": ...}`` (`QUERY_VARIANTS`, both always present).
         dataset: ``{name, provision, inline_context?}``.
         required_tools: T_tau.
         distractor_tools: T_tau^- (plausible but wrong for the task).
@@ -261,6 +267,7 @@ class Scenario:
     task_type: str
     asset_class: str
     query: str
+    query_variants: Mapping[str, str]
     dataset: Mapping[str, Any]
     required_tools: tuple[str, ...]
     distractor_tools: tuple[str, ...]
@@ -283,6 +290,22 @@ class Scenario:
     def hash(self) -> str:
         """sha256 of the canonical JSON of the scenario file (first 16 hex digits)."""
         return hashlib.sha256(canonical_json(self.raw).encode()).hexdigest()[:16]
+
+    def query_for(self, variant: str) -> str:
+        """The query in one phrasing.
+
+        Args:
+            variant: One of `QUERY_VARIANTS`.
+
+        Returns:
+            The text (whitespace collapsed).
+
+        Raises:
+            ScenarioError: For an unknown variant (the message lists the choices).
+        """
+        if variant not in QUERY_VARIANTS:
+            raise ScenarioError(f"unknown query variant {variant!r}; choose from {list(QUERY_VARIANTS)}")
+        return self.query_variants[variant]
 
     @property
     def split(self) -> str:
@@ -380,11 +403,17 @@ def load_scenario(path: Path) -> Scenario:
     if data["id"] != path.stem:
         raise ScenarioError(f"{path}: id {data['id']!r} must equal the file stem {path.stem!r}")
     limits = {**DEFAULT_LIMITS, **data.get("limits", {})}
+    query = " ".join(str(data["query"]).split())
+    variants = {name: " ".join(str(text).split()) for name, text in data["query_variants"].items()}
+    if variants.setdefault("explicit", query) != query:
+        raise ScenarioError(f"{path}: query_variants.explicit differs from query; the explicit phrasing is "
+                            "the query field, so leave query_variants.explicit out")
     return Scenario(
         id=data["id"],
         task_type=data["task_type"],
         asset_class=data["asset_class"],
-        query=" ".join(str(data["query"]).split()),
+        query=query,
+        query_variants={name: variants[name] for name in QUERY_VARIANTS},
         dataset=dict(data["dataset"]),
         required_tools=tuple(data["required_tools"]),
         distractor_tools=tuple(data.get("distractor_tools", ())),

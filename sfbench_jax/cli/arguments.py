@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import errno
+import typing
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sfbench_jax.config import RunConfig
 from sfbench_jax.run_folder.stored_runs import (
@@ -91,6 +93,40 @@ def check_settings(argv: Sequence[str]) -> None:
         if prefix.startswith("+") and "+" not in prefix[1:]:
             raise CommandLineError(f"{prefix}{key}={value}: {key} is a fixed setting, which `+` cannot add; write "
                                    f"{key}={value} (without `+`). `+` adds keys only to {', '.join(FREE_MAPPINGS)}.")
+        expected = _number_type(section, name)
+        if expected is not None and not _reads_as(value, expected):
+            example = getattr(getattr(RunConfig(), section), name)
+            kind = "an integer" if expected is int else "a number"
+            raise CommandLineError(f"{prefix}{key}={value}: {key} takes {kind}"
+                                   f"{' or null' if _optional(section, name) else ''}, not {value!r}; e.g. "
+                                   f"{key}={example if example is not None else 1}.")
+
+
+def _hints(section: str) -> dict[str, Any]:
+    return typing.get_type_hints(type(getattr(RunConfig(), section)))
+
+
+def _number_type(section: str, name: str) -> type | None:
+    """`int` or `float` when the setting `section.name` is one (optionally None), else None."""
+    kinds = {kind for kind in typing.get_args(_hints(section).get(name)) or (_hints(section).get(name),)
+             if kind is not type(None)}
+    return next(iter(kinds)) if len(kinds) == 1 and kinds <= {int, float} else None
+
+
+def _optional(section: str, name: str) -> bool:
+    return type(None) in typing.get_args(_hints(section).get(name))
+
+
+def _reads_as(value: str, kind: type) -> bool:
+    """Whether an override's text converts to `kind` (a sweep, an interpolation or null is left to Hydra)."""
+    text = value.strip().strip("'\"")
+    if text == "null" or any(mark in text for mark in ",()[]{}$*"):
+        return True
+    try:
+        float(text) if kind is float else int(float(text)) if "e" in text.lower() else int(text.replace("_", ""))
+    except ValueError:
+        return False
+    return True
 
 
 def _group_options(groups: Sequence[str]) -> dict[str, list[str]]:

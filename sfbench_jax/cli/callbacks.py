@@ -25,7 +25,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from sfbench_jax.methods import METHODS
-from sfbench_jax.report.collect import Cell, MissingCellsError, collect, write_expected_cells
+from sfbench_jax.report.collect import Cell, MissingCellsError, check_sweep_folder, collect, write_expected_cells
+from sfbench_jax.run_folder.record import check_folder_locking
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:
@@ -58,11 +59,20 @@ class CollectOnMultirunEnd(Callback):
     """Write expected_cells.json at multirun start; collect the sweep at multirun end."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Refuse a sweep folder that holds jobs of other settings or cannot be locked (one line, exit 2, before
+        any job or file), then record the sweep's expected jobs."""
         base = Cell(str(config.dataset.name), str(config.model.name), str(config.method.name))
         jobs = sweep_jobs(config)
+        sweep_dir = Path(config.hydra.sweep.dir)
+        try:
+            check_sweep_folder(sweep_dir, jobs)
+            check_folder_locking(sweep_dir)
+        except (ValueError, PermissionError) as error:  # Hydra would turn an exception into a warning and go on
+            print(f"sfbench: error: {error}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
         cells = [job_cell(job, kwargs.get("config_name"), base) for job in jobs]
         cells = [cell for cell in cells if applies(cell)]  # e.g. RevIN on PatchTST is no cell: its job is skipped
-        write_expected_cells(Path(config.hydra.sweep.dir), cells, jobs)
+        write_expected_cells(sweep_dir, cells, jobs)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)

@@ -54,10 +54,12 @@ from sfbench_jax.methods import get_method
 from sfbench_jax.pipeline.outputs.startup import mark_startup
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
 from sfbench_jax.run_folder.record import (
+    NoFolderLockError,
     RunFolderBusyError,
     check_run_folder,
     holds_completed_run,
     lock_run_folder,
+    real_folder,
     staging_folder,
     target_of_staging,
     unlock_run_folder,
@@ -155,7 +157,7 @@ class ClaimRunFolder(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         """Refuse an unusable folder or one holding a completed run; with `overwrite=true` redirect Hydra's
         files (and the run) to the staging folder."""
-        target = Path(str(OmegaConf.select(config, "hydra.run.dir")))
+        target = real_folder(Path(str(OmegaConf.select(config, "hydra.run.dir"))))
         overwrite = bool(OmegaConf.select(config, "overwrite", default=False))
         try:
             check_before_folder(config)  # before check_run_folder, which creates the folder
@@ -187,7 +189,7 @@ def run_recorded(cfg: DictConfig, output_dir: Path) -> None:
         return
     try:
         lock_run_folder(output_dir)  # a job still running there (a sweep re-submitted meanwhile) is left alone
-    except RunFolderBusyError as error:
+    except (RunFolderBusyError, NoFolderLockError) as error:
         print(f"[sfbench] job {output_dir.name} skipped: {error}", file=sys.stderr, flush=True)
         return
     try:

@@ -31,7 +31,7 @@ def html_target(output: Path | None) -> Path:
 def run_html(args: argparse.Namespace) -> int:
     """Write the report page; see the module docstring for exit codes."""
     from sfbench_jax.cli.sfbench_report import report_options
-    from sfbench_jax.report.html import read_page_runs, report_html, stored_curves, write_page
+    from sfbench_jax.report.html import read_page_runs, refusal_label, report_html, stored_curves, write_page
 
     try:
         options = report_options(args)  # --select COLUMN=VALUE keeps the tables' rows, as for the other outputs
@@ -40,7 +40,7 @@ def run_html(args: argparse.Namespace) -> int:
     except (RunConflictError, FileNotFoundError, ValueError) as error:
         print(f"sfbench-report html: {error}", file=sys.stderr)
         return 2
-    problems = [f"damaged {folder}: {reason}" for folder, reason in page.damaged]
+    problems = [f"{refusal_label(reason)} {folder}: {reason}" for folder, reason in page.damaged]
     problems += [f"missing {item}" for item in page.missing]
     print(f"sfbench-report html: {len(page.runs.runs)} verified run(s); wrote {target}")
     if problems:

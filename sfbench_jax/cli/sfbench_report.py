@@ -5,9 +5,9 @@ NAME is one of the outputs of `sfbench_jax.report.catalog.OUTPUTS` (table4, tabl
 table17, table19, table20, figure2, figure3, figure4, figure5, figure6, curves, extras, longform) or `all`. A FOLDER
 that a multirun wrote is first checked against the jobs it expected: a missing or failed job is named and
 nothing is written. Every run is verified first (its completion record and its summary against its per-window
-losses, `run_folder.stored_runs.load_run`). Exit status 0 when everything was written, 1 when runs are missing or cannot
-support an output (the reason is printed), 2 on bad arguments or a damaged run (named in one line with the file;
-no table is written).
+losses, `run_folder.stored_runs.load_run`). Exit status 0 when everything was written, 1 when runs are missing (or
+still being written, the writer named) or cannot support an output (the reason is printed), 2 on bad arguments or a
+damaged run (named in one line with the file; no table is written).
 
 `html` (one self-contained page of the runs) and `mlflow` (log the runs to MLflow) are commands of their own
 (`sfbench_jax.cli.pages`).
@@ -22,7 +22,7 @@ from pathlib import Path
 from sfbench_jax.report.catalog import OUTPUTS, Analysis, ReportOptions, Restorer, build_output
 from sfbench_jax.report.collect import EXPECTED_FILE, check_sweep
 from sfbench_jax.report.realisations import NotApplicable
-from sfbench_jax.run_folder.record import DamagedRunError
+from sfbench_jax.run_folder.record import DamagedRunError, RunInProgressError
 from sfbench_jax.run_folder.stored_runs import DamagedRunsError, ExtraRunsError, RunConflictError, gather_runs
 
 #: Names that are commands over the runs rather than tables (`sfbench_jax.cli.pages`).
@@ -81,6 +81,13 @@ def check_sweeps(folders: list[Path], output: Path) -> list[str]:
     return lines
 
 
+def still_written(error: Exception) -> bool:
+    """Whether every folder an error names is a run still being written (exit 1, as for a missing run and as every
+    other reader says it), rather than damaged (exit 2)."""
+    errors = error.errors if isinstance(error, DamagedRunsError) else [error]
+    return all(isinstance(item, RunInProgressError) for item in errors)
+
+
 def build_all(names: list[str], analysis: Analysis, output: Path, *, skip_inapplicable: bool) -> dict[str, Path]:
     """Build the outputs; with `skip_inapplicable` (NAME `all`) the ones the runs cannot support are reported
     and skipped, otherwise the first one stops the command."""
@@ -128,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         written = build_all(names, analysis, args.output, skip_inapplicable=args.names == ["all"])
     except (DamagedRunError, DamagedRunsError, ExtraRunsError) as error:
         print(f"sfbench-report: {error} No table was written.", file=sys.stderr)
-        return 2
+        return 1 if still_written(error) else 2
     except (NotApplicable, RunConflictError, NotStoredError) as error:
         print(f"sfbench-report: {error}", file=sys.stderr)
         return 1

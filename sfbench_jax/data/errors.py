@@ -11,3 +11,7 @@ class ChecksumMismatchWarning(UserWarning):
 
 class DataGapWarning(UserWarning):
     """A user dataset's timestamps skip time steps (windows across a gap join times that are not consecutive)."""
+
+
+class ConstantChannelWarning(UserWarning):
+    """A channel is constant over the train rows (std 0): it is standardised with std 1 and carries no signal."""

@@ -52,20 +52,23 @@ class Series:
         return int(self.values.shape[0])
 
 
-def validate_frame(frame: pd.DataFrame, spec: DatasetSpec, *, origin: str) -> np.ndarray:
-    """Check a runtime frame against the dataset contract and return float32 values.
+def validate_frame(frame: pd.DataFrame, spec: DatasetSpec, *, origin: str,
+                   file_time_column: str = TIME_COLUMN) -> np.ndarray:
+    """Check a runtime frame against the dataset contract and return float32 values (`file_time_column`: the time
+    column as the file names it, for messages).
 
     Raises:
         DataContractError: naming the file and the problem (missing columns, non-numeric or non-finite
             values, discrete codes outside their domain, unordered timestamps, too few rows).
     """
-    missing = [name for name in (TIME_COLUMN, *spec.channels) if name not in frame.columns]
+    missing = [file_time_column if name == TIME_COLUMN else name
+               for name in (TIME_COLUMN, *spec.channels) if name not in frame.columns]
     if missing:
         shown = ", ".join(repr(name) for name in missing[:10])
         more = f" (and {len(missing) - 10} more)" if len(missing) > 10 else ""
         raise DataContractError(
             f"{origin}: missing columns {shown}{more} for dataset {spec.key!r}. Expected a "
-            f"{TIME_COLUMN!r} column plus the {spec.num_channels} channels of the registry "
+            f"{file_time_column!r} column plus the {spec.num_channels} channels of the registry "
             f"(first: {list(spec.channels[:3])}).")
     data = frame[list(spec.channels)]
     non_numeric = [name for name in spec.channels if not pd.api.types.is_numeric_dtype(data[name])]
@@ -169,7 +172,8 @@ def load(key_or_spec: str | DatasetSpec, *, data_root: Path | None = None,
     """
     spec = get_dataset(key_or_spec) if isinstance(key_or_spec, str) else key_or_spec
     runtime = spec.loader(spec, data_root, cache_dir)
-    values = validate_frame(runtime.frame, spec, origin=runtime.source_path)
+    values = validate_frame(runtime.frame, spec, origin=runtime.source_path,
+                            file_time_column=runtime.file_time_column)
     timestamps = pd.to_datetime(runtime.frame[TIME_COLUMN]).to_numpy()
     if spec.is_synthetic:
         checksum = hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()

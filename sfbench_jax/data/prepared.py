@@ -62,7 +62,8 @@ def prepare(series: Series) -> PreparedData:
     spec = series.spec
     bounds = split_bounds(series.num_rows, input_len=spec.input_len, horizon=spec.horizon,
                           origin=series.source_path)
-    mean, std = standardisation_stats(series.values, bounds.train_end)
+    mean, std = standardisation_stats(series.values, bounds.train_end, channels=spec.channels,
+                                      origin=series.source_path)
     data_seed = spec.seeds.data_seed
     train = bounds.absolute_starts("train", sample_starts(bounds.num_starts("train"),
                                                           NUM_TRAIN_WINDOWS, data_seed))

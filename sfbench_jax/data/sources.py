@@ -76,7 +76,7 @@ def load_etth1(spec: DatasetSpec, data_root: Path | None, cache_dir: Path | None
     # Verbatim file verified: its pandas content checksum is the second accepted ETTh1 value.
     checksum = "47bf6a7f383b97d7c115d7cdab4fb4e29cf5d4cdd772a63bc35be3125a4baf1f"
     frame = frame.rename(columns={"date": TIME_COLUMN})
-    return RuntimeFrame(frame, "package:sfbench_jax/resources/etth1.csv.xz", checksum)
+    return RuntimeFrame(frame, "package:sfbench_jax/resources/etth1.csv.xz", checksum, file_time_column="date")
 
 
 def load_beijing(spec: DatasetSpec, data_root: Path | None, cache_dir: Path | None) -> RuntimeFrame:

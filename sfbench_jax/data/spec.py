@@ -15,7 +15,10 @@ This module imports only the seeds and errors of the data layer, so a plug-in im
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
@@ -38,6 +41,8 @@ class RuntimeFrame:
     frame: pd.DataFrame
     source_path: str
     known_content_sha256: str | None = None
+    #: the time column as the source file names it (renamed to `datetime` in `frame`), for messages
+    file_time_column: str = "datetime"
 
 
 #: `loader(spec, data_root, cache_dir) -> RuntimeFrame`.
@@ -165,8 +170,15 @@ class FileLoader:
             if name.endswith(".parquet"):
                 frame = pd.read_parquet(source)
             else:
-                data = io.BytesIO(source.read_bytes()) if isinstance(source, Traversable) else source
-                frame = pd.read_csv(data, compression=_COMPRESSION.get(Path(name).suffix))
+                raw = source.read_bytes()
+                compression = _COMPRESSION.get(Path(name).suffix)
+                frame = pd.read_csv(io.BytesIO(raw), compression=compression)
+                header = pd.read_csv(io.BytesIO(raw), compression=compression, header=None, nrows=1, dtype=str)
+                _refuse_repeated_columns([str(v) for v in header.iloc[0]] if len(header) else [], spec,
+                                         self.time_column, origin)
+        except UnicodeDecodeError as error:
+            raise DataContractError(f"{origin}: {_undecodable(raw, name, error)} is not UTF-8 text; save the file "
+                                    "as UTF-8 (e.g. `iconv -f latin1 -t utf-8 FILE`), or fix that line.") from None
         except (OSError, ValueError, ImportError, pd.errors.ParserError) as error:
             raise DataContractError(f"{origin}: cannot read the file of dataset {spec.key!r}: {error}. Supply a CSV "
                                     "(or Parquet) file with a header row.") from error
@@ -180,7 +192,7 @@ class FileLoader:
         except (ValueError, TypeError) as error:
             raise DataContractError(f"{origin}: column {self.time_column!r} does not hold timestamps: {error}. "
                                     "Write them as ISO dates (e.g. 2024-01-31 13:00:00).") from error
-        return RuntimeFrame(frame, origin)
+        return RuntimeFrame(frame, origin, file_time_column=self.time_column)
 
     def _resolve(self, spec: DatasetSpec, data_root: Path | None) -> tuple[Path | Traversable, str]:
         """The file to read and how to name it in messages."""
@@ -198,6 +210,38 @@ class FileLoader:
                                     f"{[str(c) for c in candidates]}. Put it there, set data_root=PATH (a relative "
                                     "path is looked up under it), or give the spec an absolute path.")
         return found, str(found)
+
+
+def _undecodable(raw: bytes, name: str, error: UnicodeDecodeError) -> str:
+    """`CSV line L (byte 0xNN)`: where the first byte that is not UTF-8 lies in a CSV file (its text, decompressed);
+    the decoder's own words where the line cannot be found (a .zip or .zst file)."""
+    opener: dict[str, Callable[[bytes], bytes]] = {".gz": gzip.decompress, ".xz": lzma.decompress,
+                                                   ".bz2": bz2.decompress}
+    try:
+        text = opener[Path(name).suffix](raw) if Path(name).suffix in opener else raw
+        text.decode("utf-8")
+    except UnicodeDecodeError as found:
+        line = text.count(b"\n", 0, found.start) + 1
+        return f"CSV line {line} (byte {text[found.start]:#04x})"
+    except (OSError, ValueError, EOFError):
+        pass
+    return f"the file ({error.reason} at byte {error.start})"
+
+
+def _refuse_repeated_columns(header: list[str], spec: DatasetSpec, time_column: str, origin: str) -> None:
+    """Refuse a header that names a column the dataset reads (its time column or a channel) twice: the reader would
+    silently take one of them.
+
+    Raises:
+        DataContractError: naming the column, its positions and the fix.
+    """
+    for name in (time_column, *spec.channels):
+        positions = [index + 1 for index, value in enumerate(header) if value == name]
+        if len(positions) > 1:
+            raise DataContractError(f"{origin}: the header names column {name!r} {len(positions)} times (columns "
+                                    f"{', '.join(map(str, positions))}); the dataset reads it once, so which "
+                                    "would be used is a guess. Keep one column of that name (rename or drop the "
+                                    "others).")
 
 
 def csv_dataset(key: str, path: str | Path | Traversable, *, channels: tuple[str, ...] | list[str],

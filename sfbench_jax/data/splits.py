@@ -6,11 +6,13 @@ split boundary. Start indices here are absolute row indices of the whole series.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from sfbench_jax.data.errors import DataContractError
+from sfbench_jax.data.errors import ConstantChannelWarning, DataContractError
 
 TRAIN_FRACTION = 0.6
 VAL_FRACTION = 0.2
@@ -68,11 +70,22 @@ def split_bounds(num_rows: int, *, input_len: int, horizon: int, origin: str = "
     return bounds
 
 
-def standardisation_stats(values: np.ndarray, train_end: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel mean and sample std (ddof 1) over the train rows, as float32; zero std -> 1."""
+def standardisation_stats(values: np.ndarray, train_end: int, *, channels: Sequence[str] = (),
+                          origin: str = "the dataset") -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and sample std (ddof 1) over the train rows, as float32; zero std -> 1, with a
+    `ConstantChannelWarning` naming the constant channels (`channels`: their names, by index)."""
     train = np.asarray(values[:train_end], dtype=np.float64)
     mean = train.mean(axis=0)
     std = train.std(axis=0, ddof=1)
+    constant = np.nonzero(std == 0.0)[0]
+    if constant.size:
+        names = [channels[i] if i < len(channels) else f"#{i}" for i in constant.tolist()]
+        shown = ", ".join(repr(name) for name in names[:10]) + (f" (and {len(names) - 10} more)"
+                                                                if len(names) > 10 else "")
+        warnings.warn(f"{origin}: {len(names)} channel(s) are constant over the {train_end} train rows (std 0): "
+                      f"{shown}; they are standardised with std 1 instead, and carry no signal a model can learn "
+                      "from. Drop them from the dataset's channels, or check the file.", ConstantChannelWarning,
+                      stacklevel=2)
     std = np.where(std == 0.0, 1.0, std)
     return mean.astype(np.float32), std.astype(np.float32)
 

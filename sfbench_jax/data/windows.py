@@ -8,6 +8,7 @@ Whole splits are never materialised; the gather runs inside the jitted programs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +27,12 @@ AllChannelForecast = Float[Array, "batch horizon channel"]
 ChannelInputs = Float[Array | np.ndarray, "batch time selected"]
 ChannelIds = Int[Array | np.ndarray, "batch selected"]
 ChannelForecast = Float[Array, "batch horizon selected"]
+
+
+#: How a program over many windows is laid out (`eval.layout`; docs/speed.md, "Layouts"): "cpu" walks windows in
+#: cache-sized loops, "accelerator" computes every window of a chunk at once. Both give the same values.
+Layout = Literal["cpu", "accelerator"]
+LAYOUTS: tuple[Layout, ...] = ("cpu", "accelerator")
 
 
 @dataclass(frozen=True)
@@ -52,13 +59,21 @@ def select_targets(y: Float[Array, "*batch channel"],
     return jnp.take(y, np.asarray(target_indices), axis=-1)
 
 
-def gather_windows(series: Float[Array, "row channel"], starts: Int[Array, " window"],
-                   shape: WindowShape) -> tuple[Float[Array, "window n channel"], Float[Array, "window h target"]]:
+def gather_windows(series: Float[Array, "row channel"], starts: Int[Array, " window"], shape: WindowShape, *,
+                   layout: Layout = "cpu") -> tuple[Float[Array, "window n channel"], Float[Array, "window h target"]]:
     """`x = series[s : s+n]` `(C, n, m)` and `y = series[s+n : s+n+H, targets]` `(C, H, t)`.
 
-    One dynamic slice per window in a loop: the loop's output is a materialised block, so XLA cannot
-    fuse the gather into every consumer (which would recompute it for each element of each scenario).
+    Two layouts, the same values (a gather copies; nothing is rounded):
+    - the "cpu" layout: one dynamic slice per window in a loop. The loop's output is a
+      materialised block, so XLA cannot fuse the gather into every consumer (which would recompute it for each
+      element of each scenario), and each slice is a contiguous, cache-friendly copy.
+    - the "accelerator" layout: every window at once, one gather op (a vmap of the slice),
+      no loop whose trip count grows with the number of windows.
     """
     span = shape.input_len + shape.horizon
-    window = jax.lax.map(lambda start: jax.lax.dynamic_slice_in_dim(series, start, span, axis=0), starts)
+
+    def window_at(start: jax.Array) -> jax.Array:
+        return jax.lax.dynamic_slice_in_dim(series, start, span, axis=0)
+
+    window = jax.vmap(window_at)(starts) if layout == "accelerator" else jax.lax.map(window_at, starts)
     return window[:, : shape.input_len], select_targets(window[:, shape.input_len:], shape.target_indices)

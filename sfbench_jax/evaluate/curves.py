@@ -29,7 +29,7 @@ import pandas as pd
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.seeds import bootstrap_seed
-from sfbench_jax.data.windows import WindowShape, gather_windows, window_shape
+from sfbench_jax.data.windows import Layout, WindowShape, gather_windows, window_shape
 from sfbench_jax.evaluate.engine import EngineStats, fault_context, resolved_eval_seed, run_window_program
 from sfbench_jax.evaluate.kernel import model_inputs_block, window_mse
 from sfbench_jax.evaluate.scores import CONFIDENCE, bootstrap_means
@@ -73,20 +73,25 @@ class CurveProgram:
     faults: tuple[Fault, ...]
     ctx: FaultContext
     shape: WindowShape
+    layout: Layout = "cpu"
 
     #: Stage two receives the windows' sample ids (a row-aware predictor keys its randomness by them).
     uses_window_ids = True
+
+    def with_layout(self, layout: Layout) -> CurveProgram:
+        """This program in `layout`."""
+        return dataclasses.replace(self, layout=layout)
 
     def block(self, state: ModelState, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
               prepared: tuple[FaultParams, ...]) -> tuple[jax.Array, jax.Array]:
         """`(clean (c,), faulted (c, G, P))` of one block of windows; `prepared` holds the stream words."""
         model_state, units = state
-        x, y = gather_windows(series, starts, self.shape)
+        x, y = gather_windows(series, starts, self.shape, layout=self.layout)
 
         def at_severity(unit: jax.Array) -> jax.Array:
             params = tuple(jax.vmap(lambda w, fault=fault: fault.prepare(fault.sample(w, self.ctx, unit), self.ctx))(
                 words) for fault, words in zip(self.faults, prepared, strict=True))
-            inputs = model_inputs_block(x, params, scenarios=self.faults, ctx=self.ctx)
+            inputs = model_inputs_block(x, params, scenarios=self.faults, ctx=self.ctx, layout=self.layout)
             branches, count = inputs.shape[:2]
             contexts = jnp.repeat(jnp.arange(branches, dtype=jnp.int32), count)  # clean, then 1 + scenario
             prediction = run_predictor(self.predict, model_state, inputs.reshape(branches * count, *x.shape[1:]),

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, Self
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +31,7 @@ from jax.sharding import PartitionSpec as P
 
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.data.windows import WindowShape, gather_windows, window_shape
+from sfbench_jax.data.windows import LAYOUTS, Layout, WindowShape, gather_windows, window_shape
 from sfbench_jax.evaluate import program_cache
 from sfbench_jax.evaluate.abandon import stop_if_abandoned
 from sfbench_jax.evaluate.kernel import (
@@ -52,6 +52,8 @@ DEFAULT_CHUNK_PER_DEVICE = 1024  # windows per device per compiled call
 CPU_BLOCK_BYTES = 3 * 2**20  # window data per inner block on CPU (stays in cache; tuned on Traffic)
 MIN_BYTES_PER_EXTRA_DEVICE = 512 * 2**20  # window data that makes one more device worth its overhead
 KERNEL_CACHE_SIZE = 16  # jitted chunk kernels kept for later calls (each keeps its compiled programs)
+ACCELERATOR_MAX_CHUNK_PER_DEVICE = 16_384  # windows per device and call in the accelerator layout, at most
+ACCELERATOR_MEMORY_FRACTION = 0.5  # of an accelerator's memory for one chunk's temporaries (the rest: XLA, inputs)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class EngineStats:
     #: Where the compiled program came from: "loaded" (the program cache), "stored" (compiled and cached),
     #: "compiled" (compiled, not cacheable), None (the program cache is off).
     program_cache: str | None = None
+    #: The layout the chunk program ran in ("cpu" or "accelerator"; `eval.layout`).
+    layout: str = "cpu"
 
 
 # --- what a program computes ------------------------------------------------------------------------
@@ -111,9 +115,14 @@ class ScoreProgram:
     ctx: FaultContext
     shape: WindowShape
     channel_sparse: bool = True
+    layout: Layout = "cpu"
 
     #: Stage two receives the windows' sample ids (a row-aware predictor keys its randomness by them).
     uses_window_ids = True
+
+    def with_layout(self, layout: Layout) -> ScoreProgram:
+        """This program in `layout`."""
+        return dataclasses.replace(self, layout=layout)
 
     def block(self, state: ModelState, series: jax.Array, starts: jax.Array, window_ids: jax.Array,
               prepared: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
@@ -121,9 +130,9 @@ class ScoreProgram:
         model runs only on the channels the faults touched (`channel_sparse`)."""
         if self.channel_sparse and isinstance(self.predict, ChannelIndependentPredictor):
             return score_block_sparse(self.predict, state, series, starts, prepared, scenarios=self.scenarios,
-                                      ctx=self.ctx, shape=self.shape)
+                                      ctx=self.ctx, shape=self.shape, layout=self.layout)
         return score_block(self.predict, state, series, starts, window_ids, prepared, scenarios=self.scenarios,
-                           ctx=self.ctx, shape=self.shape)
+                           ctx=self.ctx, shape=self.shape, layout=self.layout)
 
 
 @dataclass(frozen=True)
@@ -134,12 +143,17 @@ class ChecksumProgram:
     scenarios: tuple[Fault, ...]
     ctx: FaultContext
     shape: WindowShape
+    layout: Layout = "cpu"
+
+    def with_layout(self, layout: Layout) -> ChecksumProgram:
+        """This program in `layout`."""
+        return dataclasses.replace(self, layout=layout)
 
     def block(self, state: ModelState, series: jax.Array, starts: jax.Array,
               prepared: tuple[FaultParams, ...]) -> tuple[jax.Array]:
         """`(sums of squares (c, P),)` of one block of windows."""
         del state
-        x, _ = gather_windows(series, starts, self.shape)
+        x, _ = gather_windows(series, starts, self.shape, layout=self.layout)
         sums = [jnp.sum(jnp.square(apply_scenario(fault, x, p, self.ctx)), axis=(1, 2))
                 for fault, p in zip(self.scenarios, prepared, strict=True)]
         return (jnp.stack(sums, axis=1),)
@@ -158,6 +172,11 @@ class WindowProgram(Protocol):
 
     @property
     def shape(self) -> WindowShape: ...
+
+    @property
+    def layout(self) -> Layout: ...
+
+    def with_layout(self, layout: Layout) -> Self: ...  # the same program in another layout
 
     @property
     def block(self) -> Callable[..., tuple[jax.Array, ...]]: ...
@@ -183,14 +202,18 @@ class ChunkPlan:
     Attributes:
         starts: int32 `(K,)` absolute window starts (sample id = position).
         mesh: one-axis ("data") device mesh the windows are sharded over.
-        block_size: windows per inner block (the unit the compiled program computes at once).
+        block_size: windows per inner block (the unit the compiled program computes at once); in the
+            accelerator layout, a device's whole share of the chunk.
         chunk_size: windows per compiled call over all devices (whole blocks on every device).
+        layout: "cpu" (blocks walked in a loop inside the program) or "accelerator" (one block per device and
+            chunk, every window at once).
     """
 
     starts: np.ndarray = field(repr=False)
     mesh: jax.sharding.Mesh
     block_size: int
     chunk_size: int
+    layout: Layout = "cpu"
 
     @property
     def num_windows(self) -> int:
@@ -209,8 +232,10 @@ class ChunkPlan:
     def with_block_size(self, block_size: int, requested_chunk: int | None) -> ChunkPlan:
         """This plan with another block size and the chunk size that follows from it: per device about
         `requested_chunk / devices` windows (default `DEFAULT_CHUNK_PER_DEVICE`), at most the device's
-        share of K, rounded up to whole blocks."""
+        share of K, rounded up to whole blocks. In the accelerator layout the block is the device's chunk."""
         devices = self.mesh.size
+        if self.layout == "accelerator":
+            return dataclasses.replace(self, block_size=block_size, chunk_size=block_size * devices)
         wanted = DEFAULT_CHUNK_PER_DEVICE if requested_chunk is None else math.ceil(requested_chunk / devices)
         wanted = min(wanted, math.ceil(self.num_windows / devices))
         per_device = block_size * max(1, math.ceil(wanted / block_size))
@@ -233,14 +258,51 @@ def resolved_eval_seed(options: EvalConfig) -> int:
 
 def plan_chunks(data: PreparedData, options: EvalConfig, test_starts: np.ndarray | None) -> ChunkPlan:
     """The chunk plan of an evaluation (`options.seed` resolved): the seeded test draw (or the given
-    starts), the device mesh, and the platform's default block size."""
+    starts), the device mesh, the layout its platform takes, and that layout's first block size."""
     eval_seed = resolved_eval_seed(options)
     starts = (data.test_starts(eval_seed, options.k) if test_starts is None
               else np.asarray(test_starts, np.int32))
     mesh = make_mesh(options.num_devices or automatic_device_count(data, len(starts)))
-    block = options.block_size or default_block_size(data, mesh.devices.flat[0].platform, options.memory_budget_mb)
-    plan = ChunkPlan(starts=starts, mesh=mesh, block_size=block, chunk_size=block)
+    layout = resolved_layout(options.layout, mesh.devices.flat[0].platform)
+    if layout == "accelerator":
+        block = accelerator_block_size(len(starts), mesh.size, options)
+    else:
+        block = options.block_size or default_block_size(data, mesh.devices.flat[0].platform,
+                                                         options.memory_budget_mb)
+    plan = ChunkPlan(starts=starts, mesh=mesh, block_size=block, chunk_size=block, layout=layout)
     return plan.with_block_size(block, options.chunk_size)
+
+
+def resolved_layout(requested: str, platform: str) -> Layout:
+    """`eval.layout`: "auto" is the "cpu" layout on a CPU and the "accelerator" layout on any other platform."""
+    if requested == "auto":
+        return "cpu" if platform == "cpu" else "accelerator"
+    if requested not in LAYOUTS:
+        raise ValueError(f"Unknown eval.layout {requested!r}; use auto, {' or '.join(LAYOUTS)}.")
+    return "cpu" if requested == "cpu" else "accelerator"
+
+
+def accelerator_block_size(num_windows: int, num_devices: int, options: EvalConfig) -> int:
+    """A device's first chunk in the accelerator layout: its share of K (or of `eval.chunk_size`), at most
+    `eval.block_size` and `ACCELERATOR_MAX_CHUNK_PER_DEVICE`. `compile_within_budget` shrinks it until the compiled
+    program's temporaries fit the device's memory."""
+    share = math.ceil(num_windows / num_devices)
+    if options.chunk_size is not None:
+        share = min(share, math.ceil(options.chunk_size / num_devices))
+    if options.block_size is not None:
+        share = min(share, options.block_size)
+    return max(1, min(share, ACCELERATOR_MAX_CHUNK_PER_DEVICE))
+
+
+def memory_budget_bytes(options: EvalConfig, device: jax.Device, layout: Layout) -> int:
+    """Temporaries one device's chunk program may take: `eval.memory_budget_mb` in the CPU layout; in the
+    accelerator layout `ACCELERATOR_MEMORY_FRACTION` of what the device's allocator may hold (`memory_stats`), or
+    `eval.memory_budget_mb` where the device does not say (a CPU running the accelerator layout)."""
+    if layout == "accelerator":
+        stats = device.memory_stats() or {}
+        if stats.get("bytes_limit"):
+            return int(ACCELERATOR_MEMORY_FRACTION * stats["bytes_limit"])
+    return options.memory_budget_mb * 2**20
 
 
 def automatic_device_count(data: PreparedData, num_windows: int) -> int:
@@ -291,11 +353,16 @@ def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int,
     """
     scenarios, ctx = program.scenarios, program.ctx
 
+    def blockwise(block_fn: Callable[..., tuple[jax.Array, ...]], batched: Sequence[program_cache.Pytree]) -> Any:
+        """The CPU layout walks cache-sized blocks in a loop; the accelerator layout's block is the whole chunk."""
+        if program.layout == "accelerator":
+            return block_fn(*batched)
+        return map_blocks(block_fn, batched, block_size)
+
     def stage_two(state: ModelState, series: jax.Array, starts: jax.Array, ids: jax.Array,
                   prepared: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
         batched = (starts, ids, prepared) if getattr(program, "uses_window_ids", False) else (starts, prepared)
-        block = functools.partial(program.block, state, series)
-        outputs: tuple[jax.Array, ...] = map_blocks(block, batched, block_size)
+        outputs: tuple[jax.Array, ...] = blockwise(functools.partial(program.block, state, series), batched)
         return outputs
 
     local: Callable[..., tuple[jax.Array, ...]]  # its arguments differ between the two RNG modes
@@ -303,13 +370,13 @@ def chunk_kernel(program: WindowProgram, rng_mode: str, block_size: int,
         def local(state: ModelState, series: jax.Array, base_key: jax.Array, starts: jax.Array,
                   ids: jax.Array) -> tuple[jax.Array, ...]:
             draw = functools.partial(draw_block, base_key, scenarios=scenarios, ctx=ctx)
-            return stage_two(state, series, starts, ids, map_blocks(draw, (ids,), block_size))
+            return stage_two(state, series, starts, ids, blockwise(draw, (ids,)))
         specs = (P(), P(), P(), P("data"), P("data"))
     else:
         def local(state: ModelState, series: jax.Array, starts: jax.Array, ids: jax.Array,
                   params: tuple[FaultParams, ...]) -> tuple[jax.Array, ...]:
             prepare = functools.partial(prepare_block, scenarios=scenarios, ctx=ctx)
-            return stage_two(state, series, starts, ids, map_blocks(prepare, (params,), block_size))
+            return stage_two(state, series, starts, ids, blockwise(prepare, (params,)))
         specs = (P(), P(), P("data"), P("data"), P("data"))
     # check_vma=False: models build constants inside (e.g. the GRU's zero initial state, a scan carry)
     # that are not marked as varying over the window axis; windows are independent and nothing is
@@ -413,16 +480,24 @@ def compile_within_budget(program: WindowProgram, inputs: DeviceInputs,
         `(compiled chunk, number of compiles, notes)`.
     """
     options = inputs.options
-    budget = options.memory_budget_mb * 2**20
+    budget = memory_budget_bytes(options, plan.mesh.devices.flat[0], plan.layout)
+    shrinkable = options.block_size is None or plan.layout == "accelerator"
     chunk = compile_chunk(program, inputs, plan)
     compiles, notes = 1, []
-    while options.block_size is None and chunk.temp_bytes is not None and chunk.temp_bytes > budget \
-            and chunk.plan.block_size > 1:
-        block = chunk.plan.block_size // 2
+    while shrinkable and chunk.temp_bytes is not None and chunk.temp_bytes > budget and chunk.plan.block_size > 1:
+        block = smaller_block(chunk.plan.block_size, chunk.temp_bytes, budget)
         chunk = compile_chunk(program, inputs, chunk.plan.with_block_size(block, options.chunk_size))
         compiles += 1
-        notes.append(f"block size halved to {block} to keep temporaries under {options.memory_budget_mb} MiB")
+        notes.append(f"block size lowered to {block} to keep temporaries under {budget / 2**20:,.0f} MiB")
     return chunk, compiles, notes
+
+
+def smaller_block(block: int, temp_bytes: int, budget: int) -> int:
+    """The next block size to try when `block` windows took `temp_bytes` of temporaries over `budget`: at most half,
+    and the largest power of two that would fit if temporaries grow in proportion to the block (they do, less a
+    constant part, so one more try usually fits)."""
+    proportional = max(1, block * budget // max(temp_bytes, 1))
+    return max(1, min(block // 2, 1 << (proportional.bit_length() - 1)))
 
 
 # --- running the chunks ---------------------------------------------------------------------------------
@@ -476,6 +551,25 @@ def run_chunks(chunk: CompiledChunk, inputs: DeviceInputs, progress: Progress) -
             for (count, _), out in zip(outputs, host, strict=True)]
 
 
+def laid_out(program: WindowProgram, state: ModelState, data: PreparedData, options: EvalConfig,
+             test_starts: np.ndarray | None) -> tuple[WindowProgram, ChunkPlan, DeviceInputs]:
+    """The chunk plan of an evaluation, the program in the layout the plan's platform takes, and the device inputs."""
+    plan = plan_chunks(data, options, test_starts)
+    program = program.with_layout(plan.layout)
+    return program, plan, device_inputs(program, state, data, options, plan.mesh)
+
+
+def traceable_chunk(program: WindowProgram, state: ModelState, data: PreparedData,
+                    options: EvalConfig) -> tuple[jax.stages.Wrapped, tuple[program_cache.Pytree, ...]]:
+    """The jitted chunk program and its first chunk's arguments, exactly as `run_window_program` compiles them
+    (before any shrinking to the memory budget). Traced inside `models.layers.traced_for("cuda")`,
+    `jit(f).trace(*args).lower(lowering_platforms=("cuda",))` is what a CUDA device compiles
+    (benchmarks/gpu_check.py --lower-only)."""
+    program, plan, inputs = laid_out(program, state, data, options.for_dataset(data.spec), None)
+    return (chunk_kernel(program, inputs.options.rng_mode, plan.block_size, plan.mesh),
+            inputs.chunk_arguments(plan, plan.window_ids(0)))
+
+
 def run_window_program(program: WindowProgram, state: ModelState, data: PreparedData, options: EvalConfig, *,
                        label: str, test_starts: np.ndarray | None,
                        ) -> tuple[list[tuple[np.ndarray, ...]], np.ndarray, EngineStats]:
@@ -484,8 +578,7 @@ def run_window_program(program: WindowProgram, state: ModelState, data: Prepared
     Returns:
         `(host outputs per chunk, the window starts, statistics)`.
     """
-    plan = plan_chunks(data, options, test_starts)
-    inputs = device_inputs(program, state, data, options, plan.mesh)
+    program, plan, inputs = laid_out(program, state, data, options, test_starts)
     started = time.perf_counter()
     chunk, compiles, notes = compile_within_budget(program, inputs, plan)
     compile_seconds = time.perf_counter() - started
@@ -494,7 +587,7 @@ def run_window_program(program: WindowProgram, state: ModelState, data: Prepared
     stats = EngineStats(compile_seconds=compile_seconds, run_seconds=time.perf_counter() - started - compile_seconds,
                         chunk_size=plan.chunk_size, num_chunks=plan.num_chunks, num_devices=plan.mesh.size,
                         block_size=plan.block_size, temp_bytes_per_chunk=chunk.temp_bytes, compiles=compiles,
-                        notes=tuple(notes), program_cache=chunk.program_cache)
+                        notes=tuple(notes), program_cache=chunk.program_cache, layout=plan.layout)
     return outputs, plan.starts, stats
 
 
@@ -532,15 +625,20 @@ def score_resolved_windows(predict: Predictor, state: ModelState, data: Prepared
                            scenarios: Sequence[Fault] = SCENARIOS, label: str = "evaluate",
                            test_starts: np.ndarray | None = None) -> tuple[WindowLosses, EngineStats]:
     """`score_windows` for settings whose seed an entry already resolved (`evaluate_predictor`)."""
-    program = ScoreProgram(predict=predict, scenarios=tuple(scenarios),
-                           ctx=fault_context(data, options.channel_fraction), shape=window_shape(data.spec),
-                           channel_sparse=options.channel_sparse)
+    program = score_program(predict, data, options, scenarios)
     outputs, starts, stats = run_window_program(program, state, data, options, label=label, test_starts=test_starts)
     losses = WindowLosses(sample_starts=starts, clean=_concatenate(outputs, 0),
                           faulted=np.ascontiguousarray(_concatenate(outputs, 1).T),
                           severity_units=np.ascontiguousarray(_concatenate(outputs, 2).T, dtype=np.int32),
                           scenario_keys=tuple(fault.key for fault in program.scenarios))
     return losses, stats
+
+
+def score_program(predict: Predictor, data: PreparedData, options: EvalConfig,
+                  scenarios: Sequence[Fault] = SCENARIOS) -> ScoreProgram:
+    """What `score_windows` computes per block for `predict` on `data` (its layout set by the chunk plan)."""
+    return ScoreProgram(predict=predict, scenarios=tuple(scenarios), ctx=fault_context(data, options.channel_fraction),
+                        shape=window_shape(data.spec), channel_sparse=options.channel_sparse)
 
 
 def faulted_window_checksums(data: PreparedData, options: EvalConfig, *,

@@ -2,7 +2,11 @@
 scored scenario (design.md section 3).
 
 `x, y` are gathered from the standardised series by start index inside the kernel. The scenarios are a
-static Python loop (unrolled in the trace; no vmap over a switch). In the JAX RNG mode the randomness of
+static Python loop (unrolled in the trace; no vmap over a switch). Two layouts give the same per-window values
+(`Layout`; docs/speed.md, "Layouts"): the "cpu" layout walks windows and branches in loops sized for a cache
+(`lax.map` over windows, blocks and branches, a `cond` skipping idle sub-batches); the "accelerator" layout computes
+a whole chunk at once (one gather, every branch a static part of the trace, a `while` bounded by the sub-batch count
+instead of a `cond`). In the JAX RNG mode the randomness of
 (scenario p, window w) comes from `fold_in(fold_in(base_key, p), w)` and is drawn on the device; in the
 reference mode the parameter pytrees arrive from the host. Both call the same apply functions.
 """
@@ -17,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from sfbench_jax.data.windows import WindowShape, gather_windows
+from sfbench_jax.data.windows import Layout, WindowShape, gather_windows
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
 from sfbench_jax.faults.spec import FaultParams
@@ -105,14 +109,20 @@ def prepare_block(params: Sequence[FaultParams], *, scenarios: Sequence[Fault],
 
 
 def model_inputs_block(x: Windows, prepared: Sequence[FaultParams], *, scenarios: Sequence[Fault],
-                       ctx: FaultContext) -> Float[Array, "branch window n channel"]:
-    """The clean block followed by every scenario applied to it -> `(1 + P, c, n, m)`.
+                       ctx: FaultContext, layout: Layout = "cpu") -> Float[Array, "branch window n channel"]:
+    """The clean block followed by every scenario applied to it -> `(1 + P, c, n, m)`, materialised, so the model
+    reads each faulted element once: fused into a model such as SeasonalNaive, which reads an input step several
+    times, XLA would recompute the fault (noise included) for every read.
 
-    A loop over branch ids with a switch inside (one branch runs per iteration; this is not a vmap over
-    the switch). The loop output is materialised, so the model reads each faulted element once: fused
-    into a model such as SeasonalNaive, which reads an input step several times, XLA would recompute the
-    fault (noise included) for every read.
+    The "cpu" layout loops over branch ids with a switch inside (one branch runs per iteration, on a cache-sized
+    block; not a vmap over the switch). The "accelerator" layout applies every scenario to the whole chunk as a
+    static part of the trace and stacks the branches behind an optimisation barrier (the same materialisation).
     """
+    if layout == "accelerator":
+        stacked = jnp.stack([x, *(apply_scenario(fault, x, params, ctx)
+                                  for fault, params in zip(scenarios, prepared, strict=True))])
+        materialised: jax.Array = jax.lax.optimization_barrier(stacked)
+        return materialised
     branches: list[Callable[[jax.Array, Sequence[FaultParams]], jax.Array]] = [lambda x, prepared: x]
     def faulting(fault: Fault, index: int) -> Callable[[jax.Array, Sequence[FaultParams]], jax.Array]:
         return lambda x, prepared: apply_scenario(fault, x, prepared[index], ctx)
@@ -125,17 +135,17 @@ def model_inputs_block(x: Windows, prepared: Sequence[FaultParams], *, scenarios
 
 def score_block(predict: Predictor, state: ModelState, series: Float[Array, "row channel"],
                 starts: Int[Array, " window"], window_ids: Int[Array, " window"], prepared: Sequence[FaultParams], *,
-                scenarios: Sequence[Fault], ctx: FaultContext,
-                shape: WindowShape) -> tuple[Float[Array, " window"], Float[Array, "window scenario"],
-                                             Int[Array, "window scenario"]]:
+                scenarios: Sequence[Fault], ctx: FaultContext, shape: WindowShape,
+                layout: Layout = "cpu") -> tuple[Float[Array, " window"], Float[Array, "window scenario"],
+                                                 Int[Array, "window scenario"]]:
     """Stage 2: clean MSE `(c,)`, faulted MSE `(c, P)` and severity units `(c, P)` of a block.
 
     The parameters come prepared from stage 1 (a separate loop, so XLA never repeats per-window work
     inside per-element loops). The clean and faulted windows go through the model as one batch, so an
     unchanged window has bit-for-bit the clean loss.
     """
-    x, y = gather_windows(series, starts, shape)
-    inputs = model_inputs_block(x, prepared, scenarios=scenarios, ctx=ctx)
+    x, y = gather_windows(series, starts, shape, layout=layout)
+    inputs = model_inputs_block(x, prepared, scenarios=scenarios, ctx=ctx, layout=layout)
     branches, count = inputs.shape[:2]
     contexts = jnp.repeat(jnp.arange(branches, dtype=jnp.int32), count)  # CLEAN_CONTEXT, then 1 + scenario
     prediction = run_predictor(predict, state, inputs.reshape(branches * count, *x.shape[1:]), contexts,
@@ -148,9 +158,9 @@ def score_block(predict: Predictor, state: ModelState, series: Float[Array, "row
 
 def score_block_sparse(predict: ChannelIndependentPredictor, state: ModelState, series: Float[Array, "row channel"],
                        starts: Int[Array, " window"], prepared: Sequence[FaultParams], *, scenarios: Sequence[Fault],
-                       ctx: FaultContext, shape: WindowShape) -> tuple[Float[Array, " window"],
-                                                                       Float[Array, "window scenario"],
-                                                                       Int[Array, "window scenario"]]:
+                       ctx: FaultContext, shape: WindowShape,
+                       layout: Layout = "cpu") -> tuple[Float[Array, " window"], Float[Array, "window scenario"],
+                                                        Int[Array, "window scenario"]]:
     """Stage 2 for a channel-independent model, running it only where the loss can change (the same
     outputs as `score_block`, to float rounding; an unchanged window keeps bit-for-bit the clean loss).
 
@@ -159,7 +169,7 @@ def score_block_sparse(predict: ChannelIndependentPredictor, state: ModelState, 
     channels, so only its selected target channels are forecast again (`touched_row_errors`), and their sums
     replace the clean ones. A window where no forecast changed keeps its clean sum itself.
     """
-    x, y = gather_windows(series, starts, shape)
+    x, y = gather_windows(series, starts, shape, layout=layout)
     count, horizon = x.shape[0], y.shape[1]
     targets = np.asarray(shape.target_indices)
     target_ids = jnp.broadcast_to(jnp.asarray(targets, jnp.int32), (count, len(targets)))
@@ -168,7 +178,8 @@ def score_block_sparse(predict: ChannelIndependentPredictor, state: ModelState, 
     clean_sum = jnp.sum(clean_errors, axis=1)
     touched = [touched_target_rows(fault, x, params, targets=targets, ctx=ctx)
                for fault, params in zip(scenarios, prepared, strict=True) if fault.is_channel_scoped]
-    errors, changed = touched_row_errors(predict, state, touched, clean_forecast, y, sub_batches=TOUCHED_SUB_BATCHES)
+    errors, changed = touched_row_errors(predict, state, touched, clean_forecast, y, sub_batches=TOUCHED_SUB_BATCHES,
+                                         layout=layout)
     sums, position = [], 0
     for fault, params in zip(scenarios, prepared, strict=True):
         if fault.is_channel_scoped:
@@ -222,11 +233,13 @@ def touched_target_rows(fault: Fault, x: Windows, params: FaultParams, *, target
 
 def touched_row_errors(predict: ChannelIndependentPredictor, state: ModelState, touched: Sequence[TouchedRows],
                        clean_forecast: Float[Array, "window h target"], y: Float[Array, "window h target"], *,
-                       sub_batches: int) -> tuple[Float[Array, " rows"], Bool[Array, " rows"]]:
+                       sub_batches: int, layout: Layout = "cpu") -> tuple[Float[Array, " rows"], Bool[Array, " rows"]]:
     """For every row, its target's sum of squared errors under the faulted forecast, and whether that forecast
     differs from the clean one (false for invalid rows). The model runs on the valid rows only: they are moved to
-    the front and forecast in `sub_batches` equal sub-batches, skipping (`lax.cond`) those without a valid row
-    (at most one sub-batch of work is wasted); only the per-row scalars go back to the rows' order. The order
+    the front and forecast in `sub_batches` equal sub-batches, skipping those without a valid row (at most one
+    sub-batch of work is wasted): the "cpu" layout maps over every sub-batch with a `cond`, the "accelerator" layout
+    runs a `while` loop over the sub-batches that hold a valid row (the same forecasts, no `case` op). Only the
+    per-row scalars go back to the rows' order. The order
     depends only on the block's contents, so results do not depend on the chunk size or the device count."""
     series = jnp.concatenate([rows.series for rows in touched])
     channel = jnp.concatenate([rows.channel for rows in touched])
@@ -248,22 +261,41 @@ def touched_row_errors(predict: ChannelIndependentPredictor, state: ModelState, 
               clean_forecast[window, :, slot], y[window, :, slot])
     valid_count = jnp.sum(valid)
 
-    def one(args: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
-        index, rows, ids, clean, target = args
+    def forecast(rows: jax.Array, ids: jax.Array, clean: jax.Array,
+                 target: jax.Array) -> tuple[jax.Array, jax.Array]:
+        faulted = predict.channels(state, rows, ids)[..., 0].astype(jnp.float32)
+        return jnp.sum(squared_errors(faulted, target), axis=1), jnp.any(faulted != clean, axis=1)
 
-        def forecast() -> tuple[jax.Array, jax.Array]:
-            faulted = predict.channels(state, rows, ids)[..., 0].astype(jnp.float32)
-            return jnp.sum(squared_errors(faulted, target), axis=1), jnp.any(faulted != clean, axis=1)
+    if layout == "accelerator":
+        errors, changed = _forecast_busy_sub_batches(forecast, inputs[1:], busy=-(-valid_count // sub_batch))
+    else:
+        def one(args: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
+            index, *batch = args
+            sums_and_changed: tuple[jax.Array, jax.Array] = jax.lax.cond(
+                index * sub_batch < valid_count, lambda: forecast(*batch),
+                lambda: (jnp.zeros((sub_batch,), jnp.float32), jnp.zeros((sub_batch,), bool)))
+            return sums_and_changed
 
-        sums_and_changed: tuple[jax.Array, jax.Array] = jax.lax.cond(
-            index * sub_batch < valid_count, forecast,
-            lambda: (jnp.zeros((sub_batch,), jnp.float32), jnp.zeros((sub_batch,), bool)))
-        return sums_and_changed
-
-    errors, changed = jax.lax.map(one, inputs)
+        errors, changed = jax.lax.map(one, inputs)
     changed = changed.reshape(-1)[:total] & (jnp.arange(total) < valid_count)
     return (jnp.zeros((total,), jnp.float32).at[order].set(errors.reshape(-1)[:total]),
             jnp.zeros((total,), bool).at[order].set(changed))
+
+
+def _forecast_busy_sub_batches(forecast: Callable[..., tuple[jax.Array, jax.Array]], batches: Sequence[jax.Array], *,
+                               busy: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`forecast` on the first `busy` sub-batches (leading axis of `batches`) in a `while` loop; zeros and False
+    for the rest. The loop is bounded by the number of sub-batches, never by the number of windows."""
+    count, size = batches[0].shape[:2]
+
+    def body(carry: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
+        index, errors, changed = carry
+        sums, differs = forecast(*(batch[index] for batch in batches))
+        return index + 1, errors.at[index].set(sums), changed.at[index].set(differs)
+
+    start = (jnp.int32(0), jnp.zeros((count, size), jnp.float32), jnp.zeros((count, size), bool))
+    _, errors, changed = jax.lax.while_loop(lambda carry: carry[0] < jnp.minimum(busy, count), body, start)
+    return errors, changed
 
 
 def map_blocks(block_fn: Callable[..., Any], batched: Sequence[Any], block_size: int) -> Any:  # pytrees, as lax.map

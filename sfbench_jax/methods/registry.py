@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, read_only
 from sfbench_jax.models.registry import MODELS
 from sfbench_jax.plugins.entry_points import discovered, package_specs, register_specs, unknown_name_error
 
@@ -68,7 +68,7 @@ def check_method(name: str, architecture: str, grid: Mapping[str, Any] | None, *
     recipes = method_grid(name, grid)
     spec.check_values(recipes)
     if spec.check is not None:
-        spec.check(recipes, architecture=architecture, num_baseline_candidates=num_baseline_candidates)
+        spec.check(read_only(recipes), architecture=architecture, num_baseline_candidates=num_baseline_candidates)
 
 
 def applicable_architectures(name: str) -> list[str]:

@@ -11,11 +11,16 @@ A method is one of three kinds: "baseline" trains the architecture plainly; "tra
 winner's hyperparameters, overlays its recipe and trains from scratch, acting inside the compiled step through
 `transform` and/or around the model through `model_wrapper`; "wrap" combines stored baseline candidates through
 `wrapper` (`WrapperSpec`: which candidates, and the predictor made of them).
+
+A method's functions receive recipes read-only (`read_only`), and its transform must be pure: the contract checks
+(`pipeline/contracts.py`) build and trace it twice on the same inputs before any work and refuse a method whose two
+traces differ (a global counter, a global RNG, state kept between candidates).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +33,13 @@ Recipe = Mapping[str, Any]
 #: The recipe grid being checked: key -> the values a sweep tries.
 RecipeGrid = Mapping[str, tuple[Any, ...]]
 KINDS = ("baseline", "train", "wrap")
+
+
+def read_only(recipe: Mapping[str, Any]) -> Recipe:
+    """A read-only copy of a recipe (or recipe grid), the only form in which a method's functions receive one: a
+    method that pops or sets a key fails loudly (`TypeError` / `AttributeError`) instead of changing what the run
+    records as its hyperparameters and what its candidate's hash names."""
+    return types.MappingProxyType(dict(recipe))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,4 +147,4 @@ class MethodSpec:
 
     def model_wrapping(self, recipe: Recipe) -> Any:
         """What a recipe puts around the model (a `RevINConfig`), or None."""
-        return None if self.model_wrapper is None or not recipe else self.model_wrapper(recipe)
+        return None if self.model_wrapper is None or not recipe else self.model_wrapper(read_only(recipe))

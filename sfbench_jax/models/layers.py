@@ -8,8 +8,10 @@ input-shape checks every architecture runs. Architectures themselves live in the
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -221,6 +223,28 @@ def in_inference_mode(module: nnx.Module) -> bool:
     return True
 
 
+#: The platform the program being traced is for (`traced_for`), or None: the default backend.
+_TRACED_PLATFORM: contextvars.ContextVar[str | None] = contextvars.ContextVar("traced_platform", default=None)
+
+
+@contextlib.contextmanager
+def traced_for(platform: str) -> Iterator[None]:
+    """Trace models inside as for `platform` (a CPU computes large batches a cache-sized slice at a time,
+    `map_in_slices`; any other platform whole batches), not for this process's default backend: a program lowered
+    for a platform the process does not have (`benchmarks/gpu_check.py --lower-only cuda`) is then the one that
+    platform compiles."""
+    token = _TRACED_PLATFORM.set(platform)
+    try:
+        yield
+    finally:
+        _TRACED_PLATFORM.reset(token)
+
+
+def slices_batches() -> bool:
+    """Whether models split large batches into cache-sized slices in the program being traced (on a CPU)."""
+    return (_TRACED_PLATFORM.get() or jax.default_backend()) == "cpu"
+
+
 def map_in_slices(fn: Callable[[jax.Array], jax.Array], x: jax.Array, slice_rows: int) -> jax.Array:
     """`fn(x)` computed `slice_rows` rows of `x` (axis 0) at a time with `lax.map` on CPU, for an `fn` whose rows
     are independent of each other (a model in inference mode).
@@ -228,10 +252,10 @@ def map_in_slices(fn: Callable[[jax.Array], jax.Array], x: jax.Array, slice_rows
     On CPU a large batch of small matrix products runs faster a cache-sized slice at a time than as whole-batch
     operations whose intermediates go to main memory. Rows are split into the fewest slices of at most
     `slice_rows`, the last padded with copies of the final row (dropped from the result). Other backends (GPU,
-    TPU) want the whole batch in each kernel: there `fn(x)` runs as one call.
+    TPU) want the whole batch in each kernel: there `fn(x)` runs as one call (`slices_batches`).
     """
     rows = x.shape[0]
-    if rows <= slice_rows or jax.default_backend() != "cpu":
+    if rows <= slice_rows or not slices_batches():
         return fn(x)
     count = -(-rows // slice_rows)
     size = -(-rows // count)

@@ -25,6 +25,7 @@ from sfbench_jax.models.layers import (
     TorchBatchNorm,
     check_input,
     gelu,
+    slices_batches,
     torch_uniform_init,
     validate_dataset_shape,
 )
@@ -315,9 +316,10 @@ class ModernTCN(nnx.Module):
 
     def infer_in_slices(self, x: jax.Array, channels: Sequence[int]) -> jax.Array:
         """`infer` over slices of `INFERENCE_CHUNK` windows (the last one zero-padded), so a large
-        evaluation block's activations stay in cache; every slice is the same program."""
+        evaluation block's activations stay in cache; every slice is the same program. An accelerator takes the
+        whole batch at once (`layers.slices_batches`)."""
         b, chunk = x.shape[0], INFERENCE_CHUNK
-        if b <= chunk:
+        if b <= chunk or not slices_batches():
             return self.infer(x, channels)
         padded = -(-b // chunk) * chunk
         x = jnp.pad(x, ((0, padded - b), (0, 0), (0, 0)))

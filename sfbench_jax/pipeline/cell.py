@@ -30,6 +30,7 @@ from sfbench_jax.config import MethodConfig, RunConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
 from sfbench_jax.methods import get_method, method_grid
+from sfbench_jax.methods.spec import read_only
 from sfbench_jax.models.registry import get_spec
 from sfbench_jax.models.restore import build_for, restore_model
 from sfbench_jax.predictors.protocol import Predictor
@@ -232,8 +233,8 @@ def wrapped_predictor(data: PreparedData, method: str, recipe: dict[str, Any], b
     wrapper = get_method(method).wrapper
     assert wrapper is not None  # a wrap-kind method (the only kind this is called for) has a wrapper
     ranked = sorted((r for r in baseline.candidates if r.is_finished), key=selection_key)
-    members = [stored.get(result) for result in wrapper.members(recipe, ranked)]
-    return wrapper.predictor(recipe, members, seed=data.spec.seeds.noise_seed)
+    members = [stored.get(result) for result in wrapper.members(read_only(recipe), ranked)]
+    return wrapper.predictor(read_only(recipe), members, seed=data.spec.seeds.noise_seed)
 
 
 def winner_predictor(data: PreparedData, selection: Selection, store: CandidateStore | None) -> tuple[Predictor, Any]:

@@ -7,7 +7,10 @@ the spec promises it, `forecasts_channels_cheaply`), all float32; an extra fault
 parameters with `severity_units` int32 () (and `selected` bool (m,) when channel-scoped) and its `apply` the
 window's `(n, m)` float32; a train-kind method's transform keeps the batch `(batch, n, m)` float32 and its loss a
 scalar, its model wrapper and a wrap-kind method's predictor keep the forecast's shape. The tracing runs with
-64-bit types enabled, so a float64 that would otherwise be truncated in silence shows.
+64-bit types enabled, so a float64 that would otherwise be truncated in silence shows. A method gets its recipe
+read-only (`methods.spec.read_only`: one that pops or sets a key is refused) and must be pure: its transform built
+twice from one recipe, and its `training_inputs` and `loss` traced twice on the same inputs, give the same programs
+(`check_transform_purity`), and its `variant_id` names a recipe the same way twice.
 
 A violation is a `ContractError` (a ValueError), one line naming the spec, where it came from (the plug-in's
 package and entry point, or the built-in module: `plugins.entry_points.origin_of`), what was expected and what came. The
@@ -26,6 +29,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from sfbench_jax.config import RunConfig
@@ -35,7 +39,7 @@ from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import get_fault
 from sfbench_jax.faults.spec import FaultSpec
 from sfbench_jax.methods.registry import get_method, method_grid
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, read_only
 from sfbench_jax.methods.training import DatasetFacts
 from sfbench_jax.models.registry import build_model, get_spec
 from sfbench_jax.models.spec import ModelSpec
@@ -103,7 +107,11 @@ def _expect_array(kind: str, spec: Any, call: str, got: Any, shape: tuple[int, .
     fine = (len(leaves) == 1 and hasattr(got, "shape") and tuple(got.shape) == shape
             and jnp.dtype(got.dtype) == jnp.dtype(dtype))
     if not fine:
-        raise _violation(kind, spec, call, f"{shape} {jnp.dtype(dtype).name}", _described(got), section)
+        wider = (len(leaves) == 1 and hasattr(got, "dtype") and jnp.dtype(got.dtype) == jnp.float64
+                 and jnp.dtype(dtype) == jnp.float32)
+        hint = (" (float64: an array made without a dtype, e.g. jnp.zeros(shape) or a NumPy float64, promoted it; "
+                "create arrays with dtype=x.dtype, or cast the result with .astype(x.dtype))") if wider else ""
+        raise _violation(kind, spec, call, f"{shape} {jnp.dtype(dtype).name}", _described(got) + hint, section)
 
 
 # --- models -----------------------------------------------------------------------------------------------------
@@ -202,22 +210,119 @@ def check_transform(method: MethodSpec, recipe: Mapping[str, Any], model: ModelS
         check_model(model, hparams, shapes, revin=revin, kind=f"Model {model.name!r} wrapped by method")
     if method.transform is None:
         return
-    transform = method.transform(recipe, _facts(shapes))
+    transform = _built_transform(method, recipe, shapes)
+    programs = []
+    for call, expected, function, arguments in _transform_calls(transform, shapes):
+        got, program = _traced_program("Method", method, call, f"{expected} float32", section, function, *arguments)
+        _expect_array("Method", method, call, got, expected, jnp.float32, section)
+        programs.append(program)
+    _check_purity(method, recipe, shapes, transform, programs)
+
+
+# --- methods: read-only recipes and pure transforms -----------------------------------------------------------
+
+PURITY_SECTION = "Method purity"
+
+
+def _impure(method: MethodSpec, what: str) -> ContractError:
+    return ContractError(f"Method {method.name!r} ({origin_of(method).describe()}) is not pure: {what}, so one "
+                         "candidate hash would name different trained models depending on what ran before (a global "
+                         "counter, Python's or NumPy's global RNG, state kept between calls). Keep every setting in "
+                         f"the recipe and draw randomness from the key. See docs/extending.md, {PURITY_SECTION}.")
+
+
+def _built_transform(method: MethodSpec, recipe: Mapping[str, Any], shapes: Shapes) -> Any:
+    """`method.transform(read-only recipe, facts)`; its failure (a recipe it pops or sets included) as one line."""
+    assert method.transform is not None, "called for a method with a transform"
+    try:
+        return method.transform(read_only(recipe), _facts(shapes))
+    except Exception as error:  # any failure of foreign code is the contract's
+        hint = (" (recipes are read-only: copy one with dict(recipe) before changing it)"
+                if "mappingproxy" in str(error) else "")
+        raise _violation("Method", method, "transform(recipe, facts)", "a step transform",
+                         f"nothing: it raised {_one_line(error)}{hint}", "Method (MethodSpec)") from error
+
+
+Program = tuple[str, list[Any]]
+
+
+def _traced_program(kind: str, spec: Any, call: str, expected: str, section: str, function: Callable[..., Any],
+                    *arguments: Any) -> tuple[Any, Program]:
+    """`_traced`, also returning the program one trace made: its jaxpr as text and its baked-in constants."""
+    try:
+        with jax.enable_x64(True):
+            closed, shape = jax.make_jaxpr(function, return_shape=True)(*arguments)
+    except Exception as error:  # any failure of foreign code while tracing is the contract's
+        raise _violation(kind, spec, call, expected, f"nothing: tracing it raised {_one_line(error)}",
+                         section) from error
+    return shape, (str(closed.jaxpr), list(closed.consts))
+
+
+def _transform_calls(transform: Any, shapes: Shapes) -> list[tuple[str, tuple[int, ...], Callable[..., Any],
+                                                                     tuple[Any, ...]]]:
+    """The calls of a step transform the contract traces: (description, expected shape, function, arguments)."""
     x = jax.ShapeDtypeStruct((BATCH, shapes.input_len, shapes.num_channels), jnp.float32)
-    target = (BATCH, shapes.horizon, len(shapes.target_indices))
+    prediction = jax.ShapeDtypeStruct((BATCH, shapes.horizon, len(shapes.target_indices)), jnp.float32)
+    latents = transform.initial_latents(shapes.horizon, len(shapes.target_indices))
 
     def loss_at(batch: jax.Array) -> jax.Array:
-        return jnp.mean(batch) * 0.0  # the loss at the batch: only its shape matters here
+        return jnp.mean(batch * batch)  # a loss at the batch with a gradient (an attack follows it)
 
-    inputs = _traced("Method", method, f"transform.training_inputs(key, x {x.shape}, loss_at)", f"{x.shape} float32",
-                     section, lambda x: transform.training_inputs(jax.random.key(0), x, loss_at), x)
-    _expect_array("Method", method, f"transform.training_inputs(key, x {x.shape}, loss_at)", inputs, x.shape,
-                  jnp.float32, section)
-    prediction = jax.ShapeDtypeStruct(target, jnp.float32)
-    latents = transform.initial_latents(shapes.horizon, len(shapes.target_indices))
-    loss = _traced("Method", method, "transform.loss(prediction, target, latents)", "() float32", section,
-                   lambda p, t: transform.loss(p, t, latents), prediction, prediction)
-    _expect_array("Method", method, "transform.loss(prediction, target, latents)", loss, (), jnp.float32, section)
+    return [(f"transform.training_inputs(key, x {x.shape}, loss_at)", x.shape,
+             lambda key, x: transform.training_inputs(key, x, loss_at), (jax.random.key(0), x)),
+            ("transform.loss(prediction, target, latents)", (),
+             lambda p, t: transform.loss(p, t, latents), (prediction, prediction))]
+
+
+def _same_leaves(first: Any, second: Any) -> bool:
+    (first_leaves, first_tree), (second_leaves, second_tree) = (jax.tree_util.tree_flatten(first),
+                                                                jax.tree_util.tree_flatten(second))
+    if str(first_tree) != str(second_tree) or len(first_leaves) != len(second_leaves):
+        return False
+    for a, b in zip(first_leaves, second_leaves, strict=True):
+        if jax.dtypes.issubdtype(getattr(a, "dtype", None), jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        try:
+            if not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True):
+                return False
+        except (TypeError, ValueError):
+            if repr(a) != repr(b):
+                return False
+    return True
+
+
+def _check_purity(method: MethodSpec, recipe: Mapping[str, Any], shapes: Shapes, first: Any,
+                  programs: Sequence[Program]) -> None:
+    """A train-kind method's transform is pure: built again from the same (read-only) recipe it is the same
+    transform with the same recipe values and initial latents, and its `training_inputs` and `loss`, traced on the
+    same inputs, give the same programs as `first`'s (`programs`: their text and baked-in constants). Tracing only,
+    nothing is computed."""
+    second = _built_transform(method, recipe, shapes)
+    if type(first).__eq__ is not object.__eq__ and first != second:
+        raise _impure(method, f"transform(recipe, facts) built {first!r}, then {second!r} from the same recipe")
+    if not _same_leaves(first.recipe_values(), second.recipe_values()):
+        raise _impure(method, "transform(recipe, facts).recipe_values() differ between two builds from one recipe")
+    latents = [t.initial_latents(shapes.horizon, len(shapes.target_indices)) for t in (first, second)]
+    if not _same_leaves(*latents):
+        raise _impure(method, "transform.initial_latents(horizon, targets) differ between two calls")
+    for (call, expected, function, arguments), program in zip(_transform_calls(second, shapes), programs, strict=True):
+        _, again = _traced_program("Method", method, call, f"{expected} float32", "Method (MethodSpec)", function,
+                                   *arguments)
+        if again[0] != program[0] or not _same_leaves(again[1], program[1]):
+            raise _impure(method, f"{call}, traced twice on the same inputs, gave two different programs")
+
+
+def check_variant_id(method: MethodSpec, recipe: Mapping[str, Any]) -> None:
+    """A method's `variant_id` takes the read-only recipe and names it the same way twice (it seeds the variant)."""
+    try:
+        names = [method.variant_id(read_only(recipe)) for _ in range(2)]
+    except Exception as error:  # any failure of foreign code is the contract's
+        hint = (" (recipes are read-only: copy one with dict(recipe) before changing it)"
+                if "mappingproxy" in str(error) else "")
+        raise _violation("Method", method, "variant_id(recipe)", "a str", f"nothing: it raised {_one_line(error)}"
+                         f"{hint}", "Method (MethodSpec)") from error
+    if names[0] != names[1]:
+        raise _impure(method, f"variant_id(recipe) named one recipe {names[0]!r}, then {names[1]!r}")
 
 
 def check_wrapper(method: MethodSpec, recipe: Mapping[str, Any], model: ModelSpec, hparams: Mapping[str, Any],
@@ -231,8 +336,8 @@ def check_wrapper(method: MethodSpec, recipe: Mapping[str, Any], model: ModelSpe
     ranked = [(predict_with(graphdef), state) for _ in range(max(1, num_candidates))]
     wrapper = method.wrapper
     assert wrapper is not None, "check_wrapper is called for wrap-kind methods, which have a wrapper"
-    members = wrapper.members(recipe, ranked)
-    predict, wrapped_state = wrapper.predictor(recipe, list(members), seed=0)
+    members = wrapper.members(read_only(recipe), ranked)
+    predict, wrapped_state = wrapper.predictor(read_only(recipe), list(members), seed=0)
     x = jax.ShapeDtypeStruct((BATCH, shapes.input_len, shapes.num_channels), jnp.float32)
     expected = (BATCH, shapes.horizon, len(shapes.target_indices))
     if isinstance(predict, RowAwarePredictor):
@@ -259,6 +364,8 @@ def _check_cached(model: str, hparams_json: str, method: str, recipe_json: str, 
     model_spec, method_spec = get_spec(model), get_method(method)
     hparams, recipe = json.loads(hparams_json), json.loads(recipe_json)
     check_model(model_spec, hparams, shapes)
+    if method_spec.kind != "baseline":
+        check_variant_id(method_spec, recipe)
     if method_spec.kind == "train":
         check_transform(method_spec, recipe, model_spec, hparams, shapes)
     elif method_spec.kind == "wrap":

@@ -227,7 +227,9 @@ class StoredOnly(CandidateStore):
         missing = [key for group in groups for key in group]
         raise NotStoredError(f"{len(missing)} candidate(s) of this run are not in the candidate store {self.root} "
                              f"({dataset}/{architecture}, e.g. {missing[0]}); the analysis never trains. Point "
-                             "train.store_dir at the store the run used, or re-run the job first.")
+                             "train.store_dir at the store the run used, or re-run the job first (a candidate is "
+                             "keyed by the code that trained it: after an engine, plug-in or JAX change the stored "
+                             "ones are not used).")
 
 
 def restore_run(run: StoredRun | Path, *, data: PreparedData | None = None, log: Log | None = None,

@@ -219,9 +219,18 @@ def register_specs(registry: MutableMapping[str, Any], specs: Iterable[Any], *, 
     """Add `specs` (each with a `.name`) to `registry`; a name already taken is a `PluginError` naming both."""
     for spec in specs:
         if spec.name in registry:
-            raise PluginError(f"Two {kind} are registered as {spec.name!r} (a plug-in may not replace a built-in "
-                              f"or another plug-in). Rename the plug-in's {kind[:-1]}.")
+            first, second = origin_of(registry[spec.name]), origin_of(spec)
+            raise PluginError(f"Two {kind} are registered as {spec.name!r}: one by {first.describe()}, one by "
+                              f"{second.describe()} (a plug-in may not replace a built-in or another plug-in). "
+                              f"Rename the plug-in's {kind[:-1]}{_in_package(first, second)}, or uninstall one of "
+                              "them.")
         registry[spec.name] = spec
+
+
+def _in_package(first: Origin, second: Origin) -> str:
+    """` in package 'NAME'`: where to rename a clashing spec (the plug-in; the later one when both are)."""
+    plugin = second if second.entry_point or not first.entry_point else first
+    return f" in package {plugin.distribution!r}" if plugin.entry_point else ""
 
 
 @functools.cache
@@ -308,14 +317,19 @@ def _module_digest(name: str) -> str:
 
 def code_fingerprint(*specs: Any) -> dict[str, Any]:
     """What identifies the code of `specs` (a model's and a method's): `{"modules": {module: source digest},
-    "packages": ["name==version", ...]}` for the modules that define them and the plug-in distributions they
-    came from. Editing one of those modules (or installing another version of the plug-in) changes it, so a
-    candidate trained by the old code is never reused (docs/extending.md, "What a stored candidate is keyed by")."""
+    "packages": {"name==version": files digest}}` for the modules that define them and the plug-in distributions
+    they came from (`code_identity.distribution_digest`: every file of the distribution where Python imports it,
+    so a helper module's edit in an editable install counts though the version stays). Editing one of those files
+    (or installing another version of the plug-in) changes it, so a candidate trained by the old code is never
+    reused (docs/extending.md, "What a stored candidate is keyed by")."""
+    from sfbench_jax.plugins.code_identity import distribution_digest
+
     modules: set[str] = set()
-    packages: set[str] = set()
+    packages: dict[str, str] = {}
     for spec in specs:
         modules |= _defining_modules(spec)
         origin = _ORIGINS.get(id(spec))
         if origin is not None and origin.entry_point:
-            packages.add(f"{origin.distribution}=={origin.version}")
-    return {"modules": {name: _module_digest(name) for name in sorted(modules)}, "packages": sorted(packages)}
+            packages[f"{origin.distribution}=={origin.version}"] = distribution_digest(origin.distribution)
+    return {"modules": {name: _module_digest(name) for name in sorted(modules)},
+            "packages": dict(sorted(packages.items()))}

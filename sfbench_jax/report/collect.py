@@ -24,7 +24,7 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
-from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run
+from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run, live_writer
 from sfbench_jax.run_folder.stored_runs import (
     SUMMARY_FILE,
     DamagedRunsError,
@@ -32,6 +32,7 @@ from sfbench_jax.run_folder.stored_runs import (
     Refused,
     RunSet,
     gather_runs,
+    is_run_folder,
 )
 from sfbench_jax.storage.atomic import write_csv, write_json
 
@@ -153,6 +154,37 @@ def write_expected_cells(sweep_dir: Path, cells: Iterable[Cell], jobs: Sequence[
     return write_json(payload, Path(sweep_dir) / EXPECTED_FILE)
 
 
+class SweepSettingsError(ValueError):
+    """A sweep started into a folder that holds jobs of other settings (they would be skipped, the tables stale)."""
+
+
+def check_sweep_folder(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> None:
+    """Refuse, before any job, a sweep whose folder holds job folders of other settings: its jobs would be
+    skipped (their folders hold completed runs), its collection would fail and the earlier tables stay. A sweep
+    that re-runs the folder's jobs, or adds jobs to them, is accepted.
+
+    Raises:
+        SweepSettingsError: naming the first such job folders, the settings that differ and the fix.
+        SweepFileError: a job's `cell.json` cannot be read.
+    """
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        return
+    wanted = {normalised_overrides(job) for job in jobs}
+    items = {item for job in wanted for item in job}
+    foreign = [record for record in read_jobs(sweep_dir) if record.overrides and record.overrides not in wanted]
+    if not foreign:
+        return
+    named = "; ".join(
+        f"job {record.directory.name} ran {' '.join(i for i in record.overrides if i not in items) or '(none)'}"
+        for record in foreign[:3])
+    new = sorted({item for job in wanted for item in job if not any(item in r.overrides for r in foreign)})
+    raise SweepSettingsError(
+        f"The sweep folder {sweep_dir} holds {len(foreign)} job(s) of other settings than this sweep ({named}; this "
+        f"sweep: {' '.join(new) or 'other job numbers'}): its jobs would be skipped and its tables left stale. "
+        "Nothing was written. Choose a new folder with hydra.sweep.dir=PATH, or delete those job folders.")
+
+
 def _expected_payload(sweep_dir: Path) -> dict[str, Any]:
     path = Path(sweep_dir) / EXPECTED_FILE
     if not path.is_file():
@@ -199,8 +231,12 @@ def _job_record(directory: Path) -> JobRecord:
     if (directory / FAILED_FILE).is_file():
         failure = read_sweep_json(directory / FAILED_FILE, fix)
         return JobRecord(directory, cell, "failed", f"{failure.get('error')}: {failure.get('message')}", overrides)
+    writer = live_writer(directory)
+    if writer is not None:
+        return JobRecord(directory, cell, "unfinished", f"the job is being written now by a running sfbench "
+                         f"({writer}); wait for it to end and collect again", overrides)
     return JobRecord(directory, cell, "unfinished", "the job started but wrote no complete run (no completion "
-                     "record: it is still running, was killed, or failed while writing)", overrides)
+                     "record: it was killed, or failed while writing)", overrides)
 
 
 def read_jobs(sweep_dir: Path) -> list[JobRecord]:
@@ -275,6 +311,8 @@ def check_sweep(sweep_dir: Path, expected: Sequence[Cell] | None = None,
     """
     sweep_dir = Path(sweep_dir)
     output_dir = sweep_dir if output_dir is None else Path(output_dir)
+    refuse_run_folder(sweep_dir, "is a run folder, not a sweep folder (it holds a run's files)")
+    refuse_run_folder(output_dir, "is a run folder: nothing is ever written into one")
     jobs = read_jobs(sweep_dir)
     expected_jobs = read_expected_jobs(sweep_dir) if expected is None else []
     cells = read_expected_cells(sweep_dir) if expected is None else list(expected)
@@ -289,6 +327,19 @@ def check_sweep(sweep_dir: Path, expected: Sequence[Cell] | None = None,
     }
     write_json(report, output_dir / REPORT_FILE)
     return jobs, missing
+
+
+def refuse_run_folder(folder: Path, problem: str) -> None:
+    """Refuse a folder that holds a run where a sweep folder (or an output folder) is wanted, before anything is
+    written: a run folder is only ever written by its run.
+
+    Raises:
+        ValueError: naming the folder, the problem and the fix.
+    """
+    if Path(folder).is_dir() and is_run_folder(folder):
+        raise ValueError(f"{folder} {problem}; sfbench-collect collects a sweep folder and writes nothing into a "
+                         "run folder. Pass the sweep folder, write elsewhere with --output FOLDER, or read runs with "
+                         f"`sfbench-report NAME --runs {folder}`. Nothing was written.")
 
 
 def collect(sweep_dir: Path, expected: Sequence[Cell] | None = None, *, output_dir: Path | None = None,

@@ -177,7 +177,7 @@ def figure_svg(fig: Any) -> str:
 
 def problems_section(page: PageRuns) -> str:
     """The top of the page: every damaged or missing run named, or the verification status of all of them."""
-    lines = [f"<li><b>damaged</b> {esc(folder)}: {esc(reason)}</li>" for folder, reason in page.damaged]
+    lines = [f"<li><b>{refusal_label(reason)}</b> {esc(folder)}: {esc(reason)}</li>" for folder, reason in page.damaged]
     lines += [f"<li><b>missing</b> {esc(item)}</li>" for item in page.missing]
     if not lines:
         return (f'<div id="problems" class="ok">All {len(page.runs.runs)} run(s) verified: completion record '
@@ -383,7 +383,13 @@ def run_row(run: StoredRun) -> str:
 def damaged_row(folder: str, reason: str, columns: int) -> str:
     """A run that could not be read: named, with the reason, and no numbers."""
     return (f'<tr data-run-dir="{esc(folder)}" data-status="damaged"><td>{esc(Path(folder).name)}</td>'
-            f'<td colspan="{columns - 2}">{esc(reason)}</td><td class="damaged">damaged</td></tr>')
+            f'<td colspan="{columns - 2}">{esc(reason)}</td><td class="damaged">{refusal_label(reason)}</td></tr>')
+
+
+def refusal_label(reason: str) -> str:
+    """How a run the reader could not read is labelled: "being written" (a running sfbench holds it, see
+    `run_folder.record.RunInProgressError`) or "damaged"."""
+    return "being written" if " is being written now by a running sfbench " in reason else "damaged"
 
 
 RUN_HEADERS = ("run", "dataset", "model", "method", "variant", *(label for label, _ in RUN_NUMBERS), "eval seed",

@@ -17,8 +17,11 @@ Folders whose name starts with a dot (staging, replaced, `.hydra`) are never rea
 
 One writer per folder: `lock_run_folder` takes an exclusive `flock` on `.NAME.lock` beside the folder, from the
 claim (before Hydra writes there, in the `sfbench` command) to the seal and swap; the operating system releases
-it when the process ends, kill -9 included. A second writer is refused in one line naming the folder and the
-holder (`RunFolderBusyError`). The record covers exactly the files the run wrote (`write_record(names=...)`).
+it when the process ends, kill -9 included. The folder is the resolved one (symbolic links followed), so a writer
+through a link and one through the real path take one lock. A second writer is refused in one line naming the
+folder and the holder (`RunFolderBusyError`); a file system without `flock` (NFS without lockd, Lustre without
+`-o flock`) is refused in one line with the fix, before anything is written (`NoFolderLockError`). The record
+covers exactly the files the run wrote (`write_record(names=...)`).
 
 Nothing here knows what the files mean; `stored_runs` checks the numbers of a verified folder.
 """
@@ -68,6 +71,42 @@ class DamagedRunError(ValueError):
         super().__init__(f"Run folder {folder} is damaged: {file} {problem}. {fix}")
 
 
+class RunInProgressError(DamagedRunError):
+    """A run folder without a completion record whose writer is still running (it holds the folder's lock): not
+    damaged, not complete yet.
+
+    Attributes:
+        writer: `pid N on HOST, started TIME` of the process writing it.
+    """
+
+    def __init__(self, folder: Path, writer: str) -> None:
+        self.writer = writer
+        ValueError.__init__(self, f"Run folder {folder} is being written now by a running sfbench ({writer}): it has "
+                                  "no completion record yet. Wait for that run to end and read the folder again (or "
+                                  "stop that run).")
+        self.folder, self.file, self.problem = Path(folder), RECORD_FILE, f"is not written yet ({writer} is running)"
+
+
+def live_writer(target: Path) -> str | None:
+    """Who holds the writer lock of the run folder `target` now (`pid N on HOST, started TIME`), None when no
+    process does. Reads the lock file only (a shared lock taken and dropped at once; nothing is created)."""
+    try:
+        descriptor = os.open(lock_file(target), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(descriptor)
+    except OSError:
+        return None
+    else:
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(descriptor)
+
+
 class RunFolderTakenError(ValueError):
     """The folder already holds a completed run and `overwrite` was not given."""
 
@@ -76,14 +115,23 @@ class RunFolderBusyError(ValueError):
     """Another process holds the folder's writer lock (it is writing a run there now)."""
 
 
+class NoFolderLockError(ValueError):
+    """The file system of a run folder cannot take its writer lock (`flock` unsupported there)."""
+
+
+#: errno values of `flock` on a file system that does not implement it (NFS without lockd, Lustre without -o flock).
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL}
+
+
 #: Writer locks this process holds: lock file -> open descriptor (closing it releases the lock).
 _HELD_LOCKS: dict[Path, int] = {}
 
 
 def lock_file(target: Path) -> Path:
-    """The writer lock of a run folder: `.NAME.lock` beside it (hidden, so never read as a run)."""
-    target = Path(target).expanduser().absolute()
-    return target.parent.resolve() / f".{target.name}{LOCK_MARK}"
+    """The writer lock of a run folder: `.NAME.lock` beside the folder it resolves to (symbolic links followed, so
+    every path to one folder names one lock; hidden, so never read as a run)."""
+    target = Path(target).expanduser().resolve()
+    return target.parent / f".{target.name}{LOCK_MARK}"
 
 
 def _holder(descriptor: int) -> str:
@@ -111,7 +159,7 @@ def lock_run_folder(target: Path) -> Path:
     while True:  # the lock file is removed at release: lock the file the path names now, not an unlinked one
         descriptor = _open_lock(path)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock(descriptor, path, Path(target))
         except BlockingIOError:
             holder = _holder(descriptor)
             os.close(descriptor)
@@ -119,6 +167,10 @@ def lock_run_folder(target: Path) -> Path:
                 f"The run folder {Path(target)} is being written by another run ({holder}); two runs never write "
                 "one folder. Wait for that run to end (or stop it), or choose another folder with "
                 "hydra.run.dir=PATH.") from None
+        except NoFolderLockError:
+            os.close(descriptor)
+            path.unlink(missing_ok=True)
+            raise
         try:
             same = os.stat(path).st_ino == os.fstat(descriptor).st_ino
         except FileNotFoundError:
@@ -131,6 +183,45 @@ def lock_run_folder(target: Path) -> Path:
     os.write(descriptor, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": stamp}).encode())
     _HELD_LOCKS[path] = descriptor
     return path
+
+
+def _flock(descriptor: int, path: Path, folder: Path) -> None:
+    """`flock(LOCK_EX | LOCK_NB)` on an open lock file; a file system without `flock` is `NoFolderLockError`.
+
+    Raises:
+        BlockingIOError: another process holds the lock.
+        NoFolderLockError: the file system does not implement `flock` (the folder and the fix named).
+    """
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise
+    except OSError as error:
+        if error.errno not in _NO_FLOCK:
+            raise
+        raise NoFolderLockError(
+            f"Cannot lock the folder {folder}: its file system does not support flock ({error.strerror}; e.g. NFS "
+            "without lockd, Lustre without -o flock), and sfbench writes a run folder only under its lock. Nothing "
+            "was written. Use a folder on a file system with flock (a local disk, NFS with lockd, Lustre mounted "
+            "with -o flock: docs/cluster.md), e.g. hydra.run.dir=PATH or hydra.sweep.dir=PATH.") from None
+
+
+def check_folder_locking(folder: Path) -> None:
+    """Check that the file system of `folder` (created if missing) implements `flock`: lock and release a probe
+    file there (a sweep's folder, before its jobs start).
+
+    Raises:
+        NoFolderLockError: it does not (the folder and the fix named).
+        PermissionError: the folder cannot be created or written.
+    """
+    folder = ensure_writable_dir(Path(folder), what="folder")
+    probe = folder / f".lock-probe-{os.getpid()}"
+    descriptor = _open_lock(probe)
+    try:
+        _flock(descriptor, probe, folder)
+    finally:
+        os.close(descriptor)
+        probe.unlink(missing_ok=True)
 
 
 def _open_lock(path: Path) -> int:
@@ -205,10 +296,14 @@ def read_record(directory: Path) -> dict[str, Any]:
     """The completion record of a run folder, unverified against the files.
 
     Raises:
+        RunInProgressError: there is no record yet and a running sfbench is writing the folder (named).
         DamagedRunError: the record is missing, unreadable or not one sfbench wrote.
     """
     path = Path(directory) / RECORD_FILE
     if not path.is_file():
+        writer = live_writer(directory)
+        if writer is not None:
+            raise RunInProgressError(directory, writer)
         raise DamagedRunError(directory, RECORD_FILE, "is missing: the run never completed (it was killed or "
                               "failed while writing), or it was written by a version without completion records")
     try:
@@ -256,6 +351,13 @@ def describe_record(directory: Path) -> str:
     except DamagedRunError:
         return ""
     return f"{key.get('dataset')} / {key.get('architecture')} / {key.get('method')} (eval seed {key.get('eval_seed')})"
+
+
+def real_folder(target: Path) -> Path:
+    """`target`, or the folder it links to when it is a symbolic link: a run replaces the folder itself, never the
+    link (and takes the lock every path to that folder takes, `lock_file`)."""
+    target = Path(target)
+    return target.resolve() if target.is_symlink() else target
 
 
 def staging_folder(target: Path) -> Path:
@@ -347,7 +449,7 @@ def claim_run_folder(target: Path, *, overwrite: bool) -> RunFolder:
         RunFolderTakenError: `target` holds a completed run and `overwrite` is false.
         PermissionError: a folder cannot be created or written.
     """
-    target = Path(target)
+    target = real_folder(target)
     check_run_folder(target, overwrite=overwrite)  # an unusable folder is named as such, before its lock file
     fresh = lock_file(target) not in _HELD_LOCKS
     lock_run_folder(target)

@@ -73,6 +73,19 @@ class RunConflictError(ValueError):
     """Two run folders share a key but hold different numbers."""
 
 
+class NaNForecastsError(DamagedRunError):
+    """A run's per-window losses hold NaN: its model forecast NaN (its numbers are NaN, not changed after the run)."""
+
+    def __init__(self, folder: Path, windows: int, total: int, column: str) -> None:
+        ValueError.__init__(self, f"The run in {folder} has NaN forecasts: {windows} of {total} windows give a NaN "
+                                  f"loss (most in {column} of its {PER_WINDOW_FILE}), so its scores are NaN; the "
+                                  "numbers were not changed after the run. The model diverged or returns NaN (e.g. a "
+                                  "training that blew up, a plug-in model's NaN output): fix the model and re-run "
+                                  "the job.")
+        self.folder, self.file = Path(folder), PER_WINDOW_FILE
+        self.problem = f"holds NaN losses in {windows} of {total} windows (NaN forecasts)"
+
+
 def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested mapping -> `{dotted.name: value}` (lists become tuples so values are hashable)."""
     flat: dict[str, Any] = {}
@@ -190,13 +203,21 @@ def _shown(value: Any) -> str:
     return "null" if value is None or value == "" else str(value)
 
 
+#: Files only a run folder holds (a sweep's merged outputs never do): a folder with one is a run folder, whatever
+#: else lies in it (e.g. a `collect_report.json` an older `sfbench-collect RUN` wrote there).
+RUN_ONLY_FILES = (RECORD_FILE, MANIFEST_FILE, PER_WINDOW_FILE, CANDIDATES_FILE, TRAINING_CURVES_FILE)
+
+
 def is_run_folder(directory: Path) -> bool:
     """A folder that holds (part of) a run: its completion record or any file a run writes (a sweep's merged
-    outputs aside). Whether the run is complete is `load_run`'s check."""
+    outputs aside: `summary.csv` beside a sweep file is a sweep's). Whether the run is complete is `load_run`'s
+    check."""
     directory = Path(directory)
+    if any((directory / name).is_file() for name in RUN_ONLY_FILES):
+        return True
     if any((directory / name).is_file() for name in SWEEP_FILES):
         return False
-    return any((directory / name).is_file() for name in (RECORD_FILE, *RECORDED_FILES) if name != "cell.json")
+    return any((directory / name).is_file() for name in RECORDED_FILES if name != JOB_FILE)
 
 
 class ExtraRunsError(ValueError):
@@ -233,7 +254,7 @@ class FoundRuns:
 
 
 def _is_sweep(folder: Path) -> bool:
-    return any((folder / name).is_file() for name in SWEEP_FILES)
+    return not is_run_folder(folder) and any((folder / name).is_file() for name in SWEEP_FILES)
 
 
 def _subfolders(folder: Path) -> list[Path]:
@@ -254,12 +275,14 @@ def find_runs(roots: Iterable[Path], *, within: Path | None = None) -> FoundRuns
       sub-folders holding `cell.json`; any other run folder there (a stray run beside the jobs) is refused;
     * a run folder inside another run folder (e.g. a run copied into a job's folder) is refused, never merged;
     * symbolic links are followed; one leading back to a folder it lies in (a cycle), or out of `within`, is
-      refused by name.
+      refused by name; each resolved folder is entered once (links to one folder from many places, e.g. a chain
+      of folders each linking twice to the next, are walked in time linear in the folders, not in the paths).
 
     Raises:
         FileNotFoundError: a root does not exist.
     """
     found: set[Path] = set()
+    entered: set[Path] = set()
     refused: list[Refused] = []
     limit = None if within is None else Path(within).resolve()
     for root in roots:
@@ -273,10 +296,14 @@ def find_runs(roots: Iterable[Path], *, within: Path | None = None) -> FoundRuns
             folder, ancestors, run_above, sweep = stack.pop()
             real = folder.resolve()
             problem = _refusal(folder, real, ancestors, limit, run_above, sweep)
+            if problem is not None and problem.kind in ("outside", "cycle"):
+                refused.append(problem)
+                continue
+            if real in entered:  # the same folder through another link: read (and refused, if so) once
+                continue
+            entered.add(real)
             if problem is not None:
                 refused.append(problem)
-                if problem.kind in ("outside", "cycle"):
-                    continue
             elif is_run_folder(folder):
                 found.add(real)
             is_run = is_run_folder(folder)
@@ -460,6 +487,10 @@ def _per_window_scores(directory: Path) -> tuple[list[str], Any, int, dict[str, 
         frame = pd.read_parquet(path)
     except (OSError, ValueError) as error:
         raise DamagedRunError(directory, PER_WINDOW_FILE, f"cannot be read ({error})") from error
+    losses = frame[[c for c in frame.columns if c.startswith("mse_")]]
+    if losses.isna().to_numpy().any():
+        raise NaNForecastsError(directory, int(losses.isna().any(axis=1).sum()), len(frame),
+                                str(losses.isna().sum().idxmax()))
     columns = [c.removeprefix("mse_") for c in frame.columns if c.startswith("mse_") and c != "mse_clean"]
     keys = [key for key in columns if key in SCENARIO_KEYS]
     if "mse_clean" not in frame.columns or not keys:

@@ -10,6 +10,7 @@ the candidate store are `store.py`'s; the random subgrid is `search.py`'s.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,10 +20,11 @@ import jax
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.config import TrainConfig
+from sfbench_jax.config import AUTO, TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import window_shape
 from sfbench_jax.methods import get_method
+from sfbench_jax.methods.spec import read_only
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts
 from sfbench_jax.models.restore import build_for
 from sfbench_jax.models.revin import RevINConfig
@@ -30,7 +32,6 @@ from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.loop import (
     EPOCH_PROGRAM_CACHE_SIZE,
     EpochGeometry,
-    TrainState,
     candidate_mesh,
     candidate_shardings,
     initial_state,
@@ -45,32 +46,47 @@ from sfbench_jax.train.training_seeds import dropout_key, shuffle_key
 #: (e.g. the GRU's gates for every time step) outgrow the caches long before the per-block overhead matters.
 VALIDATION_BLOCK_ELEMENTS = 1 << 17
 
-#: Candidates trained together under vmap when `train.group_size` is null, per JAX backend. On CPU the
-#: epoch is compute-bound: 8 candidates split over the cores train faster than one after another
-#: (benchmarks/training.py; docs/speed.md), but a group runs until its last member stops, so a sweep's learning-rate
-#: siblings gain little; on accelerators one small candidate leaves the device mostly idle.
+#: Baseline candidates trained together under vmap on a CPU when `train.group_size` is auto. There the epoch is
+#: compute-bound: 8 candidates split over the cores train faster than one after another (benchmarks/training.py;
+#: docs/speed.md), but a group runs until its last member stops, so a sweep's learning-rate siblings gain little.
 AUTO_GROUP_SIZE = {"cpu": 1}
+#: Candidates per group on an accelerator when its memory cannot be read (no `memory_stats`): one small candidate
+#: leaves the device mostly idle.
 AUTO_GROUP_SIZE_ACCELERATOR = 8
+#: Most candidates one auto-sized group holds on an accelerator (beyond the device's saturation a larger group only
+#: compiles longer).
+AUTO_GROUP_LIMIT = 64
+#: Share of the device memory still free (`bytes_limit - bytes_in_use`) that an auto-sized group's compiled epoch
+#: may take (its arguments, outputs and temporaries by XLA's memory analysis); the rest is headroom.
+AUTO_MEMORY_FRACTION = 0.8
+#: Validation input elements per candidate evaluated at once on an accelerator (ETTh1: 97 of its batches; Traffic:
+#: one batch): blocks as large as a training batch or larger keep the device busy, while the activations of a
+#: block stay well below a training step's for the large inputs.
+VALIDATION_BLOCK_ELEMENTS_ACCELERATOR = 1 << 20
 
 
-#: Method variants (same inherited hyperparameters, recipes differing only in values) trained together when
-#: `train.group_size` is null, on every backend: all of a method's variants of one structure (the adaptive loss's
-#: 40; fault augmentation's groups of 4, PGD's of 3): one group split over the cores trains them faster than one
-#: after another on CPU, warm (about even on a cold compilation cache, where a group compiles one program per
-#: width). `benchmarks/training.py --variants`; the measurements are in docs/speed.md "Vectorised method variants".
+#: Method variants (same inherited hyperparameters, recipes differing only in values) trained together on a CPU when
+#: `train.group_size` is auto: all of a method's variants of one structure (the adaptive loss's 40; fault
+#: augmentation's groups of 4, PGD's of 3): one group split over the cores trains them faster than one after another
+#: on CPU, warm (about even on a cold compilation cache, where a group compiles one program per width).
+#: `benchmarks/training.py --variants`; the measurements are in docs/speed.md "Vectorised method variants".
 AUTO_VARIANT_GROUP_SIZE = 40
 
 
-def group_size(options: TrainConfig) -> int:
-    """Candidates trained together: `train.group_size`, or (null) the backend's automatic size."""
-    if options.group_size is not None:
-        return options.group_size
+def is_automatic(options: TrainConfig) -> bool:
+    """Whether `train.group_size` asks for the automatic size ("auto", or null: its former spelling)."""
+    return options.group_size is None or options.group_size == AUTO
+
+
+def group_size(options: TrainConfig, *, variants: bool = False) -> int:
+    """Candidates trained together without looking at the device's memory: `train.group_size`, or (auto) on a CPU
+    `AUTO_GROUP_SIZE` (baseline candidates) or `AUTO_VARIANT_GROUP_SIZE` (method variants), on an accelerator
+    `AUTO_GROUP_SIZE_ACCELERATOR` (`candidates_per_group` sizes accelerator groups by memory instead)."""
+    if not is_automatic(options):
+        return int(options.group_size)  # type: ignore[arg-type]  # an int: TrainConfig refuses other strings
+    if variants:
+        return AUTO_VARIANT_GROUP_SIZE
     return AUTO_GROUP_SIZE.get(jax.default_backend(), AUTO_GROUP_SIZE_ACCELERATOR)
-
-
-def variant_group_size(options: TrainConfig) -> int:
-    """Method variants trained together: `train.group_size`, or (null) `AUTO_VARIANT_GROUP_SIZE`."""
-    return AUTO_VARIANT_GROUP_SIZE if options.group_size is None else options.group_size
 
 
 @dataclass(frozen=True)
@@ -124,9 +140,17 @@ def group_devices(group_size: int, requested: int | None) -> int:
     return requested
 
 
-def epoch_geometry(data: PreparedData, options: TrainConfig, members_per_device: int = 1) -> EpochGeometry:
+def epoch_layout(platform: str | None = None) -> str:
+    """The epoch layout (`loop.EPOCH_LAYOUTS`) for a JAX platform ("cpu", "cuda", "rocm", "tpu", "gpu"; None: the
+    default backend's)."""
+    return "cpu" if (platform or jax.default_backend()) == "cpu" else "accelerator"
+
+
+def epoch_geometry(data: PreparedData, options: TrainConfig, members_per_device: int = 1,
+                   layout: str = "cpu") -> EpochGeometry:
     """Static epoch sizes for a dataset: drop-last batches, validation blocks (of `VALIDATION_BLOCK_ELEMENTS`
-    input elements over the `members_per_device` candidates a device evaluates together, at least one batch)."""
+    input elements over the `members_per_device` candidates a device evaluates together on a CPU, of
+    `VALIDATION_BLOCK_ELEMENTS_ACCELERATOR` per candidate on an accelerator; at least one batch)."""
     spec = data.spec
     batch = spec.batch_size
     full_steps = len(data.train_starts) // batch
@@ -135,11 +159,12 @@ def epoch_geometry(data: PreparedData, options: TrainConfig, members_per_device:
         raise ValueError(f"train.steps_per_epoch={steps} exceeds the {full_steps} drop-last batches of "
                          f"{spec.key} (batch size {batch}); use null for full epochs.")
     val_batches = len(data.val_starts_drop_last(batch)) // batch
+    budget = VALIDATION_BLOCK_ELEMENTS if layout == "cpu" else VALIDATION_BLOCK_ELEMENTS_ACCELERATOR
     block_elements = members_per_device * batch * spec.input_len * spec.num_channels
-    per_block = max(1, min(val_batches, VALIDATION_BLOCK_ELEMENTS // block_elements))
+    per_block = max(1, min(val_batches, budget // block_elements))
     return EpochGeometry(window=window_shape(spec), batch_size=batch, steps_per_epoch=steps,
                          num_train_windows=len(data.train_starts), val_batches=val_batches,
-                         val_batches_per_block=per_block)
+                         val_batches_per_block=per_block, layout=layout)
 
 
 @dataclass(frozen=True)
@@ -187,7 +212,7 @@ def training_recipe(data: PreparedData, method: str, recipe: Mapping[str, Any]) 
     spec = data.spec
     facts = dataset_facts(mean=data.mean, std=data.std, pool=spec.continuous_pool, input_len=spec.input_len)
     spec_of = get_method(method)
-    transform = PLAIN_TRAINING if spec_of.transform is None else spec_of.transform(recipe, facts)
+    transform = PLAIN_TRAINING if spec_of.transform is None else spec_of.transform(read_only(recipe), facts)
     return TrainingRecipe(transform=transform, revin=spec_of.model_wrapping(recipe))
 
 
@@ -227,20 +252,24 @@ class EpochProgram:
 
     def __init__(self, data: PreparedData, architecture: str, hparams: Mapping[str, Any],
                  members: Sequence[GroupMember], options: TrainConfig, vectorize: bool,
-                 recipe: TrainingRecipe = PLAIN_RECIPE) -> None:
+                 recipe: TrainingRecipe = PLAIN_RECIPE, *, platform: str | None = None, compile: bool = True) -> None:
         self.vectorize = vectorize
         self.size = len(members)
         self.members = list(members)
-        self._build = (data, architecture, hparams, options, recipe)
+        self.layout = epoch_layout(platform)
+        self._build = (data, architecture, hparams, options, recipe, platform)
         num_devices = group_devices(self.size, options.num_devices) if vectorize else 1
         # A group split over D devices is padded to a multiple of D with inactive copies of its last member.
         padded = list(members) + [members[-1]] * (-self.size % num_devices) if vectorize else list(members)
         self.width = len(padded)
         # On CPU a device's validation block holds VALIDATION_BLOCK_ELEMENTS over all its candidates (cache-sized).
-        together = self.width // num_devices if vectorize and jax.default_backend() == "cpu" else 1
-        geometry = epoch_geometry(data, options, together)
-        splits = [split_model(build_for(data, architecture, hparams, member.seed, recipe.revin))
-                  for member in padded]
+        together = self.width // num_devices if vectorize and self.layout == "cpu" else 1
+        geometry = epoch_geometry(data, options, together, self.layout)
+        self.geometry = geometry
+        # members with the same model seed (a sweep's learning-rate siblings) share one build: the same values
+        built = {seed: split_model(build_for(data, architecture, hparams, seed, recipe.revin))
+                 for seed in dict.fromkeys(member.seed for member in padded)}
+        splits = [built[member.seed] for member in padded]
         train_graphdef, eval_graphdef = splits[0][0], splits[0][1]
         transforms = member_transforms(padded, recipe)
         targets = (data.spec.horizon, len(data.spec.target_indices))
@@ -266,11 +295,19 @@ class EpochProgram:
         self.lrs = self._place([np.float32(member.learning_rate) for member in padded])
         self.values = self._place(values)
         self._replicated = replicated
-        started = time.perf_counter()
-        self.compiled = compiled_epoch(self.fn, (self.states[0], self.others[0], *self.shared, self.shuffle,
-                                                 self.keys[0], self._epoch(0), self.lrs[0],
-                                                 self._active([True] * self.size), self.values[0]))
-        self.compile_seconds = time.perf_counter() - started
+        self.compiled: Any = None
+        self.compile_seconds = 0.0
+        if compile:
+            started = time.perf_counter()
+            self.compiled = compiled_epoch(self.fn, self.arguments(0, [True] * self.size))
+            self.compile_seconds = time.perf_counter() - started
+
+    def arguments(self, epoch: int, active: Sequence[bool], index: int = 0) -> tuple:
+        """The epoch program's arguments, all on the device: the state, keys, learning rate and recipe values of
+        candidate `index` (the whole group when vectorised), the shared inputs, the epoch number and the flags."""
+        flags = self._active(active if self.vectorize else [True])
+        return (self.states[index], self.others[index], *self.shared, self.shuffle, self.keys[index],
+                self._epoch(epoch), self.lrs[index], flags, self.values[index])
 
     def _place(self, per_candidate: list[Any]) -> list[Any]:
         """Per-candidate pytrees on the device: stacked and split over the mesh as one entry when vectorised,
@@ -283,8 +320,9 @@ class EpochProgram:
         """This vectorised group continued with only the members at positions `keep`: a program for the narrower
         group (compiled once per width) carrying their training state, keys, learning rates and recipe values
         over, so their numbers go on as if nothing had changed (to float rounding)."""
-        data, architecture, hparams, options, recipe = self._build
-        narrow = EpochProgram(data, architecture, hparams, [self.members[i] for i in keep], options, True, recipe)
+        data, architecture, hparams, options, recipe, platform = self._build
+        narrow = EpochProgram(data, architecture, hparams, [self.members[i] for i in keep], options, True, recipe,
+                              platform=platform)
         slots = np.asarray([*keep, *[keep[-1]] * (narrow.width - len(keep))])  # padding: copies of the last
 
         # a group narrowed onto one device has no split: its members go to that device (`device_put(x, None)` would
@@ -310,11 +348,11 @@ class EpochProgram:
 
     def run_epoch(self, epoch: int, active: Sequence[bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One epoch for every active candidate; returns train losses, val losses and improved flags
-        `(G,)` (NaN / False for candidates that did not run)."""
+        `(G,)` (NaN / False for candidates that did not run). The only transfers are the epoch number and the
+        flags in and these three small vectors out, once per epoch (sequential candidates are all dispatched
+        before their losses are read)."""
         if self.vectorize:
-            self.states[0], metrics = self.compiled(self.states[0], self.others[0], *self.shared, self.shuffle,
-                                                    self.keys[0], self._epoch(epoch), self.lrs[0],
-                                                    self._active(active), self.values[0])
+            self.states[0], metrics = self.compiled(*self.arguments(epoch, active))
             metrics = jax.device_get(metrics)
             train_loss, val_loss, improved = (np.asarray(values)[: self.size] for values in
                                               (metrics.train_loss, metrics.val_loss, metrics.improved))
@@ -322,27 +360,127 @@ class EpochProgram:
         train = np.full(self.size, np.nan, np.float32)
         val = np.full(self.size, np.nan, np.float32)
         improved = np.zeros(self.size, bool)
-        epoch_array = self._epoch(epoch)
-        for index, flag in enumerate(active):
-            if not flag:  # a stopped candidate is not run at all when sequential
-                continue
-            self.states[index], metrics = self.compiled(
-                self.states[index], self.others[index], *self.shared, self.shuffle, self.keys[index],
-                epoch_array, self.lrs[index], self._active([True]), self.values[index])
-            metrics = jax.device_get(metrics)
+        running = [index for index, flag in enumerate(active) if flag]  # a stopped candidate is not run at all
+        dispatched = {}
+        for index in running:
+            self.states[index], dispatched[index] = self.compiled(*self.arguments(epoch, [True], index))
+        for index, metrics in jax.device_get(dispatched).items():
             train[index], val[index], improved[index] = metrics.train_loss, metrics.val_loss, metrics.improved
         return train, val, improved
 
     def best_checkpoints(self) -> list[dict[str, dict[str, np.ndarray]]]:
-        """Best-epoch parameters and batch statistics per candidate, on the host."""
+        """Best-epoch parameters and batch statistics per candidate, on the host (only those come over)."""
         if self.vectorize:
-            state: TrainState = jax.device_get(self.states[0])
-            per_candidate = [jax.tree.map(lambda a, i=i: a[i], (state.best_params, state.best_batch_stats))
-                             for i in range(self.size)]
+            best = jax.device_get((self.states[0].best_params, self.states[0].best_batch_stats))
+            per_candidate = [jax.tree.map(lambda a, i=i: a[i], best) for i in range(self.size)]
         else:
             per_candidate = [jax.device_get((s.best_params, s.best_batch_stats)) for s in self.states]
         return [{"params": state_to_flat(params), "batch_stats": state_to_flat(stats)}
                 for params, stats in per_candidate]
+
+
+#: Learning rates the members of `epoch_function`'s group take in turn (the program does not depend on them).
+EXAMPLE_LEARNING_RATES = (1e-3, 5e-4, 1e-4)
+
+
+def epoch_function(data: PreparedData, architecture: str, group_size: int, *,
+                   hparams: Mapping[str, Any] | None = None, options: TrainConfig | None = None,
+                   recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> tuple[Any, tuple]:
+    """The engine's own jitted epoch program for `group_size` candidates of `architecture` on `data`'s shapes,
+    and arguments to call, trace or lower it with (nothing is compiled here).
+
+    It is the function `train_group` compiles for such a group (`loop.make_epoch_fn`, the same cached object): the
+    single-candidate program for `group_size=1`, the vectorised one otherwise, in the layout of `platform` (None:
+    this process's backend), so a CPU host can lower what a GPU would compile:
+    `fn.trace(*args).lower(lowering_platforms=("cuda",))` with `platform="cuda"`. The members have the
+    architecture's default hyperparameters unless `hparams` is given, learning rates `EXAMPLE_LEARNING_RATES` in
+    turn and model seed 0 (one model built, whatever the group size); `options` defaults to full epochs on one
+    device (`TrainConfig(num_devices=1)`).
+
+    Returns:
+        `(fn, args)`: `fn(*args)` runs epoch 0 with every candidate active and returns `(TrainState, EpochMetrics)`.
+    """
+    if group_size < 1:
+        raise ValueError(f"group_size must be at least 1, got {group_size}.")
+    members = [GroupMember(EXAMPLE_LEARNING_RATES[i % len(EXAMPLE_LEARNING_RATES)], 0) for i in range(group_size)]
+    program = EpochProgram(data, architecture, dict(hparams or {}), members, options or TrainConfig(num_devices=1),
+                           vectorize=group_size > 1, recipe=recipe, platform=platform, compile=False)
+    return program.fn, program.arguments(0, [True] * group_size)
+
+
+def device_memory_budget(device: jax.Device | None = None) -> int | None:
+    """Bytes an auto-sized group's epoch may take on `device` (default: the first local device):
+    `AUTO_MEMORY_FRACTION` of its `bytes_limit - bytes_in_use`; None where the device does not report its memory
+    (a CPU)."""
+    stats = (device or jax.local_devices()[0]).memory_stats()
+    if not stats or "bytes_limit" not in stats:
+        return None
+    return int((stats["bytes_limit"] - stats.get("bytes_in_use", 0)) * AUTO_MEMORY_FRACTION)
+
+
+def epoch_memory_bytes(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+                       group: int, recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> int:
+    """Device bytes the compiled epoch of `group` candidates takes on one device by XLA's memory analysis
+    (arguments + outputs - aliased + temporaries). The program is compiled here and kept (`compiled_epoch`), so the
+    group that trains with this width next reuses it."""
+    fn, arguments = epoch_function(data, architecture, group, hparams=hparams, recipe=recipe, platform=platform,
+                                   options=dataclasses.replace(options, num_devices=1))
+    stats = compiled_epoch(fn, arguments).memory_analysis()
+    return int(stats.argument_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
+               + stats.temp_size_in_bytes)
+
+
+#: Compilations `fitting_group_size` may spend narrowing the size down after its first two.
+AUTO_SIZE_PROBES = 4
+
+
+def fitting_group_size(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+                       recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, budget: int | None = None,
+                       platform: str | None = None) -> int:
+    """The most candidates (at most `most` and `AUTO_GROUP_LIMIT`) whose compiled epoch on one device fits `budget`
+    bytes (default `device_memory_budget()`; where the device reports no memory, `AUTO_GROUP_SIZE_ACCELERATOR`).
+
+    The widest group is compiled first (it fits: done, and that program trains); else one candidate, and the size
+    between them is interpolated (memory grows linearly with the width) and checked by compiling it, at most
+    `AUTO_SIZE_PROBES` times. Returns 1 when even one candidate exceeds the budget (training then reports what is
+    missing)."""
+    most = max(1, min(most, AUTO_GROUP_LIMIT))
+    budget = device_memory_budget() if budget is None else budget
+    if budget is None:
+        return min(most, AUTO_GROUP_SIZE_ACCELERATOR)
+    if most == 1:
+        return 1
+
+    def need(group: int) -> int:
+        return epoch_memory_bytes(data, architecture, hparams, options, group, recipe, platform)
+
+    high, need_high = most, need(most)
+    if need_high <= budget:
+        return most
+    low, need_low = 1, need(1)
+    if need_low > budget:
+        return 1
+    for _ in range(AUTO_SIZE_PROBES):
+        if high - low <= 1:
+            break
+        per_candidate = max((need_high - need_low) / (high - low), 1.0)
+        guess = min(max(low + int((budget - need_low) // per_candidate), low + 1), high - 1)
+        if (needed := need(guess)) <= budget:
+            low, need_low = guess, needed
+        else:
+            high, need_high = guess, needed
+    return low
+
+
+def candidates_per_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+                         recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, variants: bool = False) -> int:
+    """How many of `most` candidates of one structure train together: `train.group_size` when it is a number; with
+    auto on a CPU `group_size`'s choice (today's), on an accelerator as many as fit each device's memory
+    (`fitting_group_size`) times the devices the group is split over."""
+    if not is_automatic(options) or jax.default_backend() == "cpu":
+        return group_size(options, variants=variants)
+    devices = options.num_devices or len(jax.local_devices())
+    return devices * fitting_group_size(data, architecture, hparams, options, recipe, most=-(-most // devices))
 
 
 #: A vectorised group goes on in a narrower program once its running members fill at most this fraction of its

@@ -14,6 +14,10 @@ axis is split over its devices (`shard_map`; each device vmaps its G/D candidate
 communicated), so on a CPU every core trains its own candidates instead of sharing small kernels.
 Per-candidate `active` flags freeze stopped candidates: their parameters, optimiser state and best
 checkpoint do not change. No IO here.
+
+The geometry's `layout` says how windows are gathered: on a CPU ("cpu") one dynamic slice per window in a loop
+(`gather_windows`); on an accelerator ("accelerator") one gather of every window of the batch (no loop over the
+batch's windows). Both copy the same rows, so the numbers do not depend on it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
-from sfbench_jax.data.windows import WindowShape, gather_windows
+from sfbench_jax.data.windows import WindowShape, gather_windows, select_targets
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform
 
 if TYPE_CHECKING:
@@ -42,6 +46,9 @@ METHOD_NAMESPACE = 1_000_003
 #: Adam of the protocol (protocol 5.1): beta (0.9, 0.999), eps 1e-8, no weight decay, no schedule, no
 #: clipping. The learning rate multiplies its direction outside, so it can differ per candidate.
 ADAM_B1, ADAM_B2, ADAM_EPS = 0.9, 0.999, 1e-8
+
+#: How an epoch gathers its windows: "cpu" (a loop of one slice per window) or "accelerator" (one gather).
+EPOCH_LAYOUTS = ("cpu", "accelerator")
 
 
 def adam_direction() -> optax.GradientTransformation:
@@ -99,6 +106,7 @@ class EpochGeometry:
         num_train_windows: size of the fixed training window set.
         val_batches: drop-last validation batches.
         val_batches_per_block: validation batches evaluated at once (bounds memory).
+        layout: how windows are gathered, one of `EPOCH_LAYOUTS` (never changes a number).
     """
 
     window: WindowShape
@@ -107,8 +115,11 @@ class EpochGeometry:
     num_train_windows: int
     val_batches: int
     val_batches_per_block: int
+    layout: str = "cpu"
 
     def __post_init__(self) -> None:
+        if self.layout not in EPOCH_LAYOUTS:
+            raise ValueError(f"Unknown epoch layout {self.layout!r}; use one of {list(EPOCH_LAYOUTS)}.")
         if self.steps_per_epoch < 1 or self.steps_per_epoch * self.batch_size > self.num_train_windows:
             raise ValueError(f"steps_per_epoch must lie in [1, {self.num_train_windows // self.batch_size}] "
                              f"for {self.num_train_windows} windows in batches of {self.batch_size}, got "
@@ -181,7 +192,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     (`sfbench_jax.methods.training`): the batch the step trains on, and the training/validation loss; pass
     its `template()` so that variants differing only in recipe values share the program.
     """
-    window, batch = geometry.window, geometry.batch_size
+    batch = geometry.batch_size
     direction = adam_direction()
     loss_fn = functools.partial(_training_loss, train_graphdef)
 
@@ -196,7 +207,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         def step(carry: tuple[Any, Any, Any], inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
             (params, latents), batch_stats, opt_state = carry
             step_index, batch_ids = inputs
-            x, y = gather_windows(series, train_starts[batch_ids], window)
+            x, y = _gather(series, train_starts[batch_ids], geometry)
             loss_at = eval_mode_loss(eval_graphdef, bound, params, batch_stats, other, latents, y)
             x = bound.training_inputs(method_key(dropout_key, epoch, step_index), x, loss_at)
             key = jax.random.fold_in(epoch_key, step_index)
@@ -218,6 +229,17 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     return _compiled(epoch_fn, num_candidates, mesh)
 
 
+def _gather(series: jax.Array, starts: jax.Array, geometry: EpochGeometry) -> tuple[jax.Array, jax.Array]:
+    """A batch's inputs and targets in the geometry's layout: a loop of one slice per window ("cpu") or one
+    gather of every window ("accelerator"); the same rows either way."""
+    if geometry.layout == "cpu":
+        return gather_windows(series, starts, geometry.window)
+    window = geometry.window
+    rows = starts[:, None] + jnp.arange(window.input_len + window.horizon, dtype=starts.dtype)
+    windows = series.at[rows].get(mode="promise_in_bounds")  # the starts are valid windows by construction
+    return windows[:, : window.input_len], select_targets(windows[:, window.input_len:], window.target_indices)
+
+
 def _training_loss(train_graphdef: nnx.GraphDef, trainable: tuple[Any, Any], batch_stats: Any, other: Any,
                    key: jax.Array, x: jax.Array, y: jax.Array, transform: TrainTransform) -> tuple[jax.Array, Any]:
     """One training batch's loss in train mode (dropout keyed by `key`) and the updated batch statistics."""
@@ -235,7 +257,7 @@ def _validation_loss(eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, param
     module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
 
     def batch_mean(starts: jax.Array) -> jax.Array:
-        x, y = gather_windows(series, starts, geometry.window)
+        x, y = _gather(series, starts, geometry)
         return transform.loss(module(x), y, latents)
 
     means = jax.lax.map(batch_mean, val_starts, batch_size=geometry.val_batches_per_block)
@@ -295,5 +317,11 @@ def candidate_shardings(mesh: jax.sharding.Mesh) -> tuple[jax.sharding.Sharding,
 
 
 def stack_candidates(trees: list[Any]) -> Any:
-    """Stack per-candidate pytrees along a new leading axis."""
+    """Stack per-candidate pytrees along a new leading axis (one compiled program for the whole tree, not one
+    per leaf shape)."""
+    return _stacked(tuple(trees))
+
+
+@jax.jit
+def _stacked(trees: tuple[Any, ...]) -> Any:
     return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)

@@ -7,8 +7,11 @@ sweep killed mid-way leaves at most unfinished folders, which the next run overw
 
 A candidate's identity is the SHA-256 of its resolved configuration (dataset key, data-config
 signature and content checksum, architecture, method, hyperparameters, model seed, shuffling seed,
-the training protocol) plus the store format, the package version and the fingerprint of the code that defines
-the model and the method (`train.sweep.code_identity`: their modules' source digests, a plug-in's name and version).
+the training protocol) plus the code that shaped it (`CODE_FIELDS`): the store format, the package version, the
+fingerprint of the code that defines the model and the method (`train.sweep.code_identity`: their modules' source
+digests, a plug-in's name, version and files digest) and the engine (`plugins.code_identity.engine_identity`: the
+engine's source digest and the JAX / jaxlib / Flax / Optax versions). Candidates trained by other code stay in the
+store and are never served (`same_training` finds them, so the sweep can say how many it retrains and why).
 
 Many processes may share one store at the same moment (the jobs of a multirun on one machine or on a
 cluster's shared file system). A process trains a candidate only while it holds the candidate's claim, a
@@ -73,6 +76,20 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     return value
+
+
+#: The identity fields that name the code which trained a candidate; the others name what it was trained on.
+CODE_FIELDS = ("format", "code_version", "code", "engine")
+
+
+def same_training(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+    """Whether two candidate identities describe the same training (data, hyperparameters, seeds, protocol) apart
+    from the code that ran it (`CODE_FIELDS`)."""
+    def training(identity: Mapping[str, Any]) -> str:
+        return json.dumps(_canonical({key: value for key, value in identity.items() if key not in CODE_FIELDS}),
+                          sort_keys=True, separators=(",", ":"))
+
+    return training(first) == training(second)
 
 
 def candidate_hash(identity: Mapping[str, Any]) -> str:
@@ -190,6 +207,20 @@ class CandidateStore:
             raise ValueError(f"{path} records candidate {result.candidate_hash}, expected {key}; the store is "
                              f"corrupted. {_delete_fix(folder)}")
         return result
+
+    def stored_identities(self, dataset: str, architecture: str) -> list[dict[str, Any]]:
+        """The identities of every finished record under `<dataset>/<architecture>/` (any code's), oldest first;
+        damaged records are left out (they are refused where they would be used)."""
+        found: list[tuple[float, dict[str, Any]]] = []
+        for path in (self.root / dataset / architecture).glob(f"*/{RESULT_FILE}"):
+            try:
+                identity = json.loads(path.read_text()).get("identity")
+                modified = path.stat().st_mtime
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(identity, dict):
+                found.append((modified, identity))
+        return [identity for _, identity in sorted(found, key=lambda item: item[0])]
 
     def save(self, result: CandidateResult, checkpoint: Mapping[str, Mapping[str, np.ndarray]] | None) -> Path:
         """Write the checkpoint (if any), then the result JSON atomically (last).

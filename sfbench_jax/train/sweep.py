@@ -10,6 +10,7 @@ it again trains only the rest. Selection is `winner.py`'s.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import time
@@ -20,17 +21,18 @@ from typing import Any
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.methods.registry import get_method
+from sfbench_jax.methods.spec import read_only
 from sfbench_jax.models.registry import get_spec
+from sfbench_jax.plugins.code_identity import engine_identity, top_level_digest
 from sfbench_jax.plugins.entry_points import code_fingerprint
 from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
 from sfbench_jax.train.fit import (
     GroupMember,
     TrainingRecipe,
     TrainOutcome,
-    group_size,
+    candidates_per_group,
     train_group,
     training_recipe,
-    variant_group_size,
 )
 from sfbench_jax.train.search import Candidate, expand_space, random_subgrid, search_space
 from sfbench_jax.train.store import (
@@ -42,6 +44,7 @@ from sfbench_jax.train.store import (
     candidate_hash,
     code_version,
     finite_curve,
+    same_training,
 )
 from sfbench_jax.train.training_seeds import model_seed, tuning_seed
 
@@ -76,10 +79,13 @@ class SearchPlan:
 
 def _identity(data: PreparedData, plan_fields: dict[str, Any], options: TrainConfig) -> dict[str, Any]:
     spec = data.spec
+    code = code_identity(str(plan_fields["architecture"]), str(plan_fields["method"]))
+    target = plan_fields["hparams"].get("target")
+    if isinstance(target, str) and ":" in target:  # an external model: the code its target names
+        code = {**code, "target": top_level_digest(target.split(":", 1)[0])}
     return {"format": STORE_FORMAT_VERSION, "code_version": code_version(), "dataset": spec.key,
             "signature": spec.signature, "data_sha256": data.series.content_sha256, "data_seed": spec.seeds.data_seed,
-            **plan_fields, "protocol": options.protocol(),
-            "code": code_identity(str(plan_fields["architecture"]), str(plan_fields["method"]))}
+            **plan_fields, "protocol": options.protocol(), "code": code, "engine": engine_identity()}
 
 
 def code_identity(architecture: str, method: str) -> dict[str, Any]:
@@ -132,7 +138,7 @@ def plan_method_search(data: PreparedData, architecture: str, method: str, *, re
     else:
         sampled = random_subgrid(combinations, tuning_seed=tuning, budget=budget)
     candidates = [Candidate(c.trial_number, c.grid_index, dict(inherited), recipe=dict(c.hparams),
-                            variant=variant_id(c.hparams)) for c in sampled]
+                            variant=variant_id(read_only(c.hparams))) for c in sampled]
     seeds = [model_seed(spec, architecture, pipeline_id=c.variant, method=method, master_seed=options.master_seed)
              for c in candidates]
     identities = [_identity(data, {"architecture": architecture, "method": method, "hparams": dict(inherited),
@@ -143,11 +149,11 @@ def plan_method_search(data: PreparedData, architecture: str, method: str, *, re
                       keys=[candidate_hash(identity) for identity in identities], candidate_seeds=seeds)
 
 
-def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int,
+def _groups(plan: SearchPlan, pending: Sequence[int], group_size: Callable[[list[int]], int],
             recipes: Sequence[TrainingRecipe]) -> list[list[int]]:
     """Pending candidate positions grouped by architecture hyperparameters and the structure of their training
-    recipe (trial order kept), each group cut to at most `group_size`: method variants that differ only in
-    recipe values (`TrainingRecipe.structure`) share a group, like learning-rate siblings."""
+    recipe (trial order kept), each group cut to at most `group_size(positions)` of its positions: method variants
+    that differ only in recipe values (`TrainingRecipe.structure`) share a group, like learning-rate siblings."""
     by_config: dict[tuple[str, TrainingRecipe], list[int]] = {}
     for position in pending:
         candidate = plan.candidates[position]
@@ -155,8 +161,17 @@ def _groups(plan: SearchPlan, pending: Sequence[int], group_size: int,
         by_config.setdefault(config, []).append(position)
     groups: list[list[int]] = []
     for positions in by_config.values():
-        groups.extend(positions[i:i + group_size] for i in range(0, len(positions), group_size))
+        size = group_size(positions)
+        groups.extend(positions[i:i + size] for i in range(0, len(positions), size))
     return sorted(groups, key=lambda group: group[0])
+
+
+def _group_size(data: PreparedData, plan: SearchPlan, options: TrainConfig, recipes: Sequence[TrainingRecipe],
+                positions: list[int]) -> int:
+    """Candidates of one configuration (`positions`) trained together: `train.group_size`, or auto (on accelerators:
+    as many as fit the device's memory)."""
+    return candidates_per_group(data, plan.architecture, plan.candidates[positions[0]].architecture_hparams, options,
+                                recipes[positions[0]], most=len(positions), variants=plan.method != "baseline")
 
 
 def _record(plan: SearchPlan, position: int, outcome: TrainOutcome, data: PreparedData) -> CandidateResult:
@@ -207,9 +222,11 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
         log(f"{plan.architecture}: {len(plan.candidates)} of {plan.num_valid} valid candidates "
             f"(tuning seed {plan.tuning_seed}, model seed {plan.model_seed}); {len(results)} already in "
             f"the store, {len(pending)} to train")
+        superseded = superseded_line(store, spec.key, plan, pending)
+        if superseded:
+            log(superseded)
     recipes = [training_recipe(data, plan.method, candidate.recipe) for candidate in plan.candidates]
-    groups = _groups(plan, pending, group_size(options) if plan.method == "baseline" else variant_group_size(options),
-                     recipes)
+    groups = _groups(plan, pending, functools.partial(_group_size, data, plan, options, recipes), recipes)
     unclaimed = list(enumerate(groups, start=1))
     while unclaimed:  # the first group no other process is training; processes sharing the store split the work
         index, claim = store.claim_first_free(spec.key, plan.architecture,
@@ -245,3 +262,57 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
                     log(f"{plan.architecture} trial {result.trial_number}: {status}, {result.epochs_run} epochs "
                         f"({result.stop_reason}); group took {time.perf_counter() - started:.1f} s")
     return [results[position] for position in range(len(plan.keys))]
+
+
+def superseded_line(store: CandidateStore, dataset: str, plan: SearchPlan, pending: Sequence[int]) -> str | None:
+    """One line saying how many of the `pending` candidates the store holds trained by other code (the same
+    training otherwise: data, hyperparameters, seeds, protocol) and why they are retrained, or None if none is.
+    Those stored candidates are kept as they are; they are never served to this code."""
+    if not pending:
+        return None
+    stored = store.stored_identities(dataset, plan.architecture)
+    reasons: dict[str, None] = {}
+    count = 0
+    for position in pending:
+        identity = plan.identities[position]
+        matches = [old for old in stored if same_training(old, identity)]
+        if matches:
+            count += 1
+            reasons.update(dict.fromkeys(code_changes(matches[-1], identity)))
+    if not count:
+        return None
+    were = "candidate was" if count == 1 else "candidates were"
+    return (f"{plan.architecture}: {count} stored {were} trained by other code ({'; '.join(reasons)}); "
+            f"retraining {'it' if count == 1 else 'them'} (the stored ones are kept, not used)")
+
+
+def code_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs between the code identities of two candidate identities, in words (old -> new)."""
+    reasons = []
+    if old.get("format") != new.get("format"):
+        reasons.append(f"store format {old.get('format')} -> {new.get('format')}")
+    old_engine, new_engine = old.get("engine") or {}, new.get("engine") or {}
+    if not old_engine:
+        reasons.append("engine source and JAX versions not recorded: stored by an older sfbench-jax")
+    else:
+        if old_engine.get("source") != new_engine.get("source"):
+            reasons.append("engine source changed")
+        old_libraries, new_libraries = old_engine.get("libraries") or {}, new_engine.get("libraries") or {}
+        changed = [f"{name} {old_libraries.get(name, 'unknown')} -> {version}"
+                   for name, version in sorted(new_libraries.items()) if old_libraries.get(name) != version]
+        if changed:
+            reasons.append("library versions changed: " + ", ".join(changed))
+    old_code, new_code = old.get("code") or {}, new.get("code") or {}
+    if old_code.get("modules") != new_code.get("modules"):
+        edited = sorted(name for name, digest in (new_code.get("modules") or {}).items()
+                        if (old_code.get("modules") or {}).get(name) != digest)
+        reasons.append(f"model/method source changed: {', '.join(edited) or 'modules'}")
+    if old_code.get("packages") != new_code.get("packages") and isinstance(old_code.get("packages"), Mapping):
+        reasons.append("plug-in package files changed: " + ", ".join(sorted(
+            name for name, digest in (new_code.get("packages") or {}).items()
+            if (old_code.get("packages") or {}).get(name) != digest) or ["removed"]))
+    if old_code.get("target") != new_code.get("target"):
+        reasons.append("the external model's target code changed")
+    if old.get("code_version") != new.get("code_version"):
+        reasons.append(f"sfbench-jax {old.get('code_version')} -> {new.get('code_version')}")
+    return reasons or ["code identity changed"]

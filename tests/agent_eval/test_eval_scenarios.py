@@ -10,8 +10,9 @@ import pytest
 from mcp.server import MCPServer
 
 from sfbench_jax.agent_eval import cli
-from sfbench_jax.agent_eval.lint import lint_static
+from sfbench_jax.agent_eval.lint import lint_static, parameter_order
 from sfbench_jax.agent_eval.scenario import (
+    QUERY_VARIANTS,
     TASK_TYPES,
     TRANSFER_ASSET_CLASSES,
     TRANSFER_TAG,
@@ -71,7 +72,9 @@ def test_scenarios_are_on_real_registered_data(scenarios: list[Scenario]) -> Non
 async def test_static_lint_rules_hold(scenarios: list[Scenario], eval_server: MCPServer) -> None:
     async with connect(eval_server) as session:
         catalog = [t.name for t in session.catalog]
-    assert lint_static(scenarios, catalog) == {}
+        parameters = parameter_order(session.catalog)
+    assert lint_static(scenarios, catalog, parameters=parameters) == {}
+    assert lint_static(scenarios, catalog) == {}  # the reference steps' own argument order
 
 
 def test_lint_catches_broken_scenarios(tmp_path: Path, scenarios: list[Scenario]) -> None:
@@ -101,6 +104,33 @@ def test_lint_catches_broken_scenarios(tmp_path: Path, scenarios: list[Scenario]
     (tmp_path / "other.json").write_text(json.dumps(raw))
     with pytest.raises(ScenarioError, match="task_type"):
         load_scenario(tmp_path / "other.json")
+
+
+def test_query_variants_schema(tmp_path: Path, scenarios: list[Scenario]) -> None:
+    """``query`` is the explicit phrasing, ``query_variants.fuzzy`` the fuzzy one; a differing explicit copy,
+    an unknown variant and a missing fuzzy phrasing are refused with a message naming the fix."""
+    raw = json.loads(json.dumps(next(s for s in scenarios if s.id == "safety_sis_sil_verification").raw))
+    raw.update(id="variants_case", query_variants={"fuzzy": "Is the trip   function on this compressor good enough?"})
+    path = tmp_path / "variants_case.json"
+    path.write_text(json.dumps(raw))
+    loaded = load_scenario(path)
+    assert loaded.query_for("explicit") == loaded.query == " ".join(str(raw["query"]).split())
+    assert loaded.query_for("fuzzy") == "Is the trip function on this compressor good enough?"
+    assert tuple(loaded.query_variants) == QUERY_VARIANTS
+    with pytest.raises(ScenarioError, match="choose from"):
+        loaded.query_for("vague")
+    raw["query_variants"]["explicit"] = "Something other than the query field."
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ScenarioError, match="leave query_variants.explicit out"):
+        load_scenario(path)
+    raw["query_variants"] = {"explicit": raw["query"]}
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ScenarioError, match="fuzzy"):
+        load_scenario(path)
+    del raw["query_variants"]
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ScenarioError, match="query_variants"):
+        load_scenario(path)
 
 
 def test_agents_never_see_ground_truth(scenarios: list[Scenario]) -> None:

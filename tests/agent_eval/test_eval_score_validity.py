@@ -111,14 +111,23 @@ def test_lint_fails_a_typed_in_answer_and_a_query_that_states_it(
     catalog = [*source.required_tools, *source.distractor_tools]
     raw = json.loads(json.dumps(source.raw))
     assert lint_static([copy_scenario(tmp_path, source, raw)], catalog) == {}
-    raw["reference_answer"]["meets_sil3"] = True  # typed in: the tool's output is never read
-    raw["validators"].append({"kind": "boolean", "path": "/meets_sil3", "target": True})
+    raw["reference_answer"]["requirement_met"] = True  # typed in: the tool's output is never read
+    raw["validators"].append({"kind": "boolean", "path": "/requirement_met", "target": True})
     problems = lint_static([copy_scenario(tmp_path, source, raw)], catalog)[source.id]
-    assert any(p.startswith("derived_answer:") and "'meets_sil3'" in p for p in problems), problems
+    assert any(p.startswith("derived_answer:") and "'requirement_met'" in p for p in problems), problems
     assert any(p.startswith("gt_target:") for p in problems), problems
-    raw["query_inputs"] = ["meets_sil3"]  # declared an input of the query: allowed, and said so
+    raw["query_inputs"] = ["requirement_met"]  # declared an input of the query: allowed, and said so
     raw["validators"].pop()
     assert lint_static([copy_scenario(tmp_path, source, raw)], catalog) == {}
+    # issue 44: the query asked "is the SIL 3 requirement met?" and expected SIL 3; a small whole number next to
+    # a word of the field's name is a stated answer, the same number as a parameter elsewhere is not
+    stated = json.loads(json.dumps(source.raw))
+    stated["query"] = source.query + " Is the SIL 3 requirement met?"
+    problems = lint_static([copy_scenario(tmp_path, source, stated)], catalog)[source.id]
+    assert problems == ["query_leak: the query or context states 3.0, within 3e-09 of the value /achieved_sil "
+                        "must give (3)"], problems
+    stated["query"] = source.query + " The burner has 3 flame scanners."
+    assert lint_static([copy_scenario(tmp_path, source, stated)], catalog) == {}
     bearing = scenario_map["fault_gearbox_bearing_outer_race"]
     leaky_bearing = json.loads(json.dumps(bearing.raw))
     leaky_bearing["query"] = bearing.query.replace("145.5 Hz", "145.18 Hz")  # the theoretical BPFO itself

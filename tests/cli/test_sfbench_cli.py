@@ -52,6 +52,9 @@ def test_main_job_writes_all_outputs(tmp_path: Path) -> None:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["data"]["matches_reference"] is True
     assert manifest["config"]["eval"]["k"] == 400 and "jax" in manifest["versions"]
+    from sfbench_jax.plugins.code_identity import engine_identity
+
+    assert manifest["code_identity"] == {**engine_identity(), "plugins": {}}  # the engine that made the run
     assert manifest["timings"]["total_seconds"] > 0
     png = (run_dir / "scenario_heatmap.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -186,6 +186,8 @@ def _compose(overrides: list[str], hydra_config: bool = False):
     (["method.name=pgd"], "Unknown or unsupported method 'pgd'"),
     (["train.max_epochs=0"], "train.max_epochs must be >= 1"),
     (["train.candidate_budget=0"], "train.candidate_budget must be >= 1"),
+    (["train.group_size=eight"], "train.group_size must be a whole number >= 1 or 'auto'"),
+    (["train.group_size=0"], "train.group_size must be >= 1"),
     (["model=dlinear", "model.grid.lr=[0.001,-1.0]"], "Learning rate lr=-1.0 for 'dlinear' must be a finite"),
     (["model=dlinear", "model.grid.moving_avg=[10]"], "moving_avg must be odd, got 10"),
     (["model=seasonal_naive", "model.hparams={season:24}"],
@@ -194,6 +196,13 @@ def _compose(overrides: list[str], hydra_config: bool = False):
 def test_bad_training_config_is_rejected(overrides: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         to_run_config(_compose(overrides))
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    ([], "auto"), (["train.group_size=auto"], "auto"), (["train.group_size=null"], None), (["train.group_size=8"], 8)])
+def test_group_size_is_auto_by_default_or_a_number(overrides: list[str], expected: object) -> None:
+    """`auto` (as many as fit; null, its former spelling, still means it) or a number of candidates."""
+    assert to_run_config(_compose(overrides)).train.group_size == expected
 
 
 @pytest.mark.parametrize("name", ["dlinear", "gru", "moderntcn", "patchtst", "tsmixer", "seasonal_naive"])
