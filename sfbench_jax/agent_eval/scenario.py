@@ -43,11 +43,6 @@ __all__ = [
     "round_floats",
 ]
 
-#: The query phrasings a scenario may be asked in (PHMForge v2's two styles): ``explicit`` (the scenario's
-#: ``query``, or ``query_variants.explicit``) and ``fuzzy`` (``query_variants.fuzzy``: the asset and the goal,
-#: not the tool nor the order of the figures).
-QUERY_VARIANTS = ("explicit", "fuzzy")
-
 TASK_TYPES = ("rul_prediction", "fault_classification", "health_analysis", "cost_benefit",
               "safety_policy")
 #: A scenario tagged ``transfer`` belongs to the held-out side of the cross-equipment split.
@@ -332,27 +327,6 @@ class Scenario:
                 f"{self.id}: ground truth {path} is missing; build it with "
                 "`python scripts/build_agent_scenarios.py --data-root <shared data>`")
         return json.loads(path.read_text(encoding="utf-8"))
-
-    def query_for(self, variant: str = "explicit") -> str:
-        """The query in one of `QUERY_VARIANTS`.
-
-        Args:
-            variant: ``explicit`` or ``fuzzy``.
-
-        Returns:
-            The text (whitespace collapsed).
-
-        Raises:
-            ScenarioError: For an unknown variant, or ``fuzzy`` on a scenario without ``query_variants.fuzzy``.
-        """
-        if variant not in QUERY_VARIANTS:
-            raise ScenarioError(f"unknown query variant {variant!r}; choose from {list(QUERY_VARIANTS)}")
-        variants = dict(self.raw.get("query_variants") or {})
-        if variant == "explicit":
-            return " ".join(str(variants.get("explicit") or self.query).split())
-        if not variants.get("fuzzy"):
-            raise ScenarioError(f"{self.id}: no query_variants.fuzzy text; ask it with --variant explicit")
-        return " ".join(str(variants["fuzzy"]).split())
 
     def agent_context(self, mode: str) -> str | None:
         """Dataset context an agent may see: none in unknown_tools (it must find the data), the

@@ -204,7 +204,7 @@ def test_cli_variant_both_scores_each_phrasing_and_reports_pass_at_1_per_variant
     folder = tmp_path / "scenarios"
     folder.mkdir()
     fuzzy = "The cooling-water pump motor's supply looks uneven; is it fit to keep running as it is?"
-    copy_scenario(folder, source, {**source.raw, "query_variants": {"fuzzy": fuzzy}})
+    copy_scenario(folder, source, {**source.raw, "query_variants": {"fuzzy": fuzzy}})  # a fuzzy text of our own
     assert load_scenario(folder / f"{source.id}.json").query_for("fuzzy") == fuzzy
     out = tmp_path / "run"
     assert cli.main(["run", "--agent", "scripted", "--scenarios", str(folder), "--variant", "both", "--out",
@@ -225,12 +225,12 @@ def test_cli_variant_both_scores_each_phrasing_and_reports_pass_at_1_per_variant
     # the floors pair each phrasing with the same phrasing: two units
     assert {r["scenarios"] for r in summary["floors"] if r["group"] == "all"} == {2}
     capsys.readouterr()
-    # a scenario without the fuzzy text is refused before any run
+    # an unknown variant is refused before any run
     with pytest.raises(SystemExit) as refused:
-        cli.main(["run", "--agent", "scripted", "--ids", source.id, "--variant", "fuzzy", "--out",
+        cli.main(["run", "--agent", "scripted", "--ids", source.id, "--variant", "vague", "--out",
                   str(tmp_path / "none"), "--data-root", str(data_root)])
     assert refused.value.code == 2 and not (tmp_path / "none").exists()
-    assert "no query_variants.fuzzy" in capsys.readouterr().err
+    assert "--variant: invalid choice: 'vague'" in capsys.readouterr().err
 
 
 def test_report_answer_only_rate_and_process_columns() -> None:
