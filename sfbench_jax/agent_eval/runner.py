@@ -230,7 +230,7 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
     usage = dict(final.get("usage") or {})
     status, answer_success, results, evaluator_error = _validated(scenario, header, final, gt, calls)
     process = process_check(calls, required=scenario.required_tools, distractors=scenario.distractor_tools,
-                            required_applies=has_domain_tools(str(header.get("mode") or "tools_provided")))
+                            applies=has_domain_tools(str(header.get("mode") or "tools_provided")))
     success = None if answer_success is None else bool(answer_success and process["passed"])
     metrics = process_metrics(calls=calls, required=scenario.required_tools,
                               distractors=scenario.distractor_tools,

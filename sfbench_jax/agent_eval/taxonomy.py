@@ -29,9 +29,10 @@ recovered from the message text instead of structured ``tool_calls``), ``unparse
 derives the turn-level ones from the ``llm_response`` events.
 
 The primary pass (`process_check`, applied by ``runner.score_trace``): a run succeeds only when its answer
-passes the scenario's validators **and** its process is right: every required tool has at least one ok call
-(in the modes that offer the domain tools), no distractor was called, and no invocation error was left
-unrecovered. A run whose answer passed but whose process did not carries ``answer_without_process``.
+passes the scenario's validators **and** its process is right: every required tool has at least one ok call,
+no distractor was called, and no invocation error was left unrecovered (in the modes that offer the domain
+tools; the ablation modes withhold them, and there the answer alone decides). A run whose answer passed but
+whose process did not carries ``answer_without_process``.
 
 What does not: the answer validators (only failed runs get a label).
 """
@@ -53,9 +54,10 @@ __all__ = ["FAILURE_LABELS", "FAILURE_MODES", "PASS_RULE", "answer_level_flags",
 
 #: The primary pass rule in words (the report, the HTML page and docs/mcp_agent_eval.md state it).
 PASS_RULE = ("a run passes when its answer passes every validator of the scenario AND every required tool was "
-             "called successfully at least once (tools_provided / unknown_tools) AND no distractor tool was called "
-             "AND no invocation error was left unrecovered; the answer-only rate (validators alone) is reported "
-             "beside it as a secondary, lenient column")
+             "called successfully at least once AND no distractor tool was called AND no invocation error was left "
+             "unrecovered (tools_provided / unknown_tools; in the ablation modes rag / no_domain_tools, which "
+             "withhold the domain tools, the answer alone decides); the answer-only rate (validators alone) is "
+             "reported beside it as a secondary, lenient column")
 
 FAILURE_LABELS = ("reasoning", "tool_invocation", "orchestration")
 _INVOCATION_STATUSES = frozenset({"invalid_arguments", "unknown_tool", "blocked"})
@@ -129,24 +131,25 @@ def unrecovered_invocation_failures(calls: Sequence[ToolCallEvent]) -> list[str]
 
 
 def process_check(calls: Sequence[ToolCallEvent], *, required: Sequence[str], distractors: Sequence[str],
-                  required_applies: bool = True) -> dict[str, Any]:
+                  applies: bool = True) -> dict[str, Any]:
     """The process half of the primary pass: what a run did wrong with its tools, whatever its answer.
 
     Args:
         calls: Tool calls in order.
         required: T_tau (each needs at least one ok call).
         distractors: T_tau^- (none may be called, whatever the call's outcome).
-        required_applies: False in the ablation modes, which withhold the domain tools by design.
+        applies: False in the ablation modes (rag, no_domain_tools), which withhold the domain tools by design:
+            the faults are still listed, but the check passes (the answer alone decides there).
 
     Returns:
         ``{"passed", "required_missing", "distractors_called", "unrecovered"}``: sorted tool names for each
-        fault; ``passed`` when there is none.
+        fault; ``passed`` when there is none (or the check does not apply).
     """
     ok = {c.tool for c in calls if c.ok}
-    missing = sorted(set(required) - ok) if required_applies else []
+    missing = sorted(set(required) - ok) if applies else []
     called = sorted({c.tool for c in calls} & set(distractors))
     unrecovered = unrecovered_invocation_failures(calls)
-    return {"passed": not (missing or called or unrecovered), "required_missing": missing,
+    return {"passed": not (missing or called or unrecovered) or not applies, "required_missing": missing,
             "distractors_called": called, "unrecovered": unrecovered}
 
 

@@ -272,3 +272,11 @@ def test_llm_runs_send_and_record_the_seed(tmp_path: Path, data_root: Path,
         start = read_trace(out / "traces" / f"safety_gearbox_fmea_risk__tools_provided__llm__{index}.jsonl")[0]
         assert (start["sampling"]["seed"], start["seed"]) == (5, 5)
     capsys.readouterr()
+
+
+def test_the_ablation_modes_list_the_process_but_the_answer_decides() -> None:
+    calls = [call(0, "capacity_soh_calculator", "blocked"), call(1, "web_search"), call(2, "calculator")]
+    check = process_check(calls, required=["capacity_soh_calculator"], distractors=["web_search"], applies=False)
+    assert check == {"passed": True, "required_missing": [], "distractors_called": ["web_search"],
+                     "unrecovered": ["capacity_soh_calculator"]}
+    assert not process_check(calls, required=["capacity_soh_calculator"], distractors=["web_search"])["passed"]
