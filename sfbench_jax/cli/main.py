@@ -137,14 +137,26 @@ def _refuse(error: Exception) -> None:
 
 
 def check_before_folder(config: DictConfig) -> None:
-    """The run's config checks, the contracts of its model, method and faults included (`pipeline/contracts.py`), before
-    Hydra creates the run folder: a refused run leaves no folder behind. Errors that are not bad input are left to
-    the run itself (it repeats the checks, cached)."""
+    """The run's config checks, the contracts of its model, method and faults included (`pipeline/contracts.py`; those
+    on the data's windows too, `runner.check_run_data`), before Hydra creates the run folder: a refused run leaves no
+    folder behind. Errors that are not bad input (and data that does not load) are left to the run itself (it repeats
+    the checks, cached, and takes the data loaded here)."""
+    from sfbench_jax.data.errors import DataContractError
+    from sfbench_jax.pipeline.runner import check_run_data
+
     job = config.copy()
     with read_write(job), open_dict(job):
         job.pop("hydra", None)
     try:
-        to_run_config(job)
+        run_config = to_run_config(job)
+    except INPUT_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - reported by the run, which makes the same checks
+        return
+    try:
+        check_run_data(run_config)  # the checks on the data's windows (a batch-dependent model); the run reuses it
+    except (DataContractError, OSError):
+        pass  # data that does not load is reported by the run, as before
     except INPUT_ERRORS:
         raise
     except Exception:  # noqa: BLE001 - reported by the run, which makes the same checks

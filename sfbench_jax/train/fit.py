@@ -22,7 +22,7 @@ from flax import nnx
 
 from sfbench_jax.config import AUTO, TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.data.windows import window_shape
+from sfbench_jax.data.windows import Layout, window_shape
 from sfbench_jax.methods import get_method
 from sfbench_jax.methods.spec import read_only
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts
@@ -140,14 +140,14 @@ def group_devices(group_size: int, requested: int | None) -> int:
     return requested
 
 
-def epoch_layout(platform: str | None = None) -> str:
-    """The epoch layout (`loop.EPOCH_LAYOUTS`) for a JAX platform ("cpu", "cuda", "rocm", "tpu", "gpu"; None: the
+def epoch_layout(platform: str | None = None) -> Layout:
+    """The epoch layout (`data.windows.LAYOUTS`) for a JAX platform ("cpu", "cuda", "rocm", "tpu", "gpu"; None: the
     default backend's)."""
     return "cpu" if (platform or jax.default_backend()) == "cpu" else "accelerator"
 
 
 def epoch_geometry(data: PreparedData, options: TrainConfig, members_per_device: int = 1,
-                   layout: str = "cpu") -> EpochGeometry:
+                   layout: Layout = "cpu") -> EpochGeometry:
     """Static epoch sizes for a dataset: drop-last batches, validation blocks (of `VALIDATION_BLOCK_ELEMENTS`
     input elements over the `members_per_device` candidates a device evaluates together on a CPU, of
     `VALIDATION_BLOCK_ELEMENTS_ACCELERATOR` per candidate on an accelerator; at least one batch)."""

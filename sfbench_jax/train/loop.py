@@ -15,9 +15,9 @@ communicated), so on a CPU every core trains its own candidates instead of shari
 Per-candidate `active` flags freeze stopped candidates: their parameters, optimiser state and best
 checkpoint do not change. No IO here.
 
-The geometry's `layout` says how windows are gathered: on a CPU ("cpu") one dynamic slice per window in a loop
-(`gather_windows`); on an accelerator ("accelerator") one gather of every window of the batch (no loop over the
-batch's windows). Both copy the same rows, so the numbers do not depend on it.
+The geometry's `layout` (`data.windows.Layout`) says how windows are gathered (`gather_windows`): on a CPU ("cpu")
+one dynamic slice per window in a loop; on an accelerator ("accelerator") one gather of every window of the batch
+(no loop over the batch's windows). Both copy the same rows, so the numbers do not depend on it.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
-from sfbench_jax.data.windows import WindowShape, gather_windows, select_targets
+from sfbench_jax.data.windows import LAYOUTS, Layout, WindowShape, gather_windows
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform
 
 if TYPE_CHECKING:
@@ -46,9 +46,6 @@ METHOD_NAMESPACE = 1_000_003
 #: Adam of the protocol (protocol 5.1): beta (0.9, 0.999), eps 1e-8, no weight decay, no schedule, no
 #: clipping. The learning rate multiplies its direction outside, so it can differ per candidate.
 ADAM_B1, ADAM_B2, ADAM_EPS = 0.9, 0.999, 1e-8
-
-#: How an epoch gathers its windows: "cpu" (a loop of one slice per window) or "accelerator" (one gather).
-EPOCH_LAYOUTS = ("cpu", "accelerator")
 
 
 def adam_direction() -> optax.GradientTransformation:
@@ -106,7 +103,7 @@ class EpochGeometry:
         num_train_windows: size of the fixed training window set.
         val_batches: drop-last validation batches.
         val_batches_per_block: validation batches evaluated at once (bounds memory).
-        layout: how windows are gathered, one of `EPOCH_LAYOUTS` (never changes a number).
+        layout: how windows are gathered, one of `data.windows.LAYOUTS` (never changes a number).
     """
 
     window: WindowShape
@@ -115,11 +112,11 @@ class EpochGeometry:
     num_train_windows: int
     val_batches: int
     val_batches_per_block: int
-    layout: str = "cpu"
+    layout: Layout = "cpu"
 
     def __post_init__(self) -> None:
-        if self.layout not in EPOCH_LAYOUTS:
-            raise ValueError(f"Unknown epoch layout {self.layout!r}; use one of {list(EPOCH_LAYOUTS)}.")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"Unknown epoch layout {self.layout!r}; use one of {list(LAYOUTS)}.")
         if self.steps_per_epoch < 1 or self.steps_per_epoch * self.batch_size > self.num_train_windows:
             raise ValueError(f"steps_per_epoch must lie in [1, {self.num_train_windows // self.batch_size}] "
                              f"for {self.num_train_windows} windows in batches of {self.batch_size}, got "
@@ -207,7 +204,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         def step(carry: tuple[Any, Any, Any], inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
             (params, latents), batch_stats, opt_state = carry
             step_index, batch_ids = inputs
-            x, y = _gather(series, train_starts[batch_ids], geometry)
+            x, y = gather_windows(series, train_starts[batch_ids], geometry.window, layout=geometry.layout)
             loss_at = eval_mode_loss(eval_graphdef, bound, params, batch_stats, other, latents, y)
             x = bound.training_inputs(method_key(dropout_key, epoch, step_index), x, loss_at)
             key = jax.random.fold_in(epoch_key, step_index)
@@ -229,17 +226,6 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     return _compiled(epoch_fn, num_candidates, mesh)
 
 
-def _gather(series: jax.Array, starts: jax.Array, geometry: EpochGeometry) -> tuple[jax.Array, jax.Array]:
-    """A batch's inputs and targets in the geometry's layout: a loop of one slice per window ("cpu") or one
-    gather of every window ("accelerator"); the same rows either way."""
-    if geometry.layout == "cpu":
-        return gather_windows(series, starts, geometry.window)
-    window = geometry.window
-    rows = starts[:, None] + jnp.arange(window.input_len + window.horizon, dtype=starts.dtype)
-    windows = series.at[rows].get(mode="promise_in_bounds")  # the starts are valid windows by construction
-    return windows[:, : window.input_len], select_targets(windows[:, window.input_len:], window.target_indices)
-
-
 def _training_loss(train_graphdef: nnx.GraphDef, trainable: tuple[Any, Any], batch_stats: Any, other: Any,
                    key: jax.Array, x: jax.Array, y: jax.Array, transform: TrainTransform) -> tuple[jax.Array, Any]:
     """One training batch's loss in train mode (dropout keyed by `key`) and the updated batch statistics."""
@@ -257,7 +243,7 @@ def _validation_loss(eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, param
     module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
 
     def batch_mean(starts: jax.Array) -> jax.Array:
-        x, y = _gather(series, starts, geometry)
+        x, y = gather_windows(series, starts, geometry.window, layout=geometry.layout)
         return transform.loss(module(x), y, latents)
 
     means = jax.lax.map(batch_mean, val_starts, batch_size=geometry.val_batches_per_block)
