@@ -27,15 +27,16 @@ ARCHIVE = Path(__file__).parent / "fixtures" / "smollm2_v2.tar.xz"
 MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 RUNS = 104
 HARNESS_ERRORS = 0
-PASSED_IDS = {"safety_gearbox_fmea_risk", "safety_motor_voltage_unbalance"}
-#: passed on the answer alone (the lenient rate): the multiple-choice answer came with a distractor call and
-#: without the required tool
-ANSWER_ONLY_IDS = PASSED_IDS | {"health_turbofan_hpt_mcq"}
-PRIMARY_LABELS = {"reasoning": 36, "tool_invocation": 42, "orchestration": 24}
+#: Against the current scenario files (issue 44 renamed answer fields after the run), none: the two passes and
+#: the third answer-only pass of the scenario set the run was made on (doc 3.2) lack the renamed fields now.
+PASSED_IDS: set[str] = set()
+ANSWER_ONLY_IDS: set[str] = set()
+MISSING_FIELDS_RUNS = 45
+PRIMARY_LABELS = {"reasoning": 43, "tool_invocation": 42, "orchestration": 19}
 PER_TASK_TYPE = {"cost_benefit": (17, 0), "fault_classification": (22, 0), "health_analysis": (24, 0),
-                 "rul_prediction": (21, 0), "safety_policy": (20, 2)}  # task type -> (scored runs, passed)
+                 "rul_prediction": (21, 0), "safety_policy": (20, 0)}  # task type -> (scored runs, passed)
 FLOOR_PASSES = {"floor:template_constant": 0, "floor:random_tool": 0, "floor:sweep": 0}
-FLOOR_ANSWER_ONLY = {"floor:template_constant": 1, "floor:random_tool": 0, "floor:sweep": 9}
+FLOOR_ANSWER_ONLY = {"floor:template_constant": 0, "floor:random_tool": 0, "floor:sweep": 0}
 TOOL_CALLS = 414
 # -------------------------------------------------------------------------------------------------------------------
 
@@ -73,6 +74,7 @@ def test_stored_run_rescores_to_the_published_numbers(rescored: Path) -> None:
     scored = [r for r in records if r["status"] == "scored"]
     assert {r["scenario_id"] for r in scored if r["success"]} == PASSED_IDS
     assert {r["scenario_id"] for r in scored if r["answer_success"]} == ANSWER_ONLY_IDS
+    assert sum("missing_required_fields" in r["failure"]["flags"] for r in scored) == MISSING_FIELDS_RUNS
     labels = collections.Counter(r["failure"]["primary"] for r in scored if not r["success"])
     assert dict(labels) == PRIMARY_LABELS
     per_type: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])

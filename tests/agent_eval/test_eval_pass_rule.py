@@ -34,7 +34,8 @@ from sfbench_jax.agent_eval.toolbox import connect
 from sfbench_jax.agent_eval.trace import read_trace
 
 #: Scenarios whose answer the sweep's copying got right on the answer-only rule when this test was written
-#: (tools_provided, the repository's data), and the one the issue names.
+#: (tools_provided, the repository's data; before the answer fields were renamed after the question), and the one
+#: the issue names.
 SWEEP_SUBSET = ("cost_motor_bearing_age_replacement", "safety_gearbox_fmea_risk", "safety_motor_fmea_override",
                 "safety_press_fmea_override", "health_turbofan_hpt_mcq", "health_battery_b0005_fleet_outlier")
 MAX_BLIND_PASSES = 5
