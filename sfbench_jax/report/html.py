@@ -163,9 +163,12 @@ def figure_svg(fig: Any) -> str:
     """A matplotlib figure as inline SVG (text kept as text, so it stays small); the figure is closed."""
     import matplotlib.pyplot as plt
 
+    from sfbench_jax.pipeline.outputs.heatmap import PLAIN_TEXT, plain_text
+
     buffer = io.StringIO()
     try:
-        with plt.rc_context({"svg.fonttype": "none"}):
+        plain_text(fig)  # a label with dollar signs is text, not mathtext
+        with plt.rc_context({"svg.fonttype": "none", **PLAIN_TEXT}):
             fig.savefig(buffer, format="svg", bbox_inches="tight")
     finally:
         plt.close(fig)
