@@ -135,7 +135,7 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.4g}" if 0.0 < value < 0.001 else f"{value:.3f}"
+        return f"{value:.2e}" if 0.0 < value < 0.001 else f"{value:.3f}"
     return str(value)
 
 

@@ -14,6 +14,9 @@ import pytest
 from browser_check import artifact_folder, opened, screenshot, table_cells
 
 from sfbench_jax.agent_eval.cli import main
+from sfbench_jax.agent_eval.compare import compare_runs
+from sfbench_jax.agent_eval.compare import to_markdown as compare_markdown
+from sfbench_jax.agent_eval.floors import floor_rows, floors_markdown
 from sfbench_jax.agent_eval.html import comparison_heading, mcnemar_section, p_text
 from sfbench_jax.agent_eval.scenario import load_scenarios
 from sfbench_jax.agent_eval.taxonomy import PASS_RULE
@@ -126,6 +129,13 @@ def test_mcnemar_between_modes_is_shown_per_pair_of_groups() -> None:
 def test_p_values_below_a_thousandth_print_in_scientific_notation() -> None:
     assert (p_text(7.9e-31), p_text(0.0005), p_text(0.001), p_text(0.25)) == ("7.90e-31", "5.00e-04", "0.001",
                                                                               "0.250")
+    # the Markdown of `compare` and of the floors' table print them the same way: 12 discordant units, all one way
+    def run(agent: str, solved: bool) -> list[dict]:
+        return [{"scenario_id": f"s{i}", "task_type": "cost_benefit", "agent": agent, "model": agent,
+                 "mode": "tools_provided", "status": "scored", "success": solved, "run_index": 0} for i in range(12)]
+
+    assert "| 4.88e-04 |" in compare_markdown(compare_runs(run("a", True), run("b", False)))
+    assert "| 4.88e-04 |" in floors_markdown(floor_rows(run("a", True), run("floor:sweep", False)))
 
 
 def test_the_comparison_heading_names_what_differs() -> None:
