@@ -13,6 +13,8 @@ Subcommands::
     sfbench-agent-eval run     --agent llm --llm-config llm.toml --mode no-domain-tools --out r/n
     sfbench-agent-eval run     --agent fault:swap_steps --ids cmapss_fd001_rul_fleet --out runs/f
     sfbench-agent-eval run     --agent replay --traces runs/my-model/traces --out runs/replay
+    sfbench-agent-eval run     --agent llm --llm-config llm.toml --variant both --out r/v   # explicit + fuzzy
+    sfbench-agent-eval run     --agent floor:sweep --out runs/sweep                          # a floor on its own
     sfbench-agent-eval score   --traces runs/my-model/traces --out runs/rescored [--no-floors]
     sfbench-agent-eval report  runs/my-model
     sfbench-agent-eval report  runs/my-model --html   # + report.html: rates, McNemar, trace replay

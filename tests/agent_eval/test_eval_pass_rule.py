@@ -281,3 +281,14 @@ def test_the_ablation_modes_list_the_process_but_the_answer_decides() -> None:
     assert check == {"passed": True, "required_missing": [], "distractors_called": ["web_search"],
                      "unrecovered": ["capacity_soh_calculator"]}
     assert not process_check(calls, required=["capacity_soh_calculator"], distractors=["web_search"])["passed"]
+
+
+def test_a_floor_runs_on_its_own_from_the_command_line(tmp_path: Path, data_root: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sweep"
+    assert cli.main(["run", "--agent", "floor:sweep", "--ids", "safety_gearbox_fmea_risk", "--out", str(out),
+                     "--data-root", str(data_root)]) == 0
+    (record,) = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    assert (record["agent"], record["status"], record["success"]) == ("floor:sweep", "scored", False)
+    assert record["process"]["distractors_called"] and not (out / "floors").exists()
+    capsys.readouterr()
