@@ -60,6 +60,7 @@ from sfbench_jax.run_folder.record import (
     holds_completed_run,
     lock_run_folder,
     real_folder,
+    remove_if_empty,
     staging_folder,
     target_of_staging,
     unlock_run_folder,
@@ -171,12 +172,15 @@ class ClaimRunFolder(Callback):
         files (and the run) to the staging folder."""
         target = real_folder(Path(str(OmegaConf.select(config, "hydra.run.dir"))))
         overwrite = bool(OmegaConf.select(config, "overwrite", default=False))
+        created = not target.exists()
         try:
             check_before_folder(config)  # before check_run_folder, which creates the folder
             check_run_folder(target, overwrite=overwrite)
             lock_run_folder(target)  # held by this process until its run is sealed (or the process ends)
             check_run_folder(target, overwrite=overwrite)  # again, under the lock
         except INPUT_ERRORS as error:
+            if created and isinstance(error, NoFolderLockError):
+                remove_if_empty(target)  # the folder this refusal created: nothing is left behind
             _refuse(error)
         if overwrite and holds_completed_run(target):
             with read_write(config.hydra.run):
