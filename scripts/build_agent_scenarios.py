@@ -261,7 +261,9 @@ def vibration_zone(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     del store
     value = convert_vibration(params["value"], params["from_unit"], "mm/s rms",
                               params.get("frequency_hz"))
-    return {"velocity_mm_s_rms": r6(value), "zone": iso_zone(value, iso_bounds(params))}
+    bounds = iso_bounds(params)
+    return {"velocity_mm_s_rms": r6(value), "zone": iso_zone(value, bounds),
+            "percent_of_cd_limit": r6(100.0 * value / bounds[2])}
 
 
 @builder("vibration_fleet", formula=True)
@@ -289,7 +291,11 @@ def vibration_trend(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     trend = mann_kendall(readings)
     fit = trend_time_to_threshold(readings, params["threshold"])
     out = {"trend": trend["trend"], "sen_slope": r6(trend["sen_slope"]), "model": fit["model"],
-           "time_to_threshold": r6(fit["time_to_threshold"])}
+           "time_to_threshold": r6(fit["time_to_threshold"]),
+           # the crossing in the question's unit: offset + scale x periods (e.g. weeks for fortnightly
+           # readings, the reading number counting the first as 1)
+           "threshold_time": r6(float(params.get("time_offset", 0.0))
+                                + float(params.get("time_scale", 1.0)) * fit["time_to_threshold"])}
     if "standard" in params:
         out["current_zone"] = iso_zone(readings[-1], iso_bounds(params))
     return out
@@ -313,6 +319,10 @@ def bearing_peak_match(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     return out
 
 
+#: The fleet's action per module health band (HEALTHY .. CRITICAL), stated in the scenarios' context.
+MODULE_ACTIONS = ("continue", "inspect_next_check", "plan_removal", "remove_now")
+
+
 @builder("component_health", formula=True)
 def component_health(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     """Module health band (m = max(|eff|, |flow|) against 0.01 / 0.03 / 0.05) and signature."""
@@ -328,6 +338,7 @@ def component_health(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     status = ("Operating Normally", "Abnormal Degradation", "Abnormal Degradation",
               "Imminent Failure")[band]
     out = {"health_band": ("HEALTHY", "DEGRADED", "SEVERE", "CRITICAL")[band], "status": status,
+           "action": MODULE_ACTIONS[band],
            "signature": signature,
            "flow_to_efficiency_ratio": r6(abs(flow) / abs(efficiency)) if efficiency else None}
     if "choices" in params:
@@ -351,7 +362,8 @@ def pm_roi(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     return {"pm_annual_cost": r6(pm_annual), "reactive_annual_cost": r6(reactive),
             "residual_annual_cost": r6(residual), "annual_savings": r6(savings),
             "roi": r6((savings * annuity - program) / program),
-            "payback_months": r6(12.0 * program / savings) if savings > 0 else None}
+            "payback_months": r6(12.0 * program / savings) if savings > 0 else None,
+            "net_benefit": r6(savings * annuity - program)}
 
 
 @builder("pm_frequency_choice", formula=True)
@@ -377,6 +389,8 @@ def rul_schedule(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     del store
     plan = schedule(params["rul_mean"], params["rul_std"], params["preventive_cost"],
                     params["failure_cost"], params.get("safety_margin"))
+    # the time to act in the question's unit (RUL unit / time_divisor, e.g. operating hours per day)
+    plan["maintain_in_converted"] = plan["maintain_in"] / float(params.get("time_divisor", 1.0))
     return {key: r6(value) for key, value in plan.items()}
 
 
@@ -387,9 +401,10 @@ def age_replacement(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     beta, eta = float(params["beta"]), float(params["eta"])
     c_p, c_f = float(params["preventive_cost"]), float(params["failure_cost"])
     run_to_failure = c_f / (eta * special.gamma(1.0 + 1.0 / beta))
+    hours = float(params.get("hours_per_year", 0.0))  # operating hours a year, for the yearly figures
     if beta <= 1.0:
         return {"status": "run_to_failure", "optimal_age": None, "cost_rate": r6(run_to_failure),
-                "savings_fraction": 0.0}
+                "savings_fraction": 0.0, "annual_cost": r6(run_to_failure * hours), "annual_saving": 0.0}
     grid = np.linspace(1e-3, 5.0, 5001) * eta
     best = int(np.argmin([weibull_age_cost_rate(t, beta, eta, c_p, c_f) for t in grid]))
     age = float(optimize.minimize_scalar(
@@ -398,7 +413,8 @@ def age_replacement(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
         options={"xatol": 1e-9 * eta}).x)
     rate = weibull_age_cost_rate(age, beta, eta, c_p, c_f)
     return {"status": "optimal", "optimal_age": r6(age), "cost_rate": r6(rate),
-            "savings_fraction": r6(1.0 - rate / run_to_failure)}
+            "savings_fraction": r6(1.0 - rate / run_to_failure), "annual_cost": r6(rate * hours),
+            "annual_saving": r6((run_to_failure - rate) * hours)}
 
 
 @builder("fmea", formula=True)
@@ -409,7 +425,8 @@ def fmea(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     rated = [(m["name"], *fmea_levels(m["severity"], m["occurrence"], m["detection"]),
               m["severity"]) for m in modes]
     order = sorted(range(len(rated)), key=lambda k: (-rated[k][1], -rated[k][4], k))
-    return {"modes": {name: {"rpn": rpn, "risk_level": level, "severity_override": raised}
+    return {"modes": {name: {"rpn": rpn, "risk_level": level, "severity_override": raised,
+                             "rpn_points_below_critical": 200 - rpn}
                       for name, rpn, level, raised, _ in rated},
             "ranking": [rated[k][0] for k in order], "top_priority": rated[order[0]][0],
             "top_risk_level": rated[order[0]][2],
@@ -428,7 +445,8 @@ def sil_check(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
         pfd = ((1.0 - beta) * lam_t) ** 2 / 3.0 + beta * lam_t / 2.0
     return {"pfd_avg": r6(pfd), "achieved_sil": sil_of_pfd(pfd),
             "risk_reduction_factor": r6(1.0 / pfd),
-            "compliant": {str(t): pfd < 10.0 ** (-t) for t in params["targets"]}}
+            "compliant": {str(t): pfd < 10.0 ** (-t) for t in params["targets"]},
+            "sil_margin": sil_of_pfd(pfd) - int(params.get("required_sil", min(params["targets"])))}
 
 
 @builder("sil_high_demand", formula=True)
@@ -448,7 +466,8 @@ def pl_check(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     achieved = pl_of_pfh(float(params["pfh_d"]))
     order = ("none", "a", "b", "c", "d", "e")
     return {"achieved_pl": achieved,
-            "compliant": order.index(achieved) >= order.index(params["required_pl"])}
+            "compliant": order.index(achieved) >= order.index(params["required_pl"]),
+            "pl_margin": order.index(achieved) - order.index(params["required_pl"])}
 
 
 @builder("noise", formula=True)
@@ -462,7 +481,8 @@ def noise(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
 
     dose, pel_dose = dose_from(80.0), dose_from(90.0)
     return {"dose_pct": r6(dose), "twa_dba": r6(16.61 * math.log10(dose / 100.0) + 90.0),
-            "pel_dose_pct": r6(pel_dose), "over_pel": pel_dose > 100.0, "over_action_level": dose >= 50.0}
+            "pel_dose_pct": r6(pel_dose), "over_pel": pel_dose > 100.0, "over_action_level": dose >= 50.0,
+            "pel_dose_excess_pct": r6(pel_dose - 100.0)}
 
 
 @builder("hand_arm", formula=True)
@@ -472,7 +492,8 @@ def hand_arm(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     a8 = math.sqrt(sum(a * a * h for a, h in zip(params["acceleration"], params["hours"],
                                                   strict=True)) / 8.0)
     action, limit = {"hand_arm": (2.5, 5.0), "whole_body": (0.5, 1.15)}[params["kind"]]
-    return {"a8": r6(a8), "over_action_value": a8 > action, "over_limit_value": a8 > limit}
+    return {"a8": r6(a8), "over_action_value": a8 > action, "over_limit_value": a8 > limit,
+            "percent_of_limit": r6(100.0 * a8 / limit)}
 
 
 @builder("voltage_unbalance", formula=True)
@@ -482,7 +503,8 @@ def voltage_unbalance(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     volts = [float(v) for v in params["voltages"]]
     mean = sum(volts) / 3.0
     pct = 100.0 * max(abs(v - mean) for v in volts) / mean
-    return {"unbalance_pct": r6(pct), "derating_required": pct > 1.0, "not_recommended": pct > 5.0}
+    return {"unbalance_pct": r6(pct), "derating_required": pct > 1.0, "not_recommended": pct > 5.0,
+            "excess_over_derating_pct": r6(pct - 1.0)}
 
 
 @builder("faa", formula=True)
@@ -491,9 +513,11 @@ def faa(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     del store
     hours, months, hire = (float(params["hours_since_100h"]),
                            float(params["months_since_annual"]), bool(params["for_hire"]))
-    return {"annual_due": months >= 12.0, "hundred_hour_due": hire and hours >= 100.0,
+    annual_due, hundred_due = months >= 12.0, hire and hours >= 100.0
+    return {"annual_due": annual_due, "hundred_hour_due": hundred_due,
             "within_10h_ferry_allowance": hire and 100.0 < hours <= 110.0,
-            "hundred_hour_overdue": hire and hours > 110.0}
+            "hundred_hour_overdue": hire and hours > 110.0,
+            "may_fly_for_hire": not annual_due and not hundred_due}
 
 
 # =============================================================================================
@@ -704,7 +728,8 @@ def bearing_single(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     signal = store.cwru(record)
     freqs = bearing_frequencies(signal.rpm, *BEARING_GEOMETRY["cwru_drive_end"])
     out = {"condition": _conditions()[record], "rpm": signal.rpm, "bpfo_hz": r6(freqs["bpfo"]),
-           "bpfi_hz": r6(freqs["bpfi"]), "bsf2_hz": r6(freqs["bsf2"])}
+           "bpfi_hz": r6(freqs["bpfi"]), "bsf2_hz": r6(freqs["bsf2"]),
+           **{f"{name}_cpm": r6(60.0 * freqs[name]) for name in ("bpfo", "bpfi", "bsf2")}}
     if "band_hz" in params:
         label = _diagnose(store, record, params["band_hz"])
         out.update(envelope_label=label, envelope_correct=label == out["condition"],

@@ -51,11 +51,38 @@ def list_models() -> list[dict[str, Any]]:
 
 def list_methods() -> list[dict[str, Any]]:
     """The registered robustness methods in registry order, with their kind, label, the architectures they apply
-    to, their recipe keys and where each came from."""
-    return [{"name": spec.name, "label": spec.display_label, "kind": spec.kind,
-             "applies_to": [model for model in MODELS if spec.applies_to(model)],
-             "recipe_keys": list(spec.grid), "origin": origin_of(spec).describe(),
-             "plugin": bool(origin_of(spec).entry_point)} for spec in METHODS.values()]
+    to, their recipe keys and where each came from. A method whose own code fails while it is described (its
+    `applicable` raises, its preset cannot be read) is still listed, with what it applies to left empty and
+    `problem` naming the method, where it came from and the error: the others are listed as usual."""
+    return [_method_entry(spec) for spec in METHODS.values()]
+
+
+def _method_entry(spec: Any) -> dict[str, Any]:
+    """One method's entry of `list_methods` (with `problem` where its own code failed)."""
+    origin = origin_of(spec)
+    entry: dict[str, Any] = {"name": spec.name, "label": spec.display_label, "kind": spec.kind, "applies_to": [],
+                             "recipe_keys": [], "origin": origin.describe(), "plugin": bool(origin.entry_point)}
+    failed: list[str] = []
+    for model in MODELS:
+        try:
+            if spec.applies_to(model):
+                entry["applies_to"].append(model)
+        except Exception as error:  # noqa: BLE001 - a plug-in's predicate: named, never fatal to the listing
+            failed.append(f"its `applicable` raised {type(error).__name__} ({_first_line(error)}) for {model}")
+    try:
+        entry["recipe_keys"] = list(spec.grid)
+    except Exception as error:  # noqa: BLE001 - a plug-in's preset: named, never fatal to the listing
+        failed.append(f"its recipe grid cannot be read: {type(error).__name__} ({_first_line(error)})")
+    if failed:
+        entry["problem"] = (f"method {spec.name!r} ({origin.describe()}) is broken: " + "; ".join(failed[:3])
+                            + (f"; and {len(failed) - 3} more" if len(failed) > 3 else "")
+                            + ". Fix or uninstall it; it cannot be used until then")
+    return entry
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return (lines[0] if lines else "no message")[:200]
 
 
 def seasonal_naive_robustness(dataset: str, *, data_root: Path | None, k: int = 10_000,

@@ -5,8 +5,10 @@ value, given a resolver for ``{"$ref": "save_as/pointer"}`` leaves, and `OPERATO
 the operators it knows. Every operator is what an analyst does with tool outputs in one line:
 
 * ``{"$sum": [a, b, ...]}``, ``{"$sub": [a, b, ...]}``: a + b + ..., a - b - ...
+* ``{"$mul": [a, b, ...]}``, ``{"$div": [a, b]}``: a * b * ..., a / b (a unit conversion, a percentage;
+  division by zero gives null).
 * ``{"$lt": [a, b]}``, ``{"$gt": [a, b]}``, ``{"$eq": [a, b]}``: comparisons giving a boolean.
-* ``{"$all": [a, b, ...]}``: every operand is true.
+* ``{"$all": [a, b, ...]}``: every operand is true; ``{"$not": a}``: a is false (a boolean operand only).
 * ``{"$argmin": [[key, value], ...]}``, ``{"$argmax": [[key, value], ...]}``: the key of the
   smallest / largest value (the first on ties).
 * ``{"$nearest": [x, [[key, value], ...]]}``: the key whose value is closest to ``x``.
@@ -75,9 +77,32 @@ def _parse_int(text: Any) -> int:
     return int(match.group())
 
 
+def _div(operands: list[Any]) -> float:
+    numerator, denominator = _number(operands[0]), _number(operands[1])
+    if denominator == 0:
+        raise _Unresolved
+    return numerator / denominator
+
+
+def _not(operand: Any) -> bool:
+    if not isinstance(operand, bool):
+        raise _Unresolved
+    return not operand
+
+
+def _product(operands: list[Any]) -> float:
+    result = 1.0
+    for value in operands:
+        result *= _number(value)
+    return result
+
+
 _OPS: dict[str, Callable[[Any], Any]] = {
     "$sum": lambda ops: sum(_number(v) for v in ops),
     "$sub": lambda ops: _number(ops[0]) - sum(_number(v) for v in ops[1:]),
+    "$mul": _product,
+    "$div": _div,
+    "$not": _not,
     "$lt": lambda ops: _number(ops[0]) < _number(ops[1]),
     "$gt": lambda ops: _number(ops[0]) > _number(ops[1]),
     "$eq": lambda ops: ops[0] == ops[1],

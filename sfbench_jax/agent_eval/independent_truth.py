@@ -123,7 +123,9 @@ def _velocity_mm_s_rms(value: float, unit: str, frequency_hz: float | None) -> f
 @_derivation("vibration_zone")
 def _vibration_zone(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     velocity = _velocity_mm_s_rms(params["value"], params["from_unit"], params.get("frequency_hz"))
-    return {"velocity_mm_s_rms": velocity, "zone": _zone(velocity, _zone_boundaries(params))}
+    limits = _zone_boundaries(params)
+    return {"velocity_mm_s_rms": velocity, "zone": _zone(velocity, limits),
+            "percent_of_cd_limit": velocity / limits[2] * 100.0}
 
 
 @_derivation("vibration_fleet")
@@ -189,6 +191,8 @@ def _vibration_trend(params: Mapping[str, Any], data: TruthData) -> dict[str, An
     trend = _mann_kendall(readings)
     out = {"trend": trend["trend"], "sen_slope": trend["sen_slope"],
            **_trend_to_threshold(readings, float(params["threshold"]))}
+    out["threshold_time"] = out["time_to_threshold"] * float(params.get("time_scale", 1.0)) \
+        + float(params.get("time_offset", 0.0))
     if "standard" in params:
         out["current_zone"] = _zone(float(readings[-1]), _zone_boundaries(params))
     return out
@@ -255,7 +259,10 @@ def _component_health(params: Mapping[str, Any], data: TruthData) -> dict[str, A
         signature = "EFFICIENCY_DOMINANT"
     else:
         signature = "COUPLED"
+    actions = {"HEALTHY": "continue", "DEGRADED": "inspect_next_check", "SEVERE": "plan_removal",
+               "CRITICAL": "remove_now"}
     out = {"health_band": band, "status": status, "signature": signature, "severity_magnitude": magnitude,
+           "action": actions[band],
            "flow_to_efficiency_ratio": flow / efficiency if efficiency > 0 else None}
     if "choices" in params:  # the one option naming the status (or the band)
         def same(text: str, label: str) -> bool:
@@ -289,7 +296,8 @@ def _pm_roi(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     return {"pm_annual_cost": pm_annual, "reactive_annual_cost": reactive,
             "residual_annual_cost": residual, "annual_savings": savings,
             "roi": savings * factor / program - 1.0,
-            "payback_months": program / (savings / 12.0) if savings > 0 else None}
+            "payback_months": program / (savings / 12.0) if savings > 0 else None,
+            "net_benefit": savings * factor - program}
 
 
 @_derivation("pm_frequency_choice")
@@ -335,8 +343,9 @@ def _schedule(mean: float, std: float, c_p: float, c_f: float,
 
 @_derivation("rul_schedule")
 def _rul_schedule(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
-    return _schedule(float(params["rul_mean"]), float(params["rul_std"]), float(params["preventive_cost"]),
+    plan = _schedule(float(params["rul_mean"]), float(params["rul_std"]), float(params["preventive_cost"]),
                      float(params["failure_cost"]), params.get("safety_margin"))
+    return {**plan, "maintain_in_converted": plan["maintain_in"] / float(params.get("time_divisor", 1.0))}
 
 
 @_derivation("age_replacement")
@@ -347,9 +356,10 @@ def _age_replacement(params: Mapping[str, Any], data: TruthData) -> dict[str, An
     c_p, c_f = float(params["preventive_cost"]), float(params["failure_cost"])
     life = stats.weibull_min(beta, scale=eta)
     run_to_failure = c_f / float(life.mean())
+    hours = float(params.get("hours_per_year", 0.0))
     if beta <= 1.0:
         return {"status": "run_to_failure", "optimal_age": None, "cost_rate": run_to_failure,
-                "savings_fraction": 0.0}
+                "savings_fraction": 0.0, "annual_cost": hours * run_to_failure, "annual_saving": 0.0}
 
     def uptime(age: float) -> float:
         return integrate.quad(life.sf, 0.0, age, epsabs=0.0, epsrel=1e-12, limit=200)[0]
@@ -363,7 +373,8 @@ def _age_replacement(params: Mapping[str, Any], data: TruthData) -> dict[str, An
     age = optimize.brentq(condition, 1e-6 * eta, 50.0 * eta, xtol=1e-12 * eta, rtol=1e-14)
     rate = (c_p * life.sf(age) + c_f * life.cdf(age)) / uptime(age)
     return {"status": "optimal", "optimal_age": age, "cost_rate": rate,
-            "savings_fraction": 1.0 - rate / run_to_failure, "cost_rate_first_order": (c_f - c_p) * hazard(age)}
+            "savings_fraction": 1.0 - rate / run_to_failure, "cost_rate_first_order": (c_f - c_p) * hazard(age),
+            "annual_cost": hours * rate, "annual_saving": hours * (run_to_failure - rate)}
 
 
 # =============================================================================================
@@ -382,7 +393,7 @@ def _fmea(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
         band = 3 if rpn >= 200 else 2 if rpn >= 100 else 1 if rpn >= 50 else 0
         raised = int(mode["severity"]) >= 9 and band < 2
         modes[mode["name"]] = {"rpn": rpn, "risk_level": levels[2 if raised else band],
-                               "severity_override": raised}
+                               "severity_override": raised, "rpn_points_below_critical": 200 - rpn}
         order.append((-rpn, -int(mode["severity"]), index, mode["name"]))
     ranking = [name for *_, name in sorted(order)]
     return {"modes": modes, "ranking": ranking, "top_priority": ranking[0],
@@ -413,8 +424,11 @@ def _sil_check(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     else:
         beta = float(params["beta"])
         pfd = ((1.0 - beta) * lam * interval) ** 2 / 3.0 + beta * lam * interval / 2.0
-    return {"pfd_avg": pfd, "achieved_sil": _band(pfd, _SIL_LOW_DEMAND, 4, 0), "risk_reduction_factor": 1.0 / pfd,
-            "compliant": {str(t): pfd < 10.0 ** -int(t) for t in params["targets"]}}
+    achieved = _band(pfd, _SIL_LOW_DEMAND, 4, 0)
+    required = int(params.get("required_sil", min(int(t) for t in params["targets"])))
+    return {"pfd_avg": pfd, "achieved_sil": achieved, "risk_reduction_factor": 1.0 / pfd,
+            "compliant": {str(t): pfd < 10.0 ** -int(t) for t in params["targets"]},
+            "sil_margin": achieved - required}
 
 
 @_derivation("sil_high_demand")
@@ -429,7 +443,8 @@ def _sil_high_demand(params: Mapping[str, Any], data: TruthData) -> dict[str, An
 def _pl_check(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     achieved = _band(float(params["pfh_d"]), _PERFORMANCE_LEVELS, "e", "none")
     rank = ("none", "a", "b", "c", "d", "e")
-    return {"achieved_pl": achieved, "compliant": rank.index(achieved) >= rank.index(params["required_pl"])}
+    return {"achieved_pl": achieved, "compliant": rank.index(achieved) >= rank.index(params["required_pl"]),
+            "pl_margin": rank.index(achieved) - rank.index(params["required_pl"])}
 
 
 @_derivation("noise")
@@ -447,7 +462,7 @@ def _noise(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
 
     dose, pel_dose = dose_percent(80.0), dose_percent(90.0)
     return {"dose_pct": dose, "twa_dba": 16.61 * math.log10(dose / 100.0) + 90.0, "pel_dose_pct": pel_dose,
-            "over_pel": pel_dose > 100.0, "over_action_level": dose >= 50.0}
+            "over_pel": pel_dose > 100.0, "over_action_level": dose >= 50.0, "pel_dose_excess_pct": pel_dose - 100.0}
 
 
 @_derivation("hand_arm")
@@ -456,7 +471,8 @@ def _hand_arm(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     energy = sum(a * a * h for a, h in zip(params["acceleration"], params["hours"], strict=True))
     a8 = math.sqrt(energy / 8.0)
     action, limit = (2.5, 5.0) if params["kind"] == "hand_arm" else (0.5, 1.15)
-    return {"a8": a8, "over_action_value": a8 > action, "over_limit_value": a8 > limit}
+    return {"a8": a8, "over_action_value": a8 > action, "over_limit_value": a8 > limit,
+            "percent_of_limit": a8 / limit * 100.0}
 
 
 @_derivation("voltage_unbalance")
@@ -464,7 +480,8 @@ def _voltage_unbalance(params: Mapping[str, Any], data: TruthData) -> dict[str, 
     """NEMA MG 1: 100 x max deviation from the average line voltage / the average."""
     volts = np.asarray(params["voltages"], dtype=np.float64)
     percent = 100.0 * float(np.max(np.abs(volts - volts.mean()))) / float(volts.mean())
-    return {"unbalance_pct": percent, "derating_required": percent > 1.0, "not_recommended": percent > 5.0}
+    return {"unbalance_pct": percent, "derating_required": percent > 1.0, "not_recommended": percent > 5.0,
+            "excess_over_derating_pct": percent - 1.0}
 
 
 @_derivation("faa")
@@ -473,9 +490,10 @@ def _faa(params: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     be overflown by up to 10 hours to reach a place where it can be done."""
     hours, months = float(params["hours_since_100h"]), float(params["months_since_annual"])
     for_hire = bool(params["for_hire"])
-    return {"annual_due": months >= 12.0, "hundred_hour_due": for_hire and hours >= 100.0,
+    annual, hundred = months >= 12.0, for_hire and hours >= 100.0
+    return {"annual_due": annual, "hundred_hour_due": hundred,
             "within_10h_ferry_allowance": for_hire and 100.0 < hours <= 110.0,
-            "hundred_hour_overdue": for_hire and hours > 110.0}
+            "hundred_hour_overdue": for_hire and hours > 110.0, "may_fly_for_hire": not (annual or hundred)}
 
 
 # =============================================================================================
@@ -1080,6 +1098,7 @@ def _bearing_single(params: Mapping[str, Any], data: TruthData) -> dict[str, Any
     freqs = _defect_frequencies(record["rpm"], *_CWRU_BEARINGS["cwru_drive_end"])
     out: dict[str, Any] = {"condition": record["condition"], "rpm": record["rpm"], "bpfo_hz": freqs["bpfo"],
                            "bpfi_hz": freqs["bpfi"], "bsf2_hz": freqs["bsf2"]}
+    out.update({f"{name}_cpm": 60.0 * freqs[name] for name in ("bpfo", "bpfi", "bsf2")})  # cycles per minute
     if "band_hz" in params:
         label = _envelope_label(record, params["band_hz"])
         out.update(envelope_label=label, envelope_correct=label == record["condition"],

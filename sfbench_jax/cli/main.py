@@ -60,6 +60,7 @@ from sfbench_jax.run_folder.record import (
     holds_completed_run,
     lock_run_folder,
     real_folder,
+    remove_if_empty,
     staging_folder,
     target_of_staging,
     unlock_run_folder,
@@ -137,14 +138,26 @@ def _refuse(error: Exception) -> None:
 
 
 def check_before_folder(config: DictConfig) -> None:
-    """The run's config checks, the contracts of its model, method and faults included (`pipeline/contracts.py`), before
-    Hydra creates the run folder: a refused run leaves no folder behind. Errors that are not bad input are left to
-    the run itself (it repeats the checks, cached)."""
+    """The run's config checks, the contracts of its model, method and faults included (`pipeline/contracts.py`; those
+    on the data's windows too, `runner.check_run_data`), before Hydra creates the run folder: a refused run leaves no
+    folder behind. Errors that are not bad input (and data that does not load) are left to the run itself (it repeats
+    the checks, cached, and takes the data loaded here)."""
+    from sfbench_jax.data.errors import DataContractError
+    from sfbench_jax.pipeline.runner import check_run_data
+
     job = config.copy()
     with read_write(job), open_dict(job):
         job.pop("hydra", None)
     try:
-        to_run_config(job)
+        run_config = to_run_config(job)
+    except INPUT_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - reported by the run, which makes the same checks
+        return
+    try:
+        check_run_data(run_config)  # the checks on the data's windows (a batch-dependent model); the run reuses it
+    except (DataContractError, OSError):
+        pass  # data that does not load is reported by the run, as before
     except INPUT_ERRORS:
         raise
     except Exception:  # noqa: BLE001 - reported by the run, which makes the same checks
@@ -159,12 +172,15 @@ class ClaimRunFolder(Callback):
         files (and the run) to the staging folder."""
         target = real_folder(Path(str(OmegaConf.select(config, "hydra.run.dir"))))
         overwrite = bool(OmegaConf.select(config, "overwrite", default=False))
+        created = not target.exists()
         try:
             check_before_folder(config)  # before check_run_folder, which creates the folder
             check_run_folder(target, overwrite=overwrite)
             lock_run_folder(target)  # held by this process until its run is sealed (or the process ends)
             check_run_folder(target, overwrite=overwrite)  # again, under the lock
         except INPUT_ERRORS as error:
+            if created and isinstance(error, NoFolderLockError):
+                remove_if_empty(target)  # the folder this refusal created: nothing is left behind
             _refuse(error)
         if overwrite and holds_completed_run(target):
             with read_write(config.hydra.run):

@@ -5,10 +5,12 @@ commands of `sfbench-report` that read stored runs without writing tables.
 `FOLDER/report.html` when --output is a folder). Exit status 0 when every run was verified and shown, 1 when the
 page was written but names damaged or missing runs at its top (they are also printed), 2 on bad arguments.
 
-`mlflow` logs every verified run under the folders to the MLflow tracking server (`MLFLOW_TRACKING_URI`, or
---tracking-uri), once each: a run already logged under its run key is skipped (`sfbench_jax.report.mlflow_logging`). A
-multirun folder becomes a parent run with one child per job. Exit status 0 when everything was logged or was
-already there, 1 when the server cannot be reached or a run folder is damaged (named).
+`mlflow` logs every verified run under the folders to the MLflow tracking server (`MLFLOW_TRACKING_URI`) in the
+experiment `MLFLOW_EXPERIMENT_NAME` (default `sfbench`), once each: a run already logged under its run key is skipped
+(`sfbench_jax.report.mlflow_logging`); only the files each run's completion record covers are uploaded. A multirun
+folder becomes a parent run with one child per job. Exit status 0 when everything was logged or was already there,
+1 (one line) when the server cannot be reached or fails mid-way, holds other numbers under a run's key, or a run
+folder is damaged (named).
 """
 
 from __future__ import annotations
@@ -52,13 +54,22 @@ def run_html(args: argparse.Namespace) -> int:
 
 def run_mlflow(args: argparse.Namespace) -> int:
     """Log the stored runs to MLflow; see the module docstring for exit codes."""
-    from sfbench_jax.report.mlflow_logging import TrackingUnavailable, log_stored_folders
+    from sfbench_jax.report.mlflow_logging import (
+        DEFAULT_EXPERIMENT,
+        TrackingConflict,
+        TrackingFailed,
+        TrackingUnavailable,
+        log_stored_folders,
+        one_line,
+    )
 
     uri = os.environ.get("MLFLOW_TRACKING_URI")
+    experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
     try:
-        logged = log_stored_folders(args.runs, uri=uri)
-    except (TrackingUnavailable, RunConflictError, FileNotFoundError, ValueError) as error:
-        print(f"sfbench-report mlflow: {error}", file=sys.stderr)
+        logged = log_stored_folders(args.runs, uri=uri, experiment=experiment)
+    except (TrackingUnavailable, TrackingFailed, TrackingConflict, RunConflictError, FileNotFoundError,
+            ValueError) as error:
+        print(f"sfbench-report mlflow: {one_line(error, chars=2000)}", file=sys.stderr)
         return 1
     new = sum(1 for item in logged if item.created)
     print(f"sfbench-report mlflow: {len(logged)} run(s); {new} logged now, {len(logged) - new} already logged")

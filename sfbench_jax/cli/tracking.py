@@ -28,8 +28,10 @@ def tracking_settings(config: DictConfig) -> tuple[str, str | None, str]:
 
 
 def warn(folder: Path, error: BaseException) -> None:
-    """The one line a tracking failure costs."""
-    print(f"[sfbench] WARNING: tracking failed, the run is complete in {folder} but not logged to MLflow: {error} "
+    """The one line a tracking failure costs (the error's first line)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reason = (lines[0] if lines else type(error).__name__)[:300]
+    print(f"[sfbench] WARNING: tracking failed, the run is complete in {folder} but not logged to MLflow: {reason} "
           f"(log it later with `sfbench-report mlflow --runs {folder}`)", file=sys.stderr, flush=True)
 
 

@@ -126,7 +126,7 @@ def check_time_order(stamps: pd.Series, origin: str) -> None:
         raise DataContractError(f"{origin}: {int(repeated.sum())} row(s) repeat an earlier timestamp (first: "
                                 f"{stamps.iloc[first]} at {_line(origin, first)}, already at "
                                 f"{_line(origin, earlier)}); keep one row per time step (drop or merge the repeats).")
-    backwards = np.nonzero(np.diff(stamps.to_numpy()) < np.timedelta64(0))[0]
+    backwards = np.nonzero(np.diff(stamps.to_numpy()) < np.timedelta64(0, "ns"))[0]
     if backwards.size:
         at = int(backwards[0]) + 1
         raise DataContractError(f"{origin}: timestamps go back in time at {_line(origin, at)} ({stamps.iloc[at]} "

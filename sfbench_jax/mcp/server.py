@@ -37,7 +37,13 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.tools import Tool
 
 from sfbench_jax.mcp.datasets import DataStore
-from sfbench_jax.mcp.guard import DEFAULT_CALL_TIMEOUT_S, MAX_CALL_TIMEOUT_S, CallGuard, guarded_tool
+from sfbench_jax.mcp.guard import (
+    DEFAULT_CALL_TIMEOUT_S,
+    DEFAULT_CLIENT_COMPUTATIONS,
+    MAX_CALL_TIMEOUT_S,
+    CallGuard,
+    guarded_tool,
+)
 from sfbench_jax.mcp.http import TOKEN_VARIABLE, HttpSettings, read_token, serve_http
 from sfbench_jax.mcp.runs import RUNS_ROOT_VARIABLE, StoredRuns
 from sfbench_jax.mcp.strict import strict_tool
@@ -75,6 +81,8 @@ class ServerConfig:
         allow_host_models: Rebuild stored runs of host models (``external`` imports the code its
             manifest names, ``chronos2`` reads the folder it names): only for a trusted runs root.
         call_timeout_s: Per-call time budget in seconds; a call past it is a tool error.
+        client_computations: Forecasting computations (the exclusive tools) one client may have running or
+            waiting at once; one more is refused at once (`guard.CallGuard`).
     """
 
     data_root: Path | None = None
@@ -86,6 +94,7 @@ class ServerConfig:
     store_roots: tuple[Path, ...] = ()
     allow_host_models: bool = False
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    client_computations: int = DEFAULT_CLIENT_COMPUTATIONS
 
     def __post_init__(self) -> None:
         unknown = [g for g in self.groups if g not in GROUP_ORDER]
@@ -96,7 +105,8 @@ class ServerConfig:
             raise ValueError(f"tool groups repeat: {list(self.groups)}")
         if self.store_roots and self.runs_root is None:
             raise ValueError("--store-root needs --runs-root: store roots serve the stored runs")
-        CallGuard(call_timeout_s=self.call_timeout_s)  # validates the budget
+        CallGuard(call_timeout_s=self.call_timeout_s,
+                  client_computations=self.client_computations)  # validates the budget and the share
 
 
 def collect_tools(config: ServerConfig) -> list[ToolDef]:
@@ -153,7 +163,8 @@ def build_server(config: ServerConfig) -> MCPServer:
     runs = None if config.runs_root is None else StoredRuns(
         Path(config.runs_root), tuple(Path(p) for p in config.store_roots), config.allow_host_models)
     store = DataStore(config.data_root, runs=runs)
-    guard = CallGuard(call_timeout_s=config.call_timeout_s, hidden_paths=_hidden_paths(config))
+    guard = CallGuard(call_timeout_s=config.call_timeout_s, hidden_paths=_hidden_paths(config),
+                      client_computations=config.client_computations)
     declarations = collect_tools(config)
     tools = [guarded_tool(strict_tool(Tool.from_function(
         served_function(tool, store), name=tool.name, annotations=PURE,
@@ -229,6 +240,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT_S,
                         metavar="SECONDS", help=f"per-call time budget (default "
                         f"{DEFAULT_CALL_TIMEOUT_S:g}, at most {MAX_CALL_TIMEOUT_S:g})")
+    parser.add_argument("--client-computations", type=int, default=DEFAULT_CLIENT_COMPUTATIONS, metavar="N",
+                        help="forecasting computations one client may have running or waiting at once; one "
+                             f"more is refused at once (default {DEFAULT_CLIENT_COMPUTATIONS})")
     parser.add_argument("--group", action="append", choices=GROUP_ORDER, default=None,
                         help="serve only this tool group (repeatable; default: all groups)")
     parser.add_argument("--warmup", action="store_true",
@@ -263,7 +277,7 @@ def _configs(args: argparse.Namespace) -> tuple[ServerConfig, HttpSettings | Non
     config = ServerConfig(data_root=data_root, groups=tuple(dict.fromkeys(args.group or GROUP_ORDER)),
                           warmup=args.warmup, log_level=args.log_level, runs_root=runs_root,
                           store_roots=store_roots, allow_host_models=args.allow_host_models,
-                          call_timeout_s=args.call_timeout)
+                          call_timeout_s=args.call_timeout, client_computations=args.client_computations)
     http = HttpSettings(host=args.host, port=args.port, path=args.path, allow_remote=args.allow_remote,
                         token=read_token(args.token_file, os.environ),
                         allowed_hosts=tuple(dict.fromkeys(args.allowed_host or ())),

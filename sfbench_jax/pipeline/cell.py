@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from flax import nnx
 
 from sfbench_jax.config import MethodConfig, RunConfig
@@ -33,6 +34,7 @@ from sfbench_jax.methods import get_method, method_grid
 from sfbench_jax.methods.spec import read_only
 from sfbench_jax.models.registry import get_spec
 from sfbench_jax.models.restore import build_for, restore_model
+from sfbench_jax.pipeline.contracts import ignores_its_input, probe_windows
 from sfbench_jax.predictors.protocol import Predictor
 from sfbench_jax.train import (
     CandidateResult,
@@ -46,6 +48,8 @@ from sfbench_jax.train import (
 )
 from sfbench_jax.train.sweep import plan_method_search
 
+#: How many distinct validation windows an input-blind forecast is confirmed on.
+INPUT_PROBE_WINDOWS = 16
 #: The checkpoint of a model without trainable weights.
 NO_WEIGHTS: dict[str, dict] = {"params": {}, "batch_stats": {}}
 
@@ -89,6 +93,8 @@ class EvaluatedModel:
     Attributes:
         variant: the spec's variant id of a method winner ("baseline" for the baseline).
         selection_metric, selection_value: what the winner was selected by, and its value.
+        ignores_input: its forecast is the same for every input (`contracts.ignores_its_input`): flagged in the
+            summary, Table 4 and the report page, never marked best.
     """
 
     dataset: str
@@ -100,6 +106,7 @@ class EvaluatedModel:
     variant: str = "baseline"
     selection_metric: str = "best_val_loss"
     selection_value: float | None = None
+    ignores_input: bool = False
 
 
 def candidate_store(cfg: RunConfig, output_dir: Path) -> CandidateStore:
@@ -264,7 +271,19 @@ def evaluate_model(data: PreparedData, cfg: RunConfig, predict: Predictor, state
     mse_val = validation_mse(predict, state, data)
     evaluation = evaluate_predictor(predict, state, data, cfg.eval, label=cfg.model.name)
     return EvaluatedModel(dataset=data.spec.key, architecture=cfg.model.name, method=cfg.method.name,
-                          hyperparameters=hyperparameters, mse_val=mse_val, evaluation=evaluation)
+                          hyperparameters=hyperparameters, mse_val=mse_val, evaluation=evaluation,
+                          ignores_input=scored_forecast_ignores_input(data, predict, state, evaluation))
+
+
+def scored_forecast_ignores_input(data: PreparedData, predict: Predictor, state: Any, evaluation: Evaluation) -> bool:
+    """Whether the scored predictor forecasts the same for every input. Only a predictor whose faulted losses all
+    equal its clean ones (every D exactly 1, as an input-blind forecast's are) is run again, on distinct real windows
+    (`contracts.ignores_its_input`): the check costs nothing for any other."""
+    losses = evaluation.losses
+    if not np.allclose(losses.faulted, np.broadcast_to(losses.clean, losses.faulted.shape), rtol=1e-5, atol=0.0,
+                       equal_nan=True):
+        return False
+    return ignores_its_input(predict, state, probe_windows(data, INPUT_PROBE_WINDOWS))
 
 
 def select_and_evaluate(data: PreparedData, cfg: RunConfig, store: CandidateStore | None,

@@ -12,18 +12,30 @@ read-only (`methods.spec.read_only`: one that pops or sets a key is refused) and
 twice from one recipe, and its `training_inputs` and `loss` traced twice on the same inputs, give the same programs
 (`check_transform_purity`), and its `variant_id` names a recipe the same way twice.
 
+What a plug-in means is checked too, by computing on a few windows (`check_fault_semantics`, `check_model_batch`):
+a fault's `apply` leaves every channel outside its `selected` mask as it was (the channel-sparse path re-runs only the
+selected ones), gives one window for one key in two separate traces (no draw from NumPy's or Python's global random
+generator), gives the window back at severity 0 and changes it along a severity sweep; a model's forecast of a window
+does not depend on which windows share its batch (`model(x)[:1] == model(x[:1])`, on real windows of the dataset).
+A check that cannot apply to a spec (a fault without a channel selection, a host model) returns a note saying so, which
+the run prints and records. A model whose scored forecast does not depend on its input at all is flagged, not refused
+(`ignores_its_input`, after the evaluation).
+
 A violation is a `ContractError` (a ValueError), one line naming the spec, where it came from (the plug-in's
 package and entry point, or the built-in module: `plugins.entry_points.origin_of`), what was expected and what came. The
-results are cached per (spec, shapes, settings), a fault's per (spec, shapes) alone: the CLI checks before Hydra creates
-the run folder, the pipeline again before it claims one, at no second cost.
+results are cached per (spec, shapes, settings), a fault's per (spec, shapes) alone, a model's batch check per (spec,
+hyperparameters, shapes, windows): the CLI checks before Hydra creates the run folder, the pipeline again before it
+claims one, at no second cost.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import itertools
 import json
+import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,10 +45,12 @@ import numpy as np
 from flax import nnx
 
 from sfbench_jax.config import RunConfig
+from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.spec import DatasetSpec
 from sfbench_jax.evaluate.predict import predict_with
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import get_fault
+from sfbench_jax.faults.severity import severity_to_units
 from sfbench_jax.faults.spec import FaultSpec
 from sfbench_jax.methods.registry import get_method, method_grid
 from sfbench_jax.methods.spec import MethodSpec, read_only
@@ -44,7 +58,7 @@ from sfbench_jax.methods.training import DatasetFacts
 from sfbench_jax.models.registry import build_model, get_spec
 from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.plugins.entry_points import origin_of
-from sfbench_jax.predictors.protocol import RowAwarePredictor
+from sfbench_jax.predictors.protocol import VALIDATION_CONTEXT, ModelState, Predictor, RowAwarePredictor, run_predictor
 from sfbench_jax.train.search import expand_space, search_space
 
 #: The batch of the abstract inputs (any batch would do: nothing is computed).
@@ -99,6 +113,20 @@ def _traced(kind: str, spec: Any, call: str, expected: str, section: str, functi
     except Exception as error:  # any failure of foreign code while tracing is the contract's
         raise _violation(kind, spec, call, expected, f"nothing: tracing it raised {_one_line(error)}",
                          section) from error
+
+
+def _broken(kind: str, spec: Any, broken: str, section: str) -> ContractError:
+    return ContractError(f"{kind} {spec.name!r} ({origin_of(spec).describe()}) breaks its contract: {broken}. See "
+                         f"docs/extending.md, {section}.")
+
+
+def _computed(kind: str, spec: Any, section: str, compute: Callable[[], Any]) -> Any:
+    try:
+        return compute()
+    except ContractError:
+        raise
+    except Exception as error:  # any failure of foreign code while computing is the contract's
+        raise _broken(kind, spec, f"computing it on a window raised {_one_line(error)}", section) from error
 
 
 def _expect_array(kind: str, spec: Any, call: str, got: Any, shape: tuple[int, ...], dtype: Any,
@@ -165,6 +193,87 @@ def check_model(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shapes, *, 
         _expect_array(kind, spec, call, got, shape, jnp.float32, section)
 
 
+# --- what a model means (computed on real windows) --------------------------------------------------------------
+
+#: How many real windows of the dataset the model checks run on (its first validation windows).
+PROBE_WINDOWS = 8
+#: `model(x)[:1]` and `model(x[:1])` may differ by at most this times (1 + the forecast's largest magnitude): room for
+#: the float32 arithmetic of two batch sizes (TF32 matrix products on a GPU), far below what statistics of the batch
+#: change.
+BATCH_TOLERANCE = 1e-3
+#: Cached batch checks, per (spec, hyperparameters, shapes, digest of the windows).
+_BATCH_CHECKS: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+
+def probe_windows(data: PreparedData, count: int = PROBE_WINDOWS) -> np.ndarray:
+    """The first `count` validation windows of the dataset, standardised, float32 `(count, n, m)`."""
+    starts = np.asarray(data.val_starts[:count])
+    return np.asarray(data.standardised[starts[:, None] + np.arange(data.spec.input_len)], np.float32)
+
+
+def _batch_probe(graphdef: nnx.GraphDef[nnx.Module]) -> Callable[..., Any]:
+    def probe(state: Any, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        model = nnx.merge(graphdef, state)
+        return model(x), model(x[:1])
+
+    return probe
+
+
+def check_model_batch(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shapes, windows: np.ndarray) -> tuple[
+        str, ...]:
+    """The model built with `hparams` (seed 0, eval mode) forecasts the first of `windows` (real windows of the
+    dataset) the same alone as in their batch: `model(x)[:1] == model(x[:1])` within `BATCH_TOLERANCE`. A forecast
+    that depends on which windows share a chunk changes with the evaluation's block size. Raise `ContractError` on a
+    violation; cached per (spec, hyperparameters, shapes, windows).
+
+    Returns:
+        a note when the check cannot apply (a host model).
+    """
+    if getattr(spec.module_cls, "runs_on_host", False):
+        return (f"Model {spec.name!r}: the batch-independence check does not apply (a host model: it is not built "
+                "in JAX before its run).",)
+    key = (spec, json.dumps(dict(hparams), sort_keys=True, default=str), shapes,
+           hashlib.sha256(np.ascontiguousarray(windows).tobytes()).hexdigest())
+    if key not in _BATCH_CHECKS:
+        _check_model_batch(spec, hparams, shapes, windows)
+        if len(_BATCH_CHECKS) >= 256:
+            _BATCH_CHECKS.clear()
+        _BATCH_CHECKS[key] = ()
+    return _BATCH_CHECKS[key]
+
+
+def _check_model_batch(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shapes, windows: np.ndarray) -> None:
+    section = "Model (ModelSpec)"
+
+    def forecasts() -> tuple[np.ndarray, np.ndarray]:
+        model = build_model(spec.name, dict(hparams), input_len=shapes.input_len, horizon=shapes.horizon,
+                            num_channels=shapes.num_channels, target_indices=shapes.target_indices, seed=0)
+        model.eval()
+        graphdef, state = nnx.split(model)
+        together, alone = jax.jit(_batch_probe(graphdef))(state, jnp.asarray(windows))
+        return np.asarray(together), np.asarray(alone)
+
+    together, alone = _computed("Model", spec, section, forecasts)
+    difference = float(np.max(np.abs(together[:1] - alone))) if np.isfinite(together).all() else float("nan")
+    scale = 1.0 + float(np.max(np.abs(together[:1]), initial=0.0))
+    if not difference <= BATCH_TOLERANCE * scale:
+        raise _broken("Model", spec, f"__call__(x)[:1] differs from __call__(x[:1]) on {len(windows)} real windows "
+                      f"of the dataset (largest difference {difference:.3g}): a window's forecast depends on which "
+                      "windows share its batch (statistics of the batch, e.g. batch normalisation with the batch's "
+                      "mean in eval mode), so the scores change with the evaluation's block size; normalise each "
+                      "window by its own statistics", section)
+
+
+def ignores_its_input(predict: Predictor, state: ModelState, windows: np.ndarray) -> bool:
+    """Whether the predictor gives one forecast for every one of `windows` (distinct real windows): a forecast whose
+    variance over its inputs is zero (its D is 1 under every fault, whatever it forecasts)."""
+    ids = jnp.arange(len(windows), dtype=jnp.int32)
+    contexts = jnp.full((len(windows),), VALIDATION_CONTEXT, jnp.int32)
+    forecast = np.asarray(jax.jit(lambda s, x: run_predictor(predict, s, x, contexts, ids))(state,
+                                                                                            jnp.asarray(windows)))
+    return bool(np.all(forecast == forecast[:1]))
+
+
 # --- faults -----------------------------------------------------------------------------------------------------
 
 
@@ -190,6 +299,115 @@ def check_fault(fault: FaultSpec, shapes: Shapes) -> None:
     got = _traced("Fault", fault, f"apply(x {window} float32, params, ctx)", f"{window} float32", section,
                   lambda w, x: fault.apply(x, fault.prepare(fault.sample(w, ctx, None), ctx), ctx), words, x)
     _expect_array("Fault", fault, f"apply(x {window} float32, params, ctx)", got, window, jnp.float32, section)
+
+
+# --- what a fault means (computed on one window) ----------------------------------------------------------------
+
+#: The severities a fault's effect is checked along: 0 (the window must come back unchanged), then a sweep that must
+#: change the faulted window.
+SEVERITY_SWEEP = (0.0, 0.25, 0.5, 1.0)
+#: The stream words of the checks' (scenario, window) key: any fixed pair.
+PROBE_WORDS = (0x2545F491, 0x9E3779B9)
+#: Two windows are "the same" when they differ by at most this times (1 + the window's largest magnitude).
+SAME_WINDOW_TOLERANCE = 1e-6
+
+
+def probe_window(shapes: Shapes) -> np.ndarray:
+    """A fixed float32 `(n, m)` window the fault checks act on: standard normal noise on a slow sine per channel."""
+    noise = np.random.default_rng(20240601).standard_normal((shapes.input_len, shapes.num_channels))
+    trend = np.sin(np.arange(shapes.input_len)[:, None] / 7.0 + np.arange(shapes.num_channels)[None, :])
+    return (noise + trend).astype(np.float32)
+
+
+def _fault_probe(fault: FaultSpec, ctx: FaultContext) -> Callable[..., Any]:
+    """`(words, x, units (S,)) -> (x' at the drawn severity, x' (S, n, m) at each severity, selected (S, m))`."""
+
+    def probe(words: jax.Array, x: jax.Array, units: jax.Array) -> Any:
+        drawn = fault.apply(x, fault.prepare(fault.sample(words, ctx, None), ctx), ctx)
+
+        def at(severity_units: jax.Array) -> Any:
+            params = fault.sample(words, ctx, severity_units)
+            selected = params.selected if fault.is_channel_scoped else jnp.ones((ctx.num_channels,), jnp.bool_)
+            return fault.apply(x, fault.prepare(params, ctx), ctx), selected
+
+        swept, selected = jax.lax.map(at, units)
+        return drawn, swept, selected
+
+    return probe
+
+
+def _same_program(first: Any, second: Any) -> bool:
+    """Whether two traces of one function are the same program (text and constants)."""
+    one, two = first.jaxpr, second.jaxpr
+    return str(one) == str(two) and len(one.consts) == len(two.consts) and all(
+        np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(one.consts, two.consts, strict=True))
+
+
+def _same_window(a: np.ndarray, b: np.ndarray) -> bool:
+    scale = 1.0 + float(np.max(np.abs(b), initial=0.0))
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= SAME_WINDOW_TOLERANCE * scale))
+
+
+def _fault_outputs(fault: FaultSpec, ctx: FaultContext, arguments: tuple[Any, ...]) -> tuple[Any, bool]:
+    """The probe's outputs, and whether two fresh traces agree on them (the program cache would hide a second
+    trace: a global random draw made while tracing is frozen into the first program)."""
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    try:  # the checks leave the global generators as they found them
+        first = jax.jit(_fault_probe(fault, ctx)).trace(*arguments)
+        second = jax.jit(_fault_probe(fault, ctx)).trace(*arguments)
+        outputs = jax.device_get(first.lower().compile()(*arguments))
+        if _same_program(first, second):
+            return outputs, True
+        again = jax.device_get(second.lower().compile()(*arguments))
+        return outputs, all(np.array_equal(a, b) for a, b in zip(outputs[:2], again[:2], strict=True))
+    finally:
+        np.random.set_state(numpy_state)
+        random.setstate(python_state)
+
+
+def check_fault_semantics(fault: FaultSpec, shapes: Shapes) -> tuple[str, ...]:
+    """Apply the fault to `probe_window` with fixed stream words: the same key twice in two separate traces gives one
+    window, severity 0 gives the window back, a severity sweep changes it, and a channel-scoped fault leaves every
+    channel outside `params.selected` unchanged. Raise `ContractError` on a violation.
+
+    Returns:
+        notes on checks that cannot apply to this fault (one line each).
+    """
+    ctx = FaultContext(input_len=shapes.input_len, num_channels=shapes.num_channels, pool=shapes.pool)
+    section = "Fault scenario (FaultSpec)"
+    x = probe_window(shapes)
+    units = np.asarray(severity_to_units(np.asarray(SEVERITY_SWEEP)), np.int32)
+    arguments = (jnp.asarray(PROBE_WORDS, jnp.uint32), jnp.asarray(x), jnp.asarray(units))
+    (_, swept, selected), repeatable = _computed("Fault", fault, section,
+                                                 lambda: _fault_outputs(fault, ctx, arguments))
+    if not repeatable:
+        raise _broken("Fault", fault, "apply(x, sample(words, ctx, None), ctx) gave two different windows for the "
+                      "same stream words in two separate traces: it draws from a random source other than its "
+                      "words (NumPy's or Python's global generator?); draw with faults.streams.stream_bits(words, "
+                      "...) so that a (scenario, window) key gives one fault on every run and machine", section)
+    if not _same_window(swept[0], x):
+        change = float(np.max(np.abs(swept[0] - x)))
+        raise _broken("Fault", fault, f"at severity 0 (units=0) it changed the window (largest change {change:.3g}); "
+                      "severity 0 must give the window back unchanged", section)
+    if all(_same_window(swept[i], swept[1]) for i in range(2, len(SEVERITY_SWEEP))):
+        levels = ", ".join(f"{s:g}" for s in SEVERITY_SWEEP[1:])
+        raise _broken("Fault", fault, f"it gave the same window at severities {levels}: its effect ignores the "
+                      "drawn severity (params.severity_units; units of 2**-24)", section)
+    if not fault.is_channel_scoped:
+        return (f"Fault {fault.name!r}: the unselected-channel check does not apply (is_channel_scoped=False: it "
+                "acts on every channel).",)
+    unselected = ~np.asarray(selected, bool)
+    if not unselected.any():
+        return (f"Fault {fault.name!r}: the unselected-channel check does not apply ({shapes.num_channels} "
+                "channel(s), every one selected at each severity checked).",)
+    for level, severity in enumerate(SEVERITY_SWEEP):
+        changed = np.flatnonzero(unselected[level] & np.any(swept[level] != x, axis=0))
+        if changed.size:
+            raise _broken("Fault", fault, f"at severity {severity:g} it changed channel(s) {changed.tolist()} outside "
+                          "its selected mask (params.selected); the channel-sparse evaluation re-runs only the "
+                          "selected channels and would drop that change, the dense one keep it: set selected for every "
+                          "channel the fault changes", section)
+    return ()
 
 
 # --- methods ----------------------------------------------------------------------------------------------------
@@ -360,7 +578,7 @@ def _first_recipe(recipes: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=256)
 def _check_cached(model: str, hparams_json: str, method: str, recipe_json: str, dataset: str, shapes: Shapes,
-                  scenarios: tuple[str, ...], num_candidates: int) -> None:
+                  scenarios: tuple[str, ...], num_candidates: int) -> tuple[str, ...]:
     model_spec, method_spec = get_spec(model), get_method(method)
     hparams, recipe = json.loads(hparams_json), json.loads(recipe_json)
     check_model(model_spec, hparams, shapes)
@@ -370,8 +588,10 @@ def _check_cached(model: str, hparams_json: str, method: str, recipe_json: str, 
         check_transform(method_spec, recipe, model_spec, hparams, shapes)
     elif method_spec.kind == "wrap":
         check_wrapper(method_spec, recipe, model_spec, hparams, shapes, num_candidates=num_candidates)
-    for name in scenarios:
-        _check_fault_cached(get_fault(name), shapes)
+    faults = [get_fault(name) for name in scenarios]
+    for fault in faults:  # every shape first: a fault of the wrong shape is named as such
+        _check_fault_cached(fault, shapes)
+    return tuple(note for fault in faults for note in _check_fault_semantics_cached(fault, shapes))
 
 
 @functools.lru_cache(maxsize=256)
@@ -381,20 +601,51 @@ def _check_fault_cached(fault: FaultSpec, shapes: Shapes) -> None:
     check_fault(fault, shapes)
 
 
-def check_run_contracts(cfg: RunConfig) -> None:
+@functools.lru_cache(maxsize=256)
+def _check_fault_semantics_cached(fault: FaultSpec, shapes: Shapes) -> tuple[str, ...]:
+    """`check_fault_semantics`, once per fault spec (the object) and shapes."""
+    return check_fault_semantics(fault, shapes)
+
+
+def _combinations(cfg: RunConfig) -> list[dict[str, Any]]:
+    """The valid combinations of the model's search space."""
+    space = search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams)
+    return expand_space(cfg.model.name, space, input_len=cfg.dataset.spec.input_len)
+
+
+def check_run_contracts(cfg: RunConfig) -> tuple[str, ...]:
     """Check the contracts of everything `cfg` runs: its model (on the first valid combination of its search space),
-    its method (on the first recipe of its grid) and its extra fault scenarios, on the dataset's shapes.
+    its method (on the first recipe of its grid) and its extra fault scenarios (their shapes, then what they mean:
+    `check_fault_semantics`), on the dataset's shapes.
+
+    Returns:
+        notes on checks that cannot apply to a spec (one line each; the run prints and records them).
 
     Raises:
         ContractError: a violation, in one line naming the spec's package and entry point (or built-in module).
     """
     spec = cfg.dataset.spec
-    space = search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams)
-    combinations = expand_space(cfg.model.name, space, input_len=spec.input_len)
+    combinations = _combinations(cfg)
     if not combinations:
-        return  # the search-space check names this
+        return ()  # the search-space check names this
     method = get_method(cfg.method.name)
     recipe = _first_recipe(method_grid(cfg.method.name, cfg.method.grid)) if method.kind != "baseline" else {}
-    _check_cached(cfg.model.name, json.dumps(combinations[0], sort_keys=True, default=str), cfg.method.name,
-                  json.dumps(recipe, sort_keys=True, default=str), spec.key, Shapes.of(spec),
-                  tuple(cfg.eval.scenarios), min(cfg.train.candidate_budget, len(combinations)))
+    return _check_cached(cfg.model.name, json.dumps(combinations[0], sort_keys=True, default=str), cfg.method.name,
+                         json.dumps(recipe, sort_keys=True, default=str), spec.key, Shapes.of(spec),
+                         tuple(cfg.eval.scenarios), min(cfg.train.candidate_budget, len(combinations)))
+
+
+def check_run_data_contracts(cfg: RunConfig, data: PreparedData) -> tuple[str, ...]:
+    """The checks that need the dataset's windows: the model's forecast of a window does not depend on its batch
+    (`check_model_batch`, on the first valid combination of its search space, with real windows of `data`).
+
+    Returns:
+        notes on checks that cannot apply (a host model).
+
+    Raises:
+        ContractError: a violation, in one line naming the spec's package and entry point (or built-in module).
+    """
+    combinations = _combinations(cfg)
+    if not combinations:
+        return ()
+    return check_model_batch(get_spec(cfg.model.name), combinations[0], Shapes.of(data.spec), probe_windows(data))

@@ -1,15 +1,16 @@
 """`run(cfg, output_dir)`: the one path every `sfbench` run takes, as a list of library calls.
 
-check the config against the registries -> load and validate the data -> prepare windows -> select the model on clean
+check the config against the registries -> load and validate the data, check the model on its windows (a contract
+that needs data: `check_run_data`, before the folder is claimed) -> prepare windows -> select the model on clean
 validation (every model the same way; trainable ones through the resumable candidate store) -> evaluate the winner under
 the eight scenarios -> write summary.csv, per_window.parquet, candidates.csv, training_curves.parquet (trained models),
 manifest.json and the heatmap, and last the completion record that vouches for exactly them (`run_folder.record`,
-`run_folder.stored_runs.seal_run`). The run claims its folder before any work, under an exclusive writer lock held until
-the seal (a second writer is refused): a folder holding a completed run is refused, or with `overwrite` replaced in one
-atomic swap at the end; a sweep job's `cell.json` is kept. The summary's reference-normalised scores (mCE, relative mCE)
-need the dataset's SeasonalNaive winner on the same windows and faults: it is selected and evaluated in the same run (no
-training; the run's own model when it is that winner). Nothing is written outside `output_dir` except finished
-candidates in the candidate store (`train.store_dir`) and derived data files under `cache_dir`. """
+`run_folder.stored_runs.seal_run`). The run claims its folder before any training, under an exclusive writer lock held
+until the seal (a second writer is refused): a folder holding a completed run is refused, or with `overwrite` replaced
+in one atomic swap at the end; a sweep job's `cell.json` is kept. The summary's reference-normalised scores (mCE,
+relative mCE) need the dataset's SeasonalNaive winner on the same windows and faults: it is selected and evaluated in
+the same run (no training; the run's own model when it is that winner). Nothing is written outside `output_dir` except
+finished candidates in the candidate store (`train.store_dir`) and derived data files under `cache_dir`. """
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from sfbench_jax.pipeline.cell import (
     select_and_evaluate,
     select_model,
 )
-from sfbench_jax.pipeline.contracts import check_run_contracts
+from sfbench_jax.pipeline.contracts import check_run_contracts, check_run_data_contracts
 from sfbench_jax.pipeline.outputs.heatmap import scenario_heatmap
 from sfbench_jax.pipeline.outputs.manifest import run_manifest
 from sfbench_jax.pipeline.outputs.tables import (
@@ -79,16 +80,55 @@ def log_to_stderr(enabled: bool) -> Callable[[str], None]:
     return log
 
 
-def check_run_config(cfg: RunConfig) -> None:
+def check_run_config(cfg: RunConfig) -> tuple[str, ...]:
     """The checks `config.py` cannot make, because they need the registries (model, search space,
-    method). Raises a ValueError naming the problem before any work."""
+    method). Raises a ValueError naming the problem before any work; returns the contract checks' notes on checks
+    that cannot apply to a spec (`contracts.check_run_contracts`)."""
     get_spec(cfg.model.name)
     check_search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams, spec=cfg.dataset.spec)
     space = search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams)
     baseline_candidates = min(cfg.train.candidate_budget,
                               len(expand_space(cfg.model.name, space, input_len=cfg.dataset.spec.input_len)))
     check_method(cfg.method.name, cfg.model.name, cfg.method.grid, num_baseline_candidates=baseline_candidates)
-    check_run_contracts(cfg)  # the model's, method's and faults' outputs, by abstract evaluation (contracts.py)
+    return check_run_contracts(cfg)  # the model's, method's and faults' outputs and the faults' meaning (contracts.py)
+
+
+#: The data a check before the run folder loaded, handed to the run that follows in this process (`checked_data`).
+_CHECKED: list[tuple[RunConfig, tuple[str, int, int] | None, PreparedData]] = []
+
+
+def _source_stat(data: PreparedData) -> tuple[str, int, int] | None:
+    path = Path(data.series.source_path)
+    try:
+        stat = path.stat()
+    except (OSError, ValueError):
+        return None
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+def check_run_data(cfg: RunConfig) -> tuple[PreparedData, tuple[str, ...]]:
+    """Load the data and run the contract checks that need its windows (`contracts.check_run_data_contracts`: a model
+    whose forecasts depend on their batch is refused). The data is kept for the run of `cfg` that follows in this
+    process (`checked_data`), so the CLI's check before the run folder does not load it twice.
+
+    Raises:
+        ContractError: a violation (one line); DataContractError: the data cannot be loaded.
+    """
+    data = load_data(cfg)
+    notes = check_run_data_contracts(cfg, data)
+    _CHECKED[:] = [(cfg, _source_stat(data), data)]
+    return data, notes
+
+
+def checked_data(cfg: RunConfig) -> tuple[PreparedData, tuple[str, ...]]:
+    """`check_run_data(cfg)`, or the data the check before the run folder loaded for an equal `cfg` (taken once, and
+    only while its file is unchanged: same path, size and modification time; a package resource or a synthetic set,
+    which has no such file, cannot change); the checks' cached notes either way."""
+    if _CHECKED:
+        kept_cfg, stat, data = _CHECKED.pop()
+        if kept_cfg == cfg and _source_stat(data) == stat:
+            return data, check_run_data_contracts(cfg, data)
+    return check_run_data(cfg)
 
 
 def load_data(cfg: RunConfig) -> PreparedData:
@@ -116,9 +156,11 @@ def evaluate_anchor(data: PreparedData, cfg: RunConfig, model: EvaluatedModel) -
 
 
 def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, selection: Selection,
-                  output_dir: Path, timings: dict[str, float], anchor: EvaluatedModel | None = None) -> dict[str, Path]:
+                  output_dir: Path, timings: dict[str, float], anchor: EvaluatedModel | None = None, *,
+                  contract_notes: tuple[str, ...] = ()) -> dict[str, Path]:
     """Write the run's tables, figure and manifest into `output_dir` (each file atomically); `anchor` (the
-    dataset's SeasonalNaive winner on the same windows and faults) fills the normalised scores."""
+    dataset's SeasonalNaive winner on the same windows and faults) fills the normalised scores; `contract_notes`
+    (the contract checks that could not apply) go into the manifest."""
     started = time.perf_counter()
     files: dict[str, Path] = {}
     summary = summary_table([model], anchor)
@@ -131,7 +173,7 @@ def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, sel
     if cfg.figures:
         files["heatmap"] = scenario_heatmap(summary, output_dir / "scenario_heatmap.png")
     timings["write_seconds"] = time.perf_counter() - started
-    manifest = run_manifest(cfg, data, [model], selection, timings, files)
+    manifest = run_manifest(cfg, data, [model], selection, timings, files, contract_notes=contract_notes)
     files["manifest"] = write_json(manifest, output_dir / MANIFEST_FILE)
     return files
 
@@ -183,11 +225,13 @@ def run(cfg: RunConfig, output_dir: Path, *, job_files: dict[str, dict] | None =
     """
     clock = PhaseClock()
     log = log_to_stderr(cfg.eval.progress)
-    check_run_config(cfg)
+    notes = check_run_config(cfg)
     job_files = sweep_job_files(cfg, Path(output_dir)) if job_files is None else job_files
+    data, data_notes = checked_data(cfg)  # before the folder is claimed: a refused model leaves nothing behind
+    clock.lap("load")
     folder = claim_run_folder(Path(output_dir), overwrite=cfg.overwrite)
     try:
-        return _run_claimed(cfg, folder, clock, log, job_files)
+        return _run_claimed(cfg, folder, clock, log, job_files, data, notes + data_notes)
     finally:
         unlock_run_folder(folder.target)
 
@@ -217,15 +261,15 @@ def sweep_job_files(cfg: RunConfig, target: Path) -> dict[str, dict]:
 
 
 def _run_claimed(cfg: RunConfig, folder: RunFolder, clock: PhaseClock, log: Callable[[str], None],
-                 job_files: dict[str, dict]) -> RunResult:
+                 job_files: dict[str, dict], data: PreparedData, notes: tuple[str, ...]) -> RunResult:
     output_dir = folder.target
     for name, payload in job_files.items():
         write_json(payload, folder.work / name)
     store = candidate_store(cfg, folder.work)  # the default store lies in the run folder: it moves with the run
     if get_spec(cfg.model.name).is_trainable:
         store.ensure_writable()
-    data = load_data(cfg)
-    clock.lap("load")
+    for note in notes:
+        log(f"contract check not applied: {note}")
     checksum = ("matches the reference" if data.series.matches_reference else
                 "DIFFERS FROM the reference" if data.spec.content_sha256 else "has no reference (a user dataset)")
     log(f"{data.spec.label}: {data.series.num_rows} rows x {data.spec.num_channels} channels, content checksum "
@@ -237,13 +281,17 @@ def _run_claimed(cfg: RunConfig, folder: RunFolder, clock: PhaseClock, log: Call
     anchor = evaluate_anchor(data, cfg, model)
     clock.lap("anchor")
     timings = clock.timings(model)
-    files = write_outputs(cfg, data, model, selection, folder.work, timings, anchor)
+    files = write_outputs(cfg, data, model, selection, folder.work, timings, anchor, contract_notes=notes)
     seal_run(folder.work, names=[*job_files, *(path.name for path in files.values())])  # what this run wrote
     replaced = folder.commit()
     scores = model.evaluation.scores
     log(phase_line(timings))
     log(f"done in {time.perf_counter() - clock.started:.1f} s: MSE_c {scores.mse_c:.3f}, D_w {scores.d_w:.3f} "
         f"({model.evaluation.losses.scenario_keys[scores.worst_index]}), MSE_w {scores.mse_w:.3f} -> {output_dir}")
+    if model.ignores_input:
+        log(f"WARNING: {cfg.model.name}'s forecast IGNORES ITS INPUT (the same forecast for every window): its D_w "
+            f"{scores.d_w:.3f} says nothing about robustness; flagged as ignores_input in summary.csv, and never "
+            "marked best in Table 4 or the report page")
     if replaced is not None:
         log(f"the completed run that was in {output_dir} was moved to {replaced}")
     return RunResult(models=[model], files={name: folder.target / path.name for name, path in files.items()},

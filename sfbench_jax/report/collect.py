@@ -26,6 +26,7 @@ from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
 from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run, live_writer
 from sfbench_jax.run_folder.stored_runs import (
+    SETTINGS_WITHOUT_EFFECT,
     SUMMARY_FILE,
     DamagedRunsError,
     ExtraRunsError,
@@ -88,6 +89,13 @@ class ExpectedJob:
 
 def _override_name(item: str) -> str:
     return item.lstrip("+~").split("=", 1)[0]
+
+
+def effective_overrides(items: Iterable[str]) -> tuple[str, ...]:
+    """Overrides without the settings that never change a number (`overwrite`, `figures`, `cache_dir`, chunking,
+    ...: `stored_runs.SETTINGS_WITHOUT_EFFECT`): a job run with `overwrite=true` or `figures=false` is the same
+    job of its sweep."""
+    return tuple(item for item in items if _override_name(item) not in SETTINGS_WITHOUT_EFFECT)
 
 
 def normalised_overrides(items: Iterable[str]) -> tuple[str, ...]:
@@ -159,9 +167,11 @@ class SweepSettingsError(ValueError):
 
 
 def check_sweep_folder(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> None:
-    """Refuse, before any job, a sweep whose folder holds job folders of other settings: its jobs would be
+    """Refuse, before any job, a sweep whose folder holds completed jobs of other settings: its jobs would be
     skipped (their folders hold completed runs), its collection would fail and the earlier tables stay. A sweep
-    that re-runs the folder's jobs, or adds jobs to them, is accepted.
+    that re-runs the folder's jobs (settings without effect aside, e.g. `overwrite=true`: `effective_overrides`),
+    or adds jobs to them, is accepted, and so is one beside failed or unfinished jobs of other settings (their
+    folders are re-used or left unread).
 
     Raises:
         SweepSettingsError: naming the first such job folders, the settings that differ and the fix.
@@ -170,15 +180,18 @@ def check_sweep_folder(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> None:
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         return
-    wanted = {normalised_overrides(job) for job in jobs}
+    wanted = {effective_overrides(normalised_overrides(job)) for job in jobs}
     items = {item for job in wanted for item in job}
-    foreign = [record for record in read_jobs(sweep_dir) if record.overrides and record.overrides not in wanted]
+    foreign = [record for record in read_jobs(sweep_dir) if record.status == "done" and record.overrides
+               and effective_overrides(record.overrides) not in wanted]
     if not foreign:
         return
     named = "; ".join(
-        f"job {record.directory.name} ran {' '.join(i for i in record.overrides if i not in items) or '(none)'}"
+        f"job {record.directory.name} ran "
+        f"{' '.join(i for i in effective_overrides(record.overrides) if i not in items) or '(none)'}"
         for record in foreign[:3])
-    new = sorted({item for job in wanted for item in job if not any(item in r.overrides for r in foreign)})
+    new = sorted({item for job in wanted for item in job
+                  if not any(item in effective_overrides(r.overrides) for r in foreign)})
     raise SweepSettingsError(
         f"The sweep folder {sweep_dir} holds {len(foreign)} job(s) of other settings than this sweep ({named}; this "
         f"sweep: {' '.join(new) or 'other job numbers'}): its jobs would be skipped and its tables left stale. "
@@ -266,10 +279,10 @@ def missing_jobs(expected: Sequence[ExpectedJob], jobs: Sequence[JobRecord]) -> 
     varying = varying_overrides(expected)
     by_overrides: dict[tuple[str, ...], list[JobRecord]] = {}
     for record in jobs:
-        by_overrides.setdefault(record.overrides, []).append(record)
+        by_overrides.setdefault(effective_overrides(record.overrides), []).append(record)
     missing = []
     for job in expected:
-        found = by_overrides.get(job.overrides, [])
+        found = by_overrides.get(effective_overrides(job.overrides), [])
         if any(record.status == "done" for record in found):
             continue
         reasons = [f"job {record.directory.name} {record.status}: {record.message}" for record in found]

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from sfbench_jax.faults.registry import FAULTS, SCENARIO_KEYS
+from sfbench_jax.pipeline.outputs.heatmap import plain_text_figure
 
 #: The columns of the extras table, in order.
 COLUMNS = ("dataset", "architecture", "method", "scenario", "label", "d", "d_ci_lo", "d_ci_hi", "mse", "d_w",
@@ -74,6 +75,7 @@ def extras_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+@plain_text_figure
 def extras_figure(table: pd.DataFrame) -> plt.Figure:
     """Horizontal bars: each (run, extra scenario)'s D with its 95% interval, the run's D_w as a black tick."""
     labels = [f"{row.dataset} / {row.architecture} / {row.method}: {row.label}" for row in table.itertuples()]

@@ -19,7 +19,7 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.faults.registry import SCENARIOS
-from sfbench_jax.pipeline.outputs.heatmap import heatmap_scale, save_figure
+from sfbench_jax.pipeline.outputs.heatmap import heatmap_scale, plain_text_figure, save_figure
 from sfbench_jax.report.architectures import (
     ARCHITECTURE_FAMILIES,
     ARCHITECTURE_LABELS,
@@ -52,6 +52,7 @@ def tradeoff_figure(summary: pd.DataFrame, target: Path) -> Path:
     return save_figure(build_tradeoffs(summary), target)
 
 
+@plain_text_figure
 def build_tradeoffs(summary: pd.DataFrame) -> plt.Figure:
     """Paper Figure 5: per dataset (columns), clean MSE vs D_w (top) and vs MSE_w (bottom), one point per
     architecture coloured by family, dashed Pareto frontier per panel."""
@@ -94,6 +95,7 @@ def build_tradeoffs(summary: pd.DataFrame) -> plt.Figure:
 SCENARIO_GROUPS = (("Value", 0, 3), ("Timing", 4, 5), ("Availability", 6, 7))
 
 
+@plain_text_figure
 def build_scenario_facets(baselines: pd.DataFrame) -> plt.Figure:
     """Paper Figure 2: one facet per dataset (columns), x = the eight scenarios in canonical order grouped
     Value / Timing / Availability, y = the architectures in table order, tile fill D_p on the spec's scale,
@@ -134,6 +136,7 @@ def build_scenario_facets(baselines: pd.DataFrame) -> plt.Figure:
 
 # --- Figure 6: baseline -> method trajectories ---------------------------------------------------------
 
+@plain_text_figure
 def build_trajectories(pairs: pd.DataFrame, *, method_label: str) -> plt.Figure:
     """Paper Figure 6: per dataset, MSE_c (x) vs D_w (y); filled marker = baseline winner, hollow = the selected
     method variant, an arrow baseline -> method per architecture, dashed Pareto frontier over the panel's points."""
@@ -169,6 +172,7 @@ def build_trajectories(pairs: pd.DataFrame, *, method_label: str) -> plt.Figure:
 
 # --- Figures 3/4: per-window fault examples --------------------------------------------------------------
 
+@plain_text_figure
 def build_fault_examples(examples: list[dict], *, title: str) -> plt.Figure:
     """Paper Figures 3/4: rows = scenarios, columns = datasets; each panel shows up to three affected input
     channels (clean dashed, faulted solid) over the input history, a vertical boundary at the end of the input,
@@ -209,6 +213,7 @@ def build_fault_examples(examples: list[dict], *, title: str) -> plt.Figure:
 
 # --- severity-response curves ----------------------------------------------------------------------------
 
+@plain_text_figure
 def build_severity_curves(curves: pd.DataFrame, *, dataset: str) -> plt.Figure:
     """One panel per scenario: D_p(s) against the severity s for every model of the dataset, with the 95%
     window-bootstrap band, and the line D = 1.

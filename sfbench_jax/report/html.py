@@ -163,9 +163,12 @@ def figure_svg(fig: Any) -> str:
     """A matplotlib figure as inline SVG (text kept as text, so it stays small); the figure is closed."""
     import matplotlib.pyplot as plt
 
+    from sfbench_jax.pipeline.outputs.heatmap import PLAIN_TEXT, plain_text
+
     buffer = io.StringIO()
     try:
-        with plt.rc_context({"svg.fonttype": "none"}):
+        plain_text(fig)  # a label with dollar signs is text, not mathtext
+        with plt.rc_context({"svg.fonttype": "none", **PLAIN_TEXT}):
             fig.savefig(buffer, format="svg", bbox_inches="tight")
     finally:
         plt.close(fig)
@@ -188,20 +191,28 @@ def problems_section(page: PageRuns) -> str:
 
 def table4_architecture_rows(baselines: pd.DataFrame) -> list[str]:
     """Table 4's architecture block in long form: one row per (dataset, architecture) with D_w, MSE_c and MSE_w
-    and their 95% window-bootstrap intervals, the best entry of each dataset marked."""
+    and their 95% window-bootstrap intervals, the best entry of each dataset marked; a model whose forecast ignores
+    its input (the summary's `ignores_input`) is marked as such and never best."""
     from sfbench_jax.report.architectures import dataset_label
-    from sfbench_jax.report.paper import label_of
+    from sfbench_jax.report.paper import IGNORES_INPUT, IGNORES_INPUT_MARK, is_flagged, label_of
 
+    flagged = baselines.get(IGNORES_INPUT, pd.Series(False, index=baselines.index)).map(is_flagged)
+    ranked = baselines[~flagged]
     best = {(dataset, column): rows[column].astype(float).round(3).min()
-            for dataset, rows in baselines.groupby("dataset") for _, column, _ in TABLE4_MEASURES}
+            for dataset, rows in ranked.groupby("dataset") for _, column, _ in TABLE4_MEASURES}
     rows = []
-    for _, row in baselines.iterrows():
-        cells = [text_cell(dataset_label(row["dataset"])), text_cell(label_of(row["architecture"]))]
+    for index, row in baselines.iterrows():
+        ignores = bool(flagged[index])
+        label = label_of(row["architecture"])
+        cells = [text_cell(dataset_label(row["dataset"])),
+                 f'<td class="ignores-input">{esc(label)} {IGNORES_INPUT_MARK} ignores its input</td>' if ignores
+                 else text_cell(label)]
         for _, column, _ in TABLE4_MEASURES:
-            is_best = round(float(row[column]), 3) == best[(row["dataset"], column)]
+            is_best = not ignores and round(float(row[column]), 3) == best.get((row["dataset"], column))
             cells.append(number_cell(row[column], row.get(f"{column}_ci_lo"), row.get(f"{column}_ci_hi"),
-                                     css="best" if is_best else ""))
-        rows.append(f'<tr data-dataset="{esc(row["dataset"])}" data-architecture="{esc(row["architecture"])}">'
+                                     extra=IGNORES_INPUT_MARK if ignores else "", css="best" if is_best else ""))
+        mark = ' data-ignores-input="true"' if ignores else ""
+        rows.append(f'<tr data-dataset="{esc(row["dataset"])}" data-architecture="{esc(row["architecture"])}"{mark}>'
                     + "".join(cells) + "</tr>")
     return rows
 
@@ -238,7 +249,8 @@ def table4_section(analysis: Any) -> str:
         "table4-architectures", ["dataset", "architecture", "D_w", "MSE_c", "MSE_w"],
         table4_architecture_rows(baselines),
         "Architectures: baseline winners at the canonical realisation; 95% window-bootstrap intervals below each "
-        "value; bold = best of its dataset (3 decimals). Click a header to sort.")]
+        "value; bold = best of its dataset (3 decimals); † = the model ignores its input (the same forecast for "
+        "every window), never best. Click a header to sort.")]
     try:
         pairs = analysis.pairs
     except NotApplicable as reason:
@@ -370,7 +382,11 @@ def run_row(run: StoredRun) -> str:
     versions = ", ".join(f"{name} {version}" for name, version in sorted(facts["versions"].items()))
     details = esc(json.dumps({k: facts[k] for k in ("hyperparameters", "method_grid", "data_sha256")},
                              default=str))
-    cells = [text_cell(run.directory.name), text_cell(facts["dataset"]), text_cell(facts["model"]),
+    from sfbench_jax.report.paper import IGNORES_INPUT, IGNORES_INPUT_MARK, is_flagged
+
+    model = (f'<td class="ignores-input">{esc(facts["model"])} {IGNORES_INPUT_MARK} ignores its input</td>'
+             if is_flagged(run.row.get(IGNORES_INPUT)) else text_cell(facts["model"]))
+    cells = [text_cell(run.directory.name), text_cell(facts["dataset"]), model,
              text_cell(facts["method"]), text_cell(facts["variant"] or ""),
              *(number_cell(run.row.get(column)) for _, column in RUN_NUMBERS),
              number_cell(facts["eval_seed"]), number_cell(facts["k"]), text_cell(facts["rng_mode"]),
@@ -414,7 +430,7 @@ th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top}th{background:#f4
 td[data-value]{text-align:right;font-variant-numeric:tabular-nums}.ci{color:#777;font-size:11px}
 .best{font-weight:bold}.better{color:#17661b}.worse{color:#a11}.significant{font-weight:bold}
 .alert{background:#fde8e8;border:1px solid #d33;padding:.6em}.ok{background:#e8f6e8;border:1px solid #393;padding:.6em}
-.verified{color:#17661b}.damaged{color:#a11;font-weight:bold}.note{color:#666;font-style:italic}
+.ignores-input{color:#a11;font-weight:bold}.verified{color:#17661b}.damaged{color:#a11;font-weight:bold}.note{color:#666;font-style:italic}
 .figure svg{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
 details code{white-space:pre-wrap;word-break:break-all;font-size:11px}
 """

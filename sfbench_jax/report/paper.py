@@ -30,7 +30,21 @@ METHOD_ORDER = RegisteredNames(METHODS, keep=lambda spec: spec.kind != "baseline
 #: Method display labels, from the specs.
 METHOD_LABELS = SpecFacts(METHODS, lambda spec: spec.display_label, keep=lambda spec: spec.kind != "baseline")
 SCENARIO_LABELS = {fault.key: fault.display_name for fault in SCENARIOS}
-NON_VALUE_COLUMNS = ("dataset", "measure", "best")
+#: The summary's flag of a model whose forecast ignores its input, and the block column naming the flagged entries of
+#: a row (present only where one is flagged).
+IGNORES_INPUT = "ignores_input"
+#: The marker of a flagged entry in Markdown, and the note under a table that holds one.
+IGNORES_INPUT_MARK = "†"
+IGNORES_INPUT_NOTE = (f"{IGNORES_INPUT_MARK} ignores its input (the same forecast for every window, so D is 1 under "
+                      "every fault): never marked best.")
+NON_VALUE_COLUMNS = ("dataset", "measure", "best", IGNORES_INPUT)
+
+
+def is_flagged(value: object) -> bool:
+    """Whether a summary's `ignores_input` value is set (True, "True", 1; missing or NaN is not)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1")
+    return value is not None and not (isinstance(value, float) and np.isnan(value)) and bool(value)
 
 
 def label_of(name: str) -> str:
@@ -52,15 +66,22 @@ def wide_block(rows: pd.DataFrame, *, column: str, order: Sequence[str],
     datasets = ordered(list(rows["dataset"].astype(str).unique()), DISPLAY_ORDER)
     names = ordered(list(rows[column].astype(str).unique()), order)
     records = []
+    any_flagged = False
     for dataset in datasets:
         subset = rows[rows["dataset"].astype(str) == dataset].set_index(column)
+        flagged = [name for name in names if IGNORES_INPUT in subset.columns and name in subset.index
+                   and is_flagged(subset.loc[name, IGNORES_INPUT])]
+        any_flagged = any_flagged or bool(flagged)
         for label, source in measures:
             record: dict[str, object] = {"dataset": dataset, "measure": label}
             for name in names:
                 record[name] = float(subset.loc[name, source]) if name in subset.index else np.nan
-            record["best"] = _best(record, names, label in higher_is_better)
+            record["best"] = _best(record, [name for name in names if name not in flagged],
+                                   label in higher_is_better)
+            record[IGNORES_INPUT] = " ".join(flagged)
             records.append(record)
-    return pd.DataFrame(records, columns=["dataset", "measure", *names, "best"])
+    flag = [IGNORES_INPUT] if any_flagged else []  # the column appears only where an entry is flagged
+    return pd.DataFrame(records, columns=["dataset", "measure", *names, "best", *flag])
 
 
 def _best(record: dict, names: list[str], highest: bool) -> str:
@@ -72,24 +93,40 @@ def _best(record: dict, names: list[str], highest: bool) -> str:
 
 
 def block_markdown(block: pd.DataFrame, *, higher_is_better: Sequence[str] = (), decimals: int = 3) -> str:
-    """Markdown of a `wide_block`: every entry equal to the row's rounded best in bold, `–` where missing."""
+    """Markdown of a `wide_block`: every entry equal to the row's rounded best in bold, `–` where missing; an entry
+    that ignores its input marked `†` (never bold), with a note under the table."""
     names = [c for c in block.columns if c not in NON_VALUE_COLUMNS]
     lines = ["| dataset | measure | " + " | ".join(label_of(n) for n in names) + " |",
              "|" + "---|" * (len(names) + 2)]
     for _, row in block.iterrows():
         lines.append(f"| {dataset_label(row['dataset'])} | {row['measure']} | "
                      + " | ".join(_cells(row, names, row["measure"] in higher_is_better, decimals)) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + _flag_note(block)
+
+
+def _flagged_names(row: pd.Series) -> set[str]:
+    value = row.get(IGNORES_INPUT, "")
+    return set(value.split()) if isinstance(value, str) else set()
+
+
+def _flag_note(*blocks: pd.DataFrame) -> str:
+    """The note under a table one of whose entries ignores its input ("" otherwise)."""
+    flagged = any(IGNORES_INPUT in block.columns and block[IGNORES_INPUT].astype(str).str.strip().ne("").any()
+                  for block in blocks)
+    return f"\n{IGNORES_INPUT_NOTE}\n" if flagged else ""
 
 
 def _cells(row: pd.Series, names: list[str], highest: bool, decimals: int) -> list[str]:
-    finite = [round(float(row[n]), decimals) for n in names if not np.isnan(row[n])]
+    flagged = _flagged_names(row)
+    finite = [round(float(row[n]), decimals) for n in names if not np.isnan(row[n]) and n not in flagged]
     best = (max(finite) if highest else min(finite)) if finite else None
     cells = []
     for name in names:
         value = float(row[name])
         if np.isnan(value):
             cells.append("–")
+        elif name in flagged:
+            cells.append(f"{value:.{decimals}f}{IGNORES_INPUT_MARK}")
         else:
             text = f"{value:.{decimals}f}"
             cells.append(f"**{text}**" if round(value, decimals) == best else text)
@@ -138,7 +175,7 @@ def table4_markdown(architectures: pd.DataFrame, methods: pd.DataFrame | None = 
                 else ["–"] * (len(right) + 1))
         lines.append(f"| {dataset_label(row['dataset'])} | {row['measure']} | "
                      + " | ".join([*_cells(row, left, False, 3), *tail]) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + _flag_note(architectures)
 
 
 # --- Table 16 ------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ Nothing here knows what the files mean; `stored_runs` checks the numbers of a ve
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -214,14 +215,26 @@ def check_folder_locking(folder: Path) -> None:
         NoFolderLockError: it does not (the folder and the fix named).
         PermissionError: the folder cannot be created or written.
     """
+    created = not Path(folder).exists()
     folder = ensure_writable_dir(Path(folder), what="folder")
     probe = folder / f".lock-probe-{os.getpid()}"
     descriptor = _open_lock(probe)
     try:
-        _flock(descriptor, probe, folder)
-    finally:
-        os.close(descriptor)
-        probe.unlink(missing_ok=True)
+        try:
+            _flock(descriptor, probe, folder)
+        finally:
+            os.close(descriptor)
+            probe.unlink(missing_ok=True)
+    except NoFolderLockError:
+        if created:
+            remove_if_empty(folder)  # the folder this check created: nothing is left behind
+        raise
+
+
+def remove_if_empty(folder: Path) -> None:
+    """Remove `folder` if it is an empty folder (one a refused command created); anything else is left."""
+    with contextlib.suppress(OSError):
+        Path(folder).rmdir()
 
 
 def _open_lock(path: Path) -> int:

@@ -419,13 +419,15 @@ def device_memory_budget(device: jax.Device | None = None) -> int | None:
 
 
 def epoch_memory_bytes(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
-                       group: int, recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> int:
+                       group: int, recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> int | None:
     """Device bytes the compiled epoch of `group` candidates takes on one device by XLA's memory analysis
-    (arguments + outputs - aliased + temporaries). The program is compiled here and kept (`compiled_epoch`), so the
-    group that trains with this width next reuses it."""
+    (arguments + outputs - aliased + temporaries; None where the backend gives no analysis). The program is compiled
+    here and kept (`compiled_epoch`), so the group that trains with this width next reuses it."""
     fn, arguments = epoch_function(data, architecture, group, hparams=hparams, recipe=recipe, platform=platform,
                                    options=dataclasses.replace(options, num_devices=1))
     stats = compiled_epoch(fn, arguments).memory_analysis()
+    if stats is None:
+        return None
     return int(stats.argument_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
                + stats.temp_size_in_bytes)
 
@@ -438,7 +440,8 @@ def fitting_group_size(data: PreparedData, architecture: str, hparams: Mapping[s
                        recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, budget: int | None = None,
                        platform: str | None = None) -> int:
     """The most candidates (at most `most` and `AUTO_GROUP_LIMIT`) whose compiled epoch on one device fits `budget`
-    bytes (default `device_memory_budget()`; where the device reports no memory, `AUTO_GROUP_SIZE_ACCELERATOR`).
+    bytes (default `device_memory_budget()`; where the device reports no memory or XLA no memory analysis,
+    `AUTO_GROUP_SIZE_ACCELERATOR`).
 
     The widest group is compiled first (it fits: done, and that program trains); else one candidate, and the size
     between them is interpolated (memory grows linearly with the width) and checked by compiling it, at most
@@ -452,9 +455,12 @@ def fitting_group_size(data: PreparedData, architecture: str, hparams: Mapping[s
         return 1
 
     def need(group: int) -> int:
-        return epoch_memory_bytes(data, architecture, hparams, options, group, recipe, platform)
+        needed = epoch_memory_bytes(data, architecture, hparams, options, group, recipe, platform)
+        return -1 if needed is None else needed
 
     high, need_high = most, need(most)
+    if need_high < 0:  # no memory analysis on this backend
+        return min(most, AUTO_GROUP_SIZE_ACCELERATOR)
     if need_high <= budget:
         return most
     low, need_low = 1, need(1)

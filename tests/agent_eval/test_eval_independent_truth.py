@@ -266,7 +266,7 @@ def test_independent_formulas_reproduce_the_published_worked_examples() -> None:
                                                            "proof_test_h": 8760, "beta": 0.1, "targets": [3]}}, no_data)
     assert redundant["pfd_avg"] == approx(9.589e-4, rel=1e-4) and redundant["achieved_sil"] == 3
     assert derive({"builder": "pl_check", "params": {"pfh_d": 2e-6, "required_pl": "d"}}, no_data) == \
-        {"achieved_pl": "c", "compliant": False}
+        {"achieved_pl": "c", "compliant": False, "pl_margin": -1}
     noise = derive({"builder": "noise", "params": {"levels_dba": [95.0], "hours": [6.0]}}, no_data)
     assert noise["dose_pct"] == approx(150.0) and noise["twa_dba"] == approx(92.92, abs=0.005) and noise["over_pel"]
     nema = derive({"builder": "voltage_unbalance", "params": {"voltages": [462, 463, 455]}}, no_data)

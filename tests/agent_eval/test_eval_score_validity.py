@@ -37,10 +37,10 @@ from sfbench_jax.agent_eval.validators import (
 )
 
 #: Scenarios an answer built from the output template alone can pass: the two multiple-choice
-#: questions (by nature), and three whose every answer is an enum or a boolean that the tool
-#: computes but the template already lists (a PL level with its compliance flag; two FAA
-#: inspection-status questions).
-TEMPLATE_PASSABLE = {"health_turbofan_hpt_mcq", "health_turbofan_lpc_mcq", "safety_motor_guard_pl",
+#: questions (by nature), and two whose every answer is a boolean that the tool computes (two FAA
+#: inspection-status questions). Since issue 44 the PL question also asks by how many levels the
+#: requirement is missed, which no enumeration of the template gives.
+TEMPLATE_PASSABLE = {"health_turbofan_hpt_mcq", "health_turbofan_lpc_mcq",
                      "safety_aircraft_inspection", "safety_aircraft_overdue_inspection"}
 
 
@@ -266,6 +266,11 @@ def test_answer_operators_derive_values_from_tool_outputs() -> None:
     assert value({"$sub": [{"$ref": "b/cost"}, {"$ref": "a/cost"}]}) == 76000.0
     assert value({"$argmin": [["q", {"$ref": "a/missing"}]]}) is None   # unresolvable: null, not a guess
     assert value({"$parse_int": "no digits"}) is None
+    assert value({"$mul": [{"$ref": "a/cost"}, 2, 0.5]}) == 38000.0
+    assert value({"$div": [{"$ref": "b/cost"}, {"$ref": "a/cost"}]}) == 3.0
+    assert value({"$div": [{"$ref": "b/cost"}, {"$ref": "a/p"}]}) is None  # division by zero: null
+    assert value({"$not": {"$gt": [{"$ref": "a/p"}, 0]}}) is True
+    assert value({"$not": {"$ref": "a/cost"}}) is None  # not a boolean
 
 
 def _template_answers(schema: Any) -> list[Any]:

@@ -95,7 +95,7 @@ def test_a_whole_epoch_moves_nothing_and_both_layouts_give_the_same_numbers(etth
 
 
 def test_auto_group_size_is_what_the_memory_budget_holds(etth1) -> None:
-    options = TrainConfig(steps_per_epoch=2, num_devices=1)
+    options = TrainConfig(steps_per_epoch=STEPS, num_devices=1)  # the 2-candidate program is the test above's
     # the accelerator layout's programs (compiled for this CPU): what auto sizes on a GPU
     need = {group: epoch_memory_bytes(etth1, "dlinear", {}, options, group, platform="cuda") for group in (1, 2, 4)}
     assert need[1] < need[2] < need[4]  # the compiled epoch's memory analysis grows with the group

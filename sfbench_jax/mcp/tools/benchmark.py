@@ -113,7 +113,8 @@ def list_models() -> RegisteredModels:
 
 def list_methods() -> RegisteredMethods:
     """List the registered robustness methods (built-ins, then plug-ins) with their kind, label, the architectures
-    they apply to, their recipe keys and the package each came from."""
+    they apply to, their recipe keys and the package each came from; a method whose own code fails is listed with
+    `problem` naming it and the error (the others as usual)."""
     return RegisteredMethods(methods=list(_api().list_methods()), kernel="sfbench_jax.api.list_methods")
 
 

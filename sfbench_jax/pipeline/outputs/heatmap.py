@@ -1,10 +1,15 @@
 """The per-run scenario heatmap (`scenario_heatmap.png` in a run folder): D_p per model and scenario in the paper's
-colour scale, and the atomic PNG writer the analysis figures (`sfbench_jax.report.figures`) share."""
+colour scale, the atomic PNG writer the analysis figures (`sfbench_jax.report.figures`) share, and `plain_text`, which
+and `plain_text_figure`, which every figure passes (a plug-in's label such as `$x$` is shown as written, never as
+mathtext)."""
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import matplotlib
 
@@ -13,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap, Normalize
+from matplotlib.text import Text
 
 from sfbench_jax.faults.registry import SCENARIOS
 from sfbench_jax.storage.atomic import write_atomically
@@ -20,10 +26,36 @@ from sfbench_jax.storage.atomic import write_atomically
 WHITE, PALE, RED = "#FFFFFF", "#F3D5C7", "#D92523"
 
 
+#: Matplotlib settings of every figure: texts are plain (the figures write no math).
+PLAIN_TEXT: Any = {"text.parse_math": False}  # typed Any: matplotlib types rc names as literals
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def plain_text(fig: plt.Figure) -> plt.Figure:
+    """Every text of a figure shown as written: no mathtext, so a label with dollar signs (a plug-in's name, a
+    dataset's) is drawn literally instead of failing to parse when the figure is drawn. The figures write no math."""
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+    return fig
+
+
+def plain_text_figure(build: F) -> F:
+    """A figure builder whose texts are plain (`PLAIN_TEXT` while it builds and lays out, then `plain_text`)."""
+    @functools.wraps(build)
+    def built(*args: Any, **kwargs: Any) -> Any:
+        with plt.rc_context(PLAIN_TEXT):
+            result = build(*args, **kwargs)
+        return plain_text(result) if isinstance(result, plt.Figure) else result
+
+    return cast(F, built)
+
+
 def save_figure(fig: plt.Figure, target: Path, *, dpi: int = 150) -> Path:
-    """Write a figure as PNG atomically and close it."""
+    """Write a figure as PNG atomically (its texts plain: `plain_text`) and close it."""
     try:
-        return write_atomically(target, lambda path: fig.savefig(path, dpi=dpi, format="png"))
+        plain_text(fig)
+        with plt.rc_context(PLAIN_TEXT):
+            return write_atomically(target, lambda path: fig.savefig(path, dpi=dpi, format="png"))
     finally:
         plt.close(fig)
 
@@ -36,6 +68,7 @@ def heatmap_scale(values: np.ndarray) -> tuple[LinearSegmentedColormap, Normaliz
     return LinearSegmentedColormap.from_list("sfbench", anchors), Normalize(vmin=lower, vmax=2.0)
 
 
+@plain_text_figure
 def scenario_heatmap(summary: pd.DataFrame, target: Path) -> Path:
     """Heatmap of D_p per model (rows) and scenario (columns, canonical order, grouped by class).
 

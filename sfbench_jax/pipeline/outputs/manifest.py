@@ -107,9 +107,11 @@ def to_plain(value: Any) -> Any:
 
 
 def run_manifest(cfg: RunConfig, data: PreparedData, models: list[EvaluatedModel], selection: Selection,
-                 timings: dict[str, float], files: dict[str, Path]) -> dict[str, Any]:
+                 timings: dict[str, float], files: dict[str, Path], *,
+                 contract_notes: tuple[str, ...] = ()) -> dict[str, Any]:
     """The manifest of one run: resolved config, versions, code revision, devices, data checksums, phase
-    timings, per-model engine statistics, the selection record and the files written."""
+    timings, per-model engine statistics (and whether its forecast ignores its input), the selection record, the
+    files written and the contract checks that could not apply to a spec (`contract_notes`)."""
     manifest = {
         "config": to_plain(cfg),
         "versions": package_versions(),
@@ -122,8 +124,10 @@ def run_manifest(cfg: RunConfig, data: PreparedData, models: list[EvaluatedModel
         "timings": timings,
         "startup": startup_phases(timings),
         "models": [{"architecture": m.architecture, "method": m.method, "hyperparameters": m.hyperparameters,
-                    "engine": to_plain(m.evaluation.engine), "bootstrap_seconds": m.evaluation.bootstrap_seconds}
+                    "engine": to_plain(m.evaluation.engine), "bootstrap_seconds": m.evaluation.bootstrap_seconds,
+                    "ignores_input": m.ignores_input}
                    for m in models],
+        "contract_notes": list(contract_notes),
         "files": {name: path.name for name, path in files.items()},
     }
     plan, winner = selection.plan, selection.winner

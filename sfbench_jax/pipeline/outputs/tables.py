@@ -64,6 +64,7 @@ def summary_row(model: EvaluatedModel, anchor: EvaluatedModel | None = None) -> 
         "d_mean": scores.d_mean, "d_mean_ci_lo": ci.d_mean.low, "d_mean_ci_hi": ci.d_mean.high,
         "mpc": scores.mpc, "mpc_ci_lo": ci.mpc.low, "mpc_ci_hi": ci.mpc.high,
         "worst_scenario": keys[scores.worst_index],
+        "ignores_input": model.ignores_input,
         **anchor_columns(model, anchor),
     }
     row.update(_scenario_columns(keys, scores, ci))
