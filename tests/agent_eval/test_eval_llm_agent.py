@@ -193,8 +193,8 @@ def test_cli_doctor_and_run_with_llm_agent(tmp_path: Path, data_root: Path,
                          str(data_root)]) == 0
         assert chat.headers[0]["Authorization"] == "Bearer sk-from-env"
     report = (out / "report.csv").read_text().splitlines()
-    assert report[0].startswith("agent,model,mode,split,task_type")
-    assert report[1].startswith("llm,scripted-test-model,tools_provided,all,all,1,1,1,1.0")
+    assert report[0].startswith("agent,model,mode,variant,split,task_type")
+    assert report[1].startswith("llm,scripted-test-model,tools_provided,explicit,all,all,1,1,1,1.0")
     monkeypatch.delenv("SFBENCH_TEST_LLM_KEY")
     with pytest.raises(SystemExit, match="SFBENCH_TEST_LLM_KEY"):
         cli.main(["doctor", "--llm-config", str(config)])
