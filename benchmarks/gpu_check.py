@@ -42,6 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 
 from sfbench_jax.config import EvalConfig, TrainConfig
 from sfbench_jax.data import load, prepare
@@ -61,6 +62,11 @@ ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")
 PATCHTST_PAPER = {"d_model": 128, "n_heads": 8, "d_ff": 256}
 #: Candidates of one structure the automatic group size may take at most in the epoch rows (a method's variants).
 AUTO_MOST = 40
+#: Input bytes of the forward-alone batch (`forward_batch`).
+FORWARD_BATCH_BYTES = 2**30
+#: Seconds the measured run may take before it skips what is left (each skipped row says so): the issue's 8 minutes
+#: less the start-up and a margin.
+TIME_BUDGET_SECONDS = 420
 DOCS_BEGIN, DOCS_END = "<!-- gpu_check:begin -->", "<!-- gpu_check:end -->"
 
 
@@ -165,91 +171,114 @@ def _seconds(run: Callable[[], Any], repeats: int) -> float:
     return statistics.median(times)
 
 
-def fault_pass_rows(datasets: tuple[str, ...], k: int, repeats: int) -> list[dict[str, Any]]:
-    """The fused fault pass against the per-scenario vmapped baseline, paired per round (scoring_core's)."""
+def fault_pass_row(key: str, k: int, repeats: int) -> dict[str, Any]:
+    """The fused fault pass against the per-scenario vmapped baseline, paired per round (scoring_core's), and the
+    SeasonalNaive evaluation (K windows x 8 scenarios, 1,000 bootstrap draws)."""
     import scoring_core
 
-    rows = []
-    for key in datasets:
-        data = prepare(load(key))
-        options = EvalConfig(k=k, progress=False).for_dataset(data.spec)
-        fused = scoring_core.fused_fault_pass(data, options)
-        baseline = scoring_core.baseline_fault_pass(data, options.seed or 0, k)
-        scoring_core.check_same_work(fused.checksums, baseline.checksums)
-        samples = scoring_core.paired_runs({"fused": fused, "baseline": baseline}, repeats)
-        compile_s, evaluation_s = scoring_core.full_evaluation_seconds(data, options, repeats)
-        rows.append({"dataset": key, "k": k, "fault_pass_seconds": statistics.median(s[0] for s in samples["fused"]),
-                     "baseline_seconds": statistics.median(s[0] for s in samples["baseline"]),
-                     "x_baseline": scoring_core.paired_ratio(samples["baseline"], samples["fused"]),
-                     "chunk": fused.block_size, "seasonal_naive_compile_seconds": compile_s,
-                     "seasonal_naive_evaluation_seconds": evaluation_s})
-        print(json.dumps(rows[-1]), flush=True)
-    return rows
+    data = prepare(load(key))
+    options = EvalConfig(k=k, progress=False).for_dataset(data.spec)
+    fused = scoring_core.fused_fault_pass(data, options)
+    baseline = scoring_core.baseline_fault_pass(data, options.seed or 0, k)
+    scoring_core.check_same_work(fused.checksums, baseline.checksums)
+    samples = scoring_core.paired_runs({"fused": fused, "baseline": baseline}, repeats)
+    compile_seconds, evaluation_seconds = scoring_core.full_evaluation_seconds(data, options, repeats)
+    return {"dataset": key, "k": k, "fault_pass_seconds": statistics.median(s[0] for s in samples["fused"]),
+            "baseline_seconds": statistics.median(s[0] for s in samples["baseline"]),
+            "x_baseline": scoring_core.paired_ratio(samples["baseline"], samples["fused"]), "chunk": fused.block_size,
+            "seasonal_naive_compile_seconds": compile_seconds, "seasonal_naive_evaluation_seconds": evaluation_seconds}
 
 
-def model_rows(k: int, repeats: int) -> list[dict[str, Any]]:
-    """Each architecture's evaluation on ETTh1, and PatchTST (paper-sized) Traffic-shaped, channel-sparse."""
+def model_row(key: str, name: str, hparams: dict[str, Any] | None, k: int, repeats: int,
+              peak_gflops: float) -> dict[str, Any]:
+    """One architecture's evaluation as `sfbench` runs it (channel-sparse where the model is channel-independent):
+    compile seconds, steady seconds (engine run + bootstrap) and windows x 9 per second; and its forward alone on a
+    batch of `forward_batch` windows against the matrix-multiply rate measured in this process."""
     import scoring_core
 
-    cases = [("etth1", name, None) for name in ARCHITECTURES]
-    cases.append(("traffic_synthetic", "patchtst", PATCHTST_PAPER))
-    rows = []
-    for key, name, hparams in cases:
-        data = prepare(load(key))
-        options = EvalConfig(k=k, progress=False).for_dataset(data.spec)
-        row = {"dataset": key, "hparams": hparams or "default"}
-        row |= scoring_core.model_cost(data, options, repeats, name, hparams)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return rows
+    from sfbench_jax.evaluate import evaluate_predictor
+
+    data = prepare(load(key))
+    options = EvalConfig(k=k, progress=False).for_dataset(data.spec)
+    predict, state = predict_fn(evaluation_model(data, name, hparams), channel_sparse=MODELS[name].channel_sparse)
+    first = evaluate_predictor(predict, state, data, options)
+    seconds = statistics.median(_evaluation_seconds(predict, state, data, options) for _ in range(repeats))
+    full_forward = getattr(predict, "full", predict)
+    batch = forward_batch(data)
+    windows = jax.device_put(np.zeros((batch, data.spec.input_len, data.spec.num_channels), np.float32))
+    flops = scoring_core.forward_flops_per_window(full_forward, state, windows)
+    forward = jax.jit(full_forward)
+    forward_seconds = _seconds(lambda: forward(state, windows).block_until_ready(), repeats)
+    return {"dataset": key, "model": name, "hparams": hparams or "default", "k": k,
+            "compile_seconds": first.engine.compile_seconds, "chunk": first.engine.chunk_size,
+            "layout": first.engine.layout, "evaluation_seconds": seconds, "windows_x9_per_second": 9 * k / seconds,
+            "forward_mflops_per_window": flops / 1e6, "forward_batch": batch,
+            "forward_utilisation": flops * batch / forward_seconds / 1e9 / peak_gflops}
 
 
-def epoch_rows(repeats: int) -> list[dict[str, Any]]:
-    """Seconds of one training epoch per architecture (ETTh1) with 1, 8 and the automatic number of candidates."""
+def _evaluation_seconds(predict: Any, state: Any, data: PreparedData, options: EvalConfig) -> float:
+    from sfbench_jax.evaluate import evaluate_predictor
+
+    evaluation = evaluate_predictor(predict, state, data, options)
+    return float(evaluation.engine.run_seconds + evaluation.bootstrap_seconds)
+
+
+def forward_batch(data: PreparedData) -> int:
+    """Windows of the forward-alone measurement: 9 x 1,024 (a chunk's clean and faulted windows), fewer where
+    that would exceed `FORWARD_BATCH_BYTES` of input (Traffic's 862 channels)."""
+    window_bytes = data.spec.input_len * data.spec.num_channels * 4
+    return max(9, min(9 * 1024, FORWARD_BATCH_BYTES // window_bytes))
+
+
+def epoch_row(name: str, repeats: int) -> dict[str, Any]:
+    """Seconds of one training epoch of `name` (ETTh1) with 1, 8 and the automatic number of candidates, and the
+    8 candidates' speed-up over training them one after another."""
     from sfbench_jax.train.fit import candidates_per_group, epoch_function
 
     data = prepare(load("etth1"))
-    rows = []
-    for name in ARCHITECTURES:
-        row: dict[str, Any] = {"architecture": name}
-        automatic = candidates_per_group(data, name, {}, TrainConfig(), most=AUTO_MOST)
-        sizes = {"g1": 1, "g8": EPOCH_CANDIDATES, "auto": automatic}
-        for label, size in sizes.items():
-            fn, arguments = epoch_function(data, name, size)
-            started = time.perf_counter()
-            jax.block_until_ready(fn(*arguments))
-            row[f"{label}_compile_seconds"] = time.perf_counter() - started
-            row[f"{label}_epoch_seconds"] = _seconds(lambda fn=fn, arguments=arguments: jax.block_until_ready(
-                fn(*arguments)), repeats)
-            row[f"{label}_candidates"] = size
-        row["g8_x_sequential"] = 8 * row["g1_epoch_seconds"] / row["g8_epoch_seconds"]
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return rows
+    automatic = candidates_per_group(data, name, {}, TrainConfig(), most=AUTO_MOST)
+    row: dict[str, Any] = {"architecture": name}
+    for label, size in {"g1": 1, "g8": EPOCH_CANDIDATES, "auto": automatic}.items():
+        fn, arguments = epoch_function(data, name, size)
+        started = time.perf_counter()
+        jax.block_until_ready(fn(*arguments))
+        row[f"{label}_compile_seconds"] = time.perf_counter() - started
+        row[f"{label}_epoch_seconds"] = _seconds(lambda fn=fn, arguments=arguments: jax.block_until_ready(
+            fn(*arguments)), repeats)
+        row[f"{label}_candidates"] = size
+    row["g8_x_sequential"] = EPOCH_CANDIDATES * row["g1_epoch_seconds"] / row["g8_epoch_seconds"]
+    return row
+
+
+def _cells(row: dict[str, Any], cells: Callable[[dict[str, Any]], str], width: int) -> str:
+    """A table row, or the case's name and why it has no figures."""
+    if "skipped" in row or "error" in row:
+        return f"| {row['case']} | " + " | ".join([row.get("skipped") or row["error"]] + ["-"] * (width - 2)) + " |"
+    return cells(row)
 
 
 def markdown(result: dict[str, Any]) -> str:
     """The GPU section of docs/speed.md."""
     env = result["environment"]
-    lines = [f"## GPU: {env['device']}", "",
+    lines = [f"### {env['device']}", "",
              f"`python benchmarks/gpu_check.py` on {env['date']}, commit {env['commit']}, jax {env['jax']} "
-             f"(jaxlib {env['jaxlib']}), float32 matrix-multiply rate {result['matmul_gflops']:,.0f} GFLOP/s "
-             "(measured in the same process). Ratios are paired per round in one process.", "",
+             f"(jaxlib {env['jaxlib']}), in {result['seconds']:.0f} s. Float32 matrix-multiply rate "
+             f"{result['matmul_gflops']:,.0f} GFLOP/s, measured in the same process; ratios are paired per round.", "",
              "| dataset | K | fault pass s | vmapped baseline s | x baseline | SeasonalNaive evaluation s |",
              "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['dataset']} | {r['k']} | {r['fault_pass_seconds']:.4f} | {r['baseline_seconds']:.4f} | "
-              f"{r['x_baseline']:.2f} | {r['seasonal_naive_evaluation_seconds']:.4f} |" for r in result["fault_pass"]]
-    lines += ["", "| dataset | architecture | hyperparameters | evaluation s | windows x 9 / s | forward utilisation |",
-              "|---|---|---|---:|---:|---:|"]
-    for r in result["models"]:
-        seconds = r.get("model_sparse_seconds", r["model_full_seconds"])
-        rate = r.get("model_sparse_windows_per_second", r["model_full_windows_per_second"])
-        lines.append(f"| {r['dataset']} | {r['model']} | {r['hparams']} | {seconds:.3f} | {rate:,} | "
-                     f"{100 * r['model_forward_utilisation']:.0f}% |")
-    lines += ["", "| architecture | epoch s, 1 candidate | epoch s, 8 | x one after another | auto size | "
+    lines += [_cells(r, lambda r: f"| {r['dataset']} | {r['k']} | {r['fault_pass_seconds']:.4f} | "
+                     f"{r['baseline_seconds']:.4f} | {r['x_baseline']:.2f} | "
+                     f"{r['seasonal_naive_evaluation_seconds']:.4f} |", 6) for r in result["fault_pass"]]
+    lines += ["", "| evaluation | K | layout, chunk | compile s | evaluation s | windows x 9 / s | "
+              "forward utilisation |", "|---|---:|---|---:|---:|---:|---:|"]
+    lines += [_cells(r, lambda r: f"| {r['case']} | {r['k']} | {r['layout']}, {r['chunk']} | "
+                     f"{r['compile_seconds']:.1f} | {r['evaluation_seconds']:.3f} | "
+                     f"{r['windows_x9_per_second']:,.0f} | {100 * r['forward_utilisation']:.0f}% |", 7)
+              for r in result["models"]]
+    lines += ["", "| architecture | epoch s, 1 candidate | epoch s, 8 | 8 x one after another | auto size | "
               "epoch s, auto |", "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['architecture']} | {r['g1_epoch_seconds']:.3f} | {r['g8_epoch_seconds']:.3f} | "
-              f"{r['g8_x_sequential']:.1f} | {r['auto_candidates']} | {r['auto_epoch_seconds']:.3f} |"
+    lines += [_cells(r, lambda r: f"| {r['architecture']} | {r['g1_epoch_seconds']:.3f} | {r['g8_epoch_seconds']:.3f} "
+                     f"| {r['g8_x_sequential']:.1f} | {r['auto_candidates']} | {r['auto_epoch_seconds']:.3f} |", 6)
               for r in result["epochs"]]
     return "\n".join(lines) + "\n"
 
@@ -282,18 +311,47 @@ def environment() -> dict[str, Any]:
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
 
 
-def measure(k: int, repeats: int) -> dict[str, Any]:
-    """The whole GPU table (see the module docstring)."""
+class Deadline:
+    """The measured run's time budget: rows are measured in order until it is spent, the rest recorded skipped."""
+
+    def __init__(self, seconds: float) -> None:
+        self.started, self.seconds = time.perf_counter(), seconds
+
+    def rows(self, cases: list[tuple[str, Callable[[], dict[str, Any]]]]) -> list[dict[str, Any]]:
+        """Each case's row, in order, or `{"case": ..., "skipped": "time budget spent"}` once the budget is spent;
+        a case that fails is recorded with its error (the run goes on)."""
+        rows: list[dict[str, Any]] = []
+        for case, measure_case in cases:
+            if time.perf_counter() - self.started > self.seconds:
+                rows.append({"case": case, "skipped": "time budget spent"})
+            else:
+                try:
+                    rows.append({"case": case} | measure_case())
+                except Exception as error:  # noqa: BLE001 (one failed row must not lose the others' figures)
+                    rows.append({"case": case, "error": f"{type(error).__name__}: {error}"[:500]})
+            print(json.dumps(rows[-1]), flush=True)
+        return rows
+
+
+def measure(k: int, repeats: int, budget: float = TIME_BUDGET_SECONDS) -> dict[str, Any]:
+    """The whole GPU table (see the module docstring), in the order of the issue's targets."""
     import scoring_core
 
-    started = time.perf_counter()
+    deadline = Deadline(budget)
     result: dict[str, Any] = {"environment": environment(), "k": k}
     print(json.dumps(result["environment"]), flush=True)
-    result["matmul_gflops"] = scoring_core.matmul_peak_gflops(repeats, size=8192)
-    result["fault_pass"] = fault_pass_rows(("etth1", "traffic_synthetic"), k, repeats)
-    result["models"] = model_rows(k, repeats)
-    result["epochs"] = epoch_rows(repeats)
-    result["seconds"] = time.perf_counter() - started
+    peak = scoring_core.matmul_peak_gflops(repeats, size=8192)
+    result["matmul_gflops"] = peak
+    result["fault_pass"] = deadline.rows([(key, lambda key=key: fault_pass_row(key, k, repeats))
+                                          for key in ("etth1", "traffic_synthetic")])
+    model_cases: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        ("traffic_synthetic patchtst paper", lambda: model_row("traffic_synthetic", "patchtst", PATCHTST_PAPER, k, 1,
+                                                               peak))]
+    model_cases += [(f"etth1 {name}", lambda name=name: model_row("etth1", name, None, k, repeats, peak))
+                    for name in ARCHITECTURES]
+    result["models"] = deadline.rows(model_cases)
+    result["epochs"] = deadline.rows([(name, lambda name=name: epoch_row(name, repeats)) for name in ARCHITECTURES])
+    result["seconds"] = time.perf_counter() - deadline.started
     return result
 
 
@@ -304,10 +362,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path("gpu_check"), help="folder for the files written")
     parser.add_argument("--k", type=int, default=10_000, help="test windows of the measured run")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds after a warm-up")
+    parser.add_argument("--budget", type=float, default=TIME_BUDGET_SECONDS,
+                        help="seconds to measure before skipping the remaining rows")
     parser.add_argument("--docs", type=Path, help="replace this page's GPU section (docs/speed.md)")
     args = parser.parse_args(argv)
-    if args.chunk < 1 or args.k < 1 or args.repeats < 1:
-        parser.error("--chunk, --k and --repeats must be at least 1")
+    if args.chunk < 1 or args.k < 1 or args.repeats < 1 or args.budget <= 0:
+        parser.error("--chunk, --k and --repeats must be at least 1, --budget positive")
     return args
 
 
@@ -318,7 +378,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if jax.default_backend() == "cpu":
         raise SystemExit("No GPU: jax sees only the CPU. Run `--lower-only cuda` here to see what a GPU would "
                          "compile, or run this on a machine with one (JAX's CUDA plug-in: .[cuda12] or .[cuda13]).")
-    result = measure(args.k, args.repeats)
+    result = measure(args.k, args.repeats, args.budget)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gpu_check.json").write_text(json.dumps(result, indent=1))
     section = markdown(result)

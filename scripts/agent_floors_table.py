@@ -48,7 +48,7 @@ BEGIN, END = "<!-- floors-table:begin -->", "<!-- floors-table:end -->"
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.3g}" if 0.0 < value < 0.001 else f"{value:.3f}"
+    return f"{value:.2e}" if 0.0 < value < 0.001 else f"{value:.3f}"
 
 
 def _rate(passed: int, n: int) -> str:
@@ -69,12 +69,13 @@ def _all_rows(summary: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]
     return rows
 
 
-def floor_passes(run_dir: Path) -> dict[str, list[str]]:
-    """Per floor kind, the scenarios it passed, from a fresh run folder's floor records."""
+def floor_passes(run_dir: Path, field: str = "success") -> dict[str, list[str]]:
+    """Per floor kind, the scenarios it passed (``success``: the primary pass; ``answer_success``: on the answer
+    alone), from a fresh run folder's floor records."""
     passed: dict[str, list[str]] = {kind: [] for kind in FLOOR_KINDS}
     for path in sorted((run_dir / "floors" / "records").glob("*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
-        if record["success"]:
+        if record.get(field):
             passed[record["agent"]].append(f"`{record['scenario_id']}`")
     return passed
 
@@ -95,32 +96,42 @@ def render(reference: Mapping[str, Any], model: Mapping[str, Any],
     Raises:
         ValueError: If the published run passed any scenario (its pairing then needs its traces).
     """
-    head = "| agent | scenarios | passed = pass@1 [Wilson 95%] | vs template-constant: only agent / only floor, " \
-           "McNemar p | vs random-tool: only agent / only floor, McNemar p |"
-    lines = [head, "|---|---|---|---|---|"]
     (_, scripted), = _all_rows(reference).items()
-    for kind in FLOOR_KINDS:
+    kinds = [kind for kind in FLOOR_KINDS if kind in scripted]
+    head = ("| agent | scenarios | passed = pass@1 [Wilson 95%] | answer-only pass@1 (lenient) | "
+            + " | ".join(f"vs {kind.removeprefix('floor:').replace('_', '-')}: only agent / only floor, McNemar p"
+                         for kind in kinds) + " |")
+    lines = [head, "|" + "---|" * (4 + len(kinds))]
+    for kind in kinds:
         row = scripted[kind]
         passed = round(row["floor_pass_at_1"] * row["floor_runs"])
-        lines.append(f"| {kind} | {row['scenarios']} | {_rate(passed, row['floor_runs'])} | - | - |")
+        lines.append(f"| {kind} | {row['scenarios']} | {_rate(passed, row['floor_runs'])} | "
+                     f"{_lenient(row.get('floor_answer_only_pass_at_1'), row['floor_runs'])} | "
+                     + " | ".join("-" for _ in kinds) + " |")
     named = [("scripted reference", scripted)]
     named += [(f"{who} (stored traces)", rows) for who, rows in _all_rows(model).items()]
     for name, rows in named:
-        first = rows[FLOOR_KINDS[0]]
+        first = rows[kinds[0]]
         passed = round(first["pass_at_1"] * first["runs"])
         lines.append(f"| {name} | {first['scenarios']} | {_rate(passed, first['runs'])} | "
-                     + " | ".join(_versus(rows[kind]) for kind in FLOOR_KINDS) + " |")
+                     f"{_lenient(first.get('answer_only_pass_at_1'), first['runs'])} | "
+                     + " | ".join(_versus(rows[kind]) for kind in kinds) + " |")
     if published is None:
         return "\n".join(lines) + "\n"
     name, passed, n = published
-    if passed != 0 or n != scripted[FLOOR_KINDS[0]]["scenarios"]:
+    if passed != 0 or n != scripted[kinds[0]]["scenarios"]:
         raise ValueError("the published row is derived only for a model that failed every scenario of the set")
     # the model failed everywhere: only-agent 0, only-floor = the floor's solved scenarios (both + only_floor
     # of the reference's pairing, which covers every scenario)
     cells = [f"0 / {scripted[k]['both'] + scripted[k]['only_floor']}, "
-             f"p = {_fmt(mcnemar_exact(0, scripted[k]['both'] + scripted[k]['only_floor']))}" for k in FLOOR_KINDS]
-    lines.append(f"| {name} | {n} | {_rate(passed, n)} | " + " | ".join(cells) + " |")
+             f"p = {_fmt(mcnemar_exact(0, scripted[k]['both'] + scripted[k]['only_floor']))}" for k in kinds]
+    lines.append(f"| {name} | {n} | {_rate(passed, n)} | - | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _lenient(rate: float | None, runs: int) -> str:
+    """The answer-only pass count (validators alone) of a row, or ``-`` for rows written before it existed."""
+    return "-" if rate is None else f"{round(rate * runs)}/{runs}"
 
 
 def _run_quietly(argv: Sequence[str]) -> None:
@@ -157,6 +168,9 @@ def _regenerate(args: argparse.Namespace, text: str, out: Path, scratch: Path) -
                    json.loads((model / "aggregate.json").read_text()))
     table += "\nScenarios a floor passed: " + "; ".join(
         f"{kind}: {', '.join(ids) or 'none'}" for kind, ids in floor_passes(reference).items()) + ".\n"
+    lenient = floor_passes(reference, "answer_success")
+    table += "\nPassed on the answer alone (lenient): " + "; ".join(
+        f"{kind}: {', '.join(ids) or 'none'}" for kind, ids in lenient.items()) + ".\n"
     before, rest = text.split(BEGIN)
     _, after = rest.split(END)
     updated = f"{before}{BEGIN}\n\n{table}\n{END}{after}"

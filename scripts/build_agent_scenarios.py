@@ -576,7 +576,8 @@ def cmapss_rul_fleet(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
             "reference": {"mae": r6(mae), "rmse": r6(rmse), "phm08": r6(metrics["phm08"]),
                           "top_risk_overlap": r6(overlap),
                           "most_urgent_unit": int(pred_top[0]),
-                          "most_urgent_predicted_rul": r6(pred[pred_top[0] - 1])},
+                          "most_urgent_predicted_rul": r6(pred[pred_top[0] - 1]),
+                          "runner_up_gap": r6(pred[pred_top[1] - 1] - pred[pred_top[0] - 1])},
             "mae_range": [r6((1 - tolerance) * mae), r6((1 + tolerance) * mae)],
             "rmse_range": [r6((1 - tolerance) * rmse), r6((1 + tolerance) * rmse)],
             "min_top_risk_overlap": r6(max(0.0, overlap - 0.1))}
@@ -757,7 +758,7 @@ def battery_labels(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
                 "trend"],
             "re_first_ohm": r6(cell.re_ohm[0]), "re_last_ohm": r6(cell.re_ohm[-1]),
             "rct_first_ohm": r6(cell.rct_ohm[0]), "rct_last_ohm": r6(cell.rct_ohm[-1]),
-            "first_anomalous_cycle": _first_anomaly(cell)}
+            "first_anomalous_cycle": _first_anomaly(cell), "n_cycles": int(cell.cycle.shape[0])}
 
 
 def _unit_rows(store: Any, dataset: str, split: str, unit: int) -> np.ndarray:
@@ -848,8 +849,10 @@ def battery_baseline(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
     length = min(int(c.cycle.shape[0]) for c in [cell, *fleet])
     result = kern.compare_to_baseline(getattr(cell, feature)[:length],
                                       np.stack([getattr(f, feature)[:length] for f in fleet]))
+    worst = float(np.max(np.abs(np.asarray(result.z))))
     return {"is_outlier": bool(np.asarray(result.is_outlier)),
-            "n_events": code(result.n_events), "n_cycles_compared": length}
+            "n_events": code(result.n_events), "n_cycles_compared": length,
+            "worst_deviation_in_thresholds": r6(worst / 3.0)}  # |z| > 3 is the outlier threshold
 
 
 @builder("battery_health_report")
@@ -893,6 +896,36 @@ def battery_schedule(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
 # =============================================================================================
 
 
+def question_answers(name: str, truth: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """What a data scenario asks beyond the builder's facts (issue 44: answers derived from the facts, not a
+    tool's output key): a drift over the record, cycles after a first flag, an end-of-life cycle, a fade in
+    percent, a total resistance, a decision, a time in another unit. Plain arithmetic on the builder's values."""
+    extra: dict[str, Any] = {}
+    if name == "sensor_trend":
+        extra["drift_over_life"] = r6(truth["sen_slope"] * (truth["n_cycles"] - 1))
+    elif name == "engine_signals":
+        first = truth["first_anomalous_cycle"]
+        extra["cycles_after_first_departure"] = None if first is None else truth["n_cycles"] - first
+    elif name == "battery_health_report":
+        rul = truth["predicted_rul"]
+        extra["predicted_eol_cycle"] = None if rul is None else r6(int(params["cycle"]) + rul)
+    elif name == "battery_soh_stage":
+        extra["capacity_fade_pct"] = r6(100.0 * (1.0 - truth["soh_first_cycle"]))
+    elif name == "battery_rul":
+        extra["capacity_lost_pct"] = r6(100.0 * (1.0 - truth["soh_first_at_last_cycle"]))
+    elif name == "battery_labels":
+        extra["rct_growth_pct"] = r6(100.0 * (truth["rct_last_ohm"] / truth["rct_first_ohm"] - 1.0))
+        extra["total_resistance_last_ohm"] = r6(truth["re_last_ohm"] + truth["rct_last_ohm"])
+        first = truth["first_anomalous_cycle"]
+        extra["cycles_after_first_anomaly"] = None if first is None else truth["n_cycles"] - first
+    elif name == "bearing_fleet":
+        extra["usable_as_healthy_reference"] = all(label == "normal" for label in truth["conditions"]["labels"]) \
+            and truth["envelope_accuracy"] == 1.0
+    elif name == "cmapss_urgent_schedule":
+        extra["maintain_in_converted"] = r6(truth["maintain_in"] / float(params.get("time_divisor", 1.0)))
+    return extra
+
+
 class _LazyStore:
     """Opens the data store on first use, so formula-only runs need no data root."""
 
@@ -932,6 +965,7 @@ def build_all(data_root: Path | None, scenario_dir: Path,
             raise KeyError(f"{scenario.id}: unknown ground-truth builder {recipe['builder']!r}; "
                            f"known: {sorted(BUILDERS)}")
         truth = BUILDERS[recipe["builder"]](recipe.get("params", {}), store)
+        truth = {**truth, **question_answers(recipe["builder"], truth, recipe.get("params", {}))}
         document = {"scenario_id": scenario.id, "builder": recipe["builder"], **truth}
         text = json.dumps(document, sort_keys=True, indent=2) + "\n"
         files[Path(scenario.ground_truth_ref).name] = text.encode()

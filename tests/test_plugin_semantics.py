@@ -3,8 +3,9 @@
 The shape contract passes every plug-in here; each gave a wrong number with exit 0 before. A distribution
 (`meaning-plugin` 0.1) is put on `sys.path` the way pip installs one and its specs are registered into the live
 registries (as tests/test_plugin_contracts.py does); `sfbench` runs in this process. A refusal is checked as there:
-exit 2, one line on stderr naming the package, the entry point and the broken property, no run folder. The built-in
-faults and models pass every check (`test_every_built_in_...`).
+exit 2, one line on stderr naming the package, the entry point and the broken property, no run folder. A run
+computes these checks for plug-ins only; the built-in faults and models are checked here, where they must pass every
+one (`test_every_built_in_...`, slow).
 """
 
 from __future__ import annotations
@@ -248,6 +249,9 @@ def test_a_well_behaved_fault_passes_and_a_check_that_cannot_apply_says_so(meani
     notes = contracts.check_fault_semantics(FAULTS["scaled_offset"], SHAPES)
     assert notes == ("Fault 'scaled_offset': the unselected-channel check does not apply (is_channel_scoped=False: "
                      "it acts on every channel).",)
+    # a run's checks return the note (the run prints it and records it in the manifest's contract_notes)
+    cfg = _compose_run(["model=seasonal_naive", "dataset=beijing_air_tiantan", "eval.scenarios=[scaled_offset]"])
+    assert contracts.check_run_contracts(cfg) == notes
     # different keys may give different windows (only one key twice must give one window)
     window = contracts.probe_window(SHAPES)
     assert window.shape == (96, 12) and np.array_equal(window, contracts.probe_window(SHAPES))
@@ -291,21 +295,27 @@ def test_item7_a_model_that_ignores_its_input_is_flagged_in_the_summary_table4_a
 
     run = tmp_path / "runs" / "blind"
     code, stderr = sfbench(monkeypatch, "model=blind", *TINY, f"data_root={data_root}", f"hydra.run.dir={run}",
-                           f"train.store_dir={tmp_path / 'store'}", "train.candidate_budget=1")
+                           f"train.store_dir={tmp_path / 'store'}", "train.candidate_budget=1",
+                           "eval.scenarios=[scaled_offset]")
     assert code == 0, stderr[-3000:]
     assert "WARNING: blind's forecast IGNORES ITS INPUT" in stderr, stderr[-3000:]
+    note = "Fault 'scaled_offset': the unselected-channel check does not apply (is_channel_scoped=False"
+    assert f"[sfbench] contract check not applied: {note}" in stderr, stderr[-3000:]  # said, not passed in silence
     summary = pd.read_csv(run / "summary.csv").iloc[0]
     assert bool(summary["ignores_input"]) and summary["d_w"] == pytest.approx(1.0)
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["models"][0]["ignores_input"] is True
+    assert [line[:len(note)] for line in manifest["contract_notes"]] == [note]
     assert report(["table4", "--runs", str(tmp_path / "runs"), "--output", str(tmp_path / "report")]) == 0
     table4 = (tmp_path / "report" / "table4.md").read_text()
     assert "| Beijing Air Tiantan | D_w | 1.000† |" in table4 and "**1.000" not in table4, table4
     assert paper.IGNORES_INPUT_NOTE in table4
+    block = pd.read_csv(tmp_path / "report" / "table4_architectures.csv")
+    assert list(block["ignores_input"]) == ["blind"] * 3 and block["best"].isna().all()
     assert report(["html", "--runs", str(tmp_path / "runs"), "--output", str(tmp_path / "page.html")]) == 0
     page = (tmp_path / "page.html").read_text()
-    assert 'data-architecture="blind" data-ignores-input="true"' in page
-    assert "† ignores its input</td>" in page
+    assert 'data-architecture="blind" data-ignores-input="true"' in page  # Table 4
+    assert page.lower().count("blind † ignores its input</td>") == 2  # Table 4 ("Blind") and the runs table
 
 
 def test_item7_an_input_blind_model_is_never_marked_best() -> None:
@@ -325,8 +335,7 @@ def test_item7_an_input_blind_model_is_never_marked_best() -> None:
     assert 'data-architecture="blind" data-ignores-input="true"' in html
     # without the flag (older runs) the layout is as before
     plain = paper.table4_architecture_block(rows.drop(columns="ignores_input"))
-    assert list(plain.columns) == ["dataset", "measure", "dlinear", "blind", "best"] or \
-        list(plain.columns) == ["dataset", "measure", "blind", "dlinear", "best"]
+    assert list(plain.columns) == ["dataset", "measure", "dlinear", "blind", "best"]
     assert list(plain["best"]) == ["blind", "blind", "blind"]
 
 

@@ -13,6 +13,8 @@ Subcommands::
     sfbench-agent-eval run     --agent llm --llm-config llm.toml --mode no-domain-tools --out r/n
     sfbench-agent-eval run     --agent fault:swap_steps --ids cmapss_fd001_rul_fleet --out runs/f
     sfbench-agent-eval run     --agent replay --traces runs/my-model/traces --out runs/replay
+    sfbench-agent-eval run     --agent llm --llm-config llm.toml --variant both --out r/v   # explicit + fuzzy
+    sfbench-agent-eval run     --agent floor:sweep --out runs/sweep                          # a floor on its own
     sfbench-agent-eval score   --traces runs/my-model/traces --out runs/rescored [--no-floors]
     sfbench-agent-eval report  runs/my-model
     sfbench-agent-eval report  runs/my-model --html   # + report.html: rates, McNemar, trace replay
@@ -27,11 +29,11 @@ endpoint that fails its health check (one real request before the first scenario
 harness errors (endpoint unreachable, dead, 5xx or timed out; a local server's death with its exit
 signal), are one line on stderr with the cause and exit status 1.
 
-Floors: ``run`` and ``local`` also run the floor agents (``floor:template_constant``, ``floor:random_tool``)
-on the same scenarios, mode, repeats and seed, into ``OUT/floors/``, and every report shows each model's
-pass@1 beside the floors' with McNemar's test (``--no-floors`` skips them). ``score`` re-scores stored floor
-traces (``--floor-traces``, default ``TRACES/../floors/traces`` when present) or else runs the floors on the
-traces' scenarios; ``report`` reads ``RUN/floors/records``.
+Floors: ``run`` and ``local`` also run the floor agents (``floor:template_constant``, ``floor:random_tool``,
+``floor:sweep``) on the same scenarios, mode, repeats, seed and query variants, into ``OUT/floors/``, and every
+report shows each model's pass@1 beside the floors' with McNemar's test (``--no-floors`` skips them).
+``score`` re-scores stored floor traces (``--floor-traces``, default ``TRACES/../floors/traces`` when present)
+and runs the floors that have no stored traces on the traces' scenarios; ``report`` reads ``RUN/floors/records``.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from sfbench_jax.agent_eval.agents import AGENT_KINDS
 from sfbench_jax.agent_eval.agents.llm import REPLY_FORMATS
 from sfbench_jax.agent_eval.modes import MODES, canonical_mode
 from sfbench_jax.agent_eval.scenario import (
+    QUERY_VARIANTS,
     SPLITS,
     TASK_TYPES,
     Scenario,
@@ -168,6 +171,8 @@ def _llm_config(args: argparse.Namespace) -> Any:
     for flag, key in _LLM_FLAGS.items():
         if getattr(args, flag, None) is not None:
             values[key] = getattr(args, flag)
+    if getattr(args, "seed", None) is not None and values.get("seed") is None:
+        values["seed"] = args.seed  # the run's --seed is what the endpoint gets (+ the repeat index), and recorded
     if "base_url" not in values or "model" not in values:
         _usage_error(args, "--agent llm needs --base-url URL and --model NAME (or --llm-config "
                            "FILE.toml with base_url and model)")
@@ -198,6 +203,10 @@ def _make_agent(args: argparse.Namespace, scenarios: Sequence[Any]) -> Any:
         return ScriptedAgent(scenarios)
     if args.agent.startswith("fault:"):
         return FaultInjectingAgent(scenarios, args.agent.removeprefix("fault:"))
+    if args.agent.startswith("floor:"):
+        from sfbench_jax.agent_eval.agents import floor_agent
+
+        return floor_agent(args.agent)
     if args.agent == "replay":
         if not args.traces:
             raise SystemExit("--agent replay needs --traces DIR (a run folder's traces/)")
@@ -288,11 +297,13 @@ def _cmd_run(args: argparse.Namespace, server: Any = None) -> int:
     from sfbench_jax.agent_eval.runner import run_suite
 
     scenarios = _select(args)
+    variants = _variants(args, scenarios)
     agent = _make_agent(args, scenarios)
     evidence = _evidence(args) if args.mode == "rag" else None
     out = Path(args.out)
     with_floors = args.floors and not args.agent.startswith("floor:")
-    halt, progress = _halt_and_progress(server, _progress(len(scenarios) * args.repeats))
+    planned = len(scenarios) * args.repeats * len(variants)
+    halt, progress = _halt_and_progress(server, _progress(planned))
     if args.agent == "llm":
         _check_turn_budget(args, agent, scenarios)
         _check_endpoint(args, agent, server)
@@ -302,9 +313,9 @@ def _cmd_run(args: argparse.Namespace, server: Any = None) -> int:
             records = await run_suite(scenarios, agent, session, mode=args.mode,
                                       repeats=args.repeats, seed=args.seed, out_dir=out,
                                       evidence=evidence, run_timeout_s=args.run_timeout_s,
-                                      progress=progress, halt=halt)
+                                      progress=progress, halt=halt, variants=variants)
             floors = await run_floors(scenarios, session, mode=args.mode, out_dir=out, repeats=args.repeats,
-                                      seed=args.seed, evidence=evidence) if with_floors else []
+                                      seed=args.seed, evidence=evidence, variants=variants) if with_floors else []
             return records, floors
 
     records, floors = anyio.run(go)
@@ -312,7 +323,19 @@ def _cmd_run(args: argparse.Namespace, server: Any = None) -> int:
     print(printed_tables(json.loads(paths["json"].read_text())), end="")
     print(f"wrote {len(records)} run records, traces and report to {out}"
           + (f" ({len(floors)} floor runs in {out / 'floors'})" if floors else ""))
-    return _harness_verdict(args, records, len(scenarios) * args.repeats, halt)
+    return _harness_verdict(args, records, planned, halt)
+
+
+def _variants(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> tuple[str, ...]:
+    """The query variants ``--variant`` asks for; a scenario without the fuzzy text is refused before any run."""
+    variants = QUERY_VARIANTS if args.variant == "both" else (args.variant,)
+    for scenario in scenarios:
+        for variant in variants:
+            try:
+                scenario.query_for(variant)
+            except ScenarioError as exc:
+                _usage_error(args, str(exc))
+    return tuple(variants)
 
 
 def _halt_and_progress(server: Any, show: Any) -> tuple[Any, Any]:
@@ -398,7 +421,7 @@ def _cmd_local(args: argparse.Namespace) -> int:
             log_path=Path(args.out) / "llm_server.log", command=command)
     except (FileNotFoundError, ValueError) as exc:
         _usage_error(args, str(exc))
-    _select(args)  # bad selections fail before the server starts
+    _variants(args, _select(args))  # bad selections fail before the server starts
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -435,11 +458,12 @@ def _score_folder(args: argparse.Namespace, traces: Path, records_dir: Path,
     return records
 
 
-def _floor_plan(records: list[dict[str, Any]]) -> dict[str, tuple[list[str], int, int]]:
-    """Per mode of scored traces: (scenario ids, repeats, base seed) to run the floors as the traces ran."""
+def _floor_plan(records: list[dict[str, Any]]) -> dict[str, tuple[list[str], int, int, tuple[str, ...]]]:
+    """Per mode of scored traces: (scenario ids, repeats, base seed, query variants) to run the floors as the
+    traces ran."""
     from sfbench_jax.agent_eval.floors import is_floor
 
-    plan: dict[str, tuple[list[str], int, int]] = {}
+    plan: dict[str, tuple[list[str], int, int, tuple[str, ...]]] = {}
     for mode in sorted({str(r["mode"]) for r in records if not is_floor(r)}):
         members = [r for r in records if str(r["mode"]) == mode and not is_floor(r)]
         seeds = sorted({int(r.get("seed") or 0) for r in members})
@@ -447,11 +471,13 @@ def _floor_plan(records: list[dict[str, Any]]) -> dict[str, tuple[list[str], int
             raise SystemExit(f"the {mode} traces were run with seeds {seeds}; score each seed's traces "
                              "separately (the floors follow one seed)")
         plan[mode] = (sorted({str(r["scenario_id"]) for r in members}),
-                      max(int(r["run_index"]) for r in members) + 1, seeds[0])
+                      max(int(r["run_index"]) for r in members) + 1, seeds[0],
+                      tuple(v for v in QUERY_VARIANTS if v in {str(r.get("variant") or "explicit") for r in members}))
     return plan
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
+    from sfbench_jax.agent_eval.agents import FLOOR_KINDS
     from sfbench_jax.agent_eval.floors import FLOOR_DIR, run_floors
     from sfbench_jax.agent_eval.report import printed_tables, write_report
 
@@ -468,21 +494,28 @@ def _cmd_score(args: argparse.Namespace) -> int:
     out = Path(args.out)
     records = _score_folder(args, traces, out / "records", scenarios)
     floors: list[dict[str, Any]] = []
+    kinds: tuple[str, ...] = FLOOR_KINDS if run_live else ()
     if args.floors and not run_live:
         floors = _score_folder(args, stored, out / FLOOR_DIR / "records", scenarios)
-    elif run_live:
+        kinds = tuple(k for k in FLOOR_KINDS if k not in {str(r["agent"]) for r in floors})
+        if kinds and not args.server_url and not (args.data_root or os.environ.get("SFBENCH_DATA_ROOT")):
+            _usage_error(args, f"no data root for the floors {', '.join(kinds)}: {stored} holds no traces of "
+                               "them, so score runs them through the server; pass --data-root PATH (or set "
+                               "SFBENCH_DATA_ROOT), or --no-floors")
+    if args.floors and kinds:
         plan = _floor_plan(records)
 
         async def go() -> list[dict[str, Any]]:
             ran: list[dict[str, Any]] = []
-            for mode, (ids, repeats, seed) in plan.items():
+            for mode, (ids, repeats, seed, variants) in plan.items():
                 evidence = _evidence(args) if mode == "rag" else None
                 async with _session(args, generic=mode == "no_domain_tools") as session:
                     ran += await run_floors([scenarios[i] for i in ids], session, mode=mode, out_dir=out,
-                                            repeats=repeats, seed=seed, evidence=evidence)
+                                            repeats=repeats, seed=seed, evidence=evidence, kinds=kinds,
+                                            variants=variants)
             return ran
 
-        floors = anyio.run(go)
+        floors += anyio.run(go)
     paths = write_report(records, out, floors)
     print(printed_tables(json.loads(paths["json"].read_text())), end="")
     return 0
@@ -506,10 +539,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(printed_tables(json.loads(paths["json"].read_text())), end="")
     if args.html:  # the one-file page with every run's trace replay and the floors beside the model
         from sfbench_jax.agent_eval.html import write_report_page
-        from sfbench_jax.agent_eval.report import summarise
 
         page = write_report_page([Path(d) for d in args.run_dir], records, Path(args.out or args.run_dir[0]),
-                                 floor_rows=summarise(floors))
+                                 floor_records=floors)
         print(f"wrote {page}")
     return 0
 
@@ -638,7 +670,13 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
                         help="chunks retrieved into the prompt in --mode rag (default 6)")
     parser.add_argument("--repeats", type=_at_least_one("--repeats"), default=1,
                         help="runs per scenario (PHMForge: 3)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="base seed (default 0): the floors draw from it, and --agent llm sends seed + repeat "
+                             "index with every request unless its config sets another (recorded in sampling.seed)")
+    parser.add_argument("--variant", choices=(*QUERY_VARIANTS, "both"), default="explicit",
+                        help="the query phrasing asked: explicit (the scenario's query, default), fuzzy (the asset "
+                             "and the goal, not the tool nor the figures' order) or both (each scored; the report "
+                             "gives pass@1 per variant)")
     parser.add_argument("--out", required=True, help="run folder to write")
     parser.add_argument("--run-timeout-s", type=_positive_float("--run-timeout-s"), default=run_timeout_s,
                         help="wall-clock budget per run, instead of each scenario's timeout_s "
@@ -657,7 +695,7 @@ def _add_run_args(parser: argparse.ArgumentParser, *, max_tokens: int | None = N
                              + (" (default json_schema)" if reply_format else " (default free)"))
     parser.add_argument("--strip-schema-titles", action="store_const", const=True, default=None,
                         help="--agent llm: drop 'title' keys from tool schemas (shorter prompts)")
-    _add_floor_arg(parser, "also run the floor agents (template-constant, random-tool) on the same "
+    _add_floor_arg(parser, "also run the floor agents (template-constant, random-tool, sweep) on the same "
                            "scenarios into OUT/floors and report the model beside them (default on)")
     _add_server_args(parser)
 

@@ -22,7 +22,7 @@ from typing import Any
 from sfbench_jax.agent_eval.stats import mcnemar_exact, paired_counts, wilson_interval
 
 __all__ = ["COMPARE_COLUMNS", "PAIR_ON", "compare_runs", "paired_outcomes", "run_label",
-           "to_markdown", "write_comparison"]
+           "to_markdown", "unit_of", "write_comparison"]
 
 PAIR_ON = ("scenario", "run")
 COMPARE_COLUMNS = ("group", "pairs", "a_passed", "a_rate", "a_ci_low", "a_ci_high", "b_passed",
@@ -34,6 +34,13 @@ def run_label(records: Sequence[Mapping[str, Any]]) -> str:
     """``agent/model/mode`` of a run's records (``+``-joined if a folder mixes several)."""
     labels = sorted({f"{r['agent']}/{r['model']}/{r['mode']}" for r in records})
     return "+".join(labels)
+
+
+def unit_of(record: Mapping[str, Any]) -> str:
+    """The scenario unit of a run: its scenario id, with ``~<variant>`` appended for a query variant other than
+    ``explicit`` (a scenario asked in the fuzzy phrasing is another unit of the same scenario)."""
+    variant = str(record.get("variant") or "explicit")
+    return str(record["scenario_id"]) if variant == "explicit" else f"{record['scenario_id']}~{variant}"
 
 
 def paired_outcomes(records: Sequence[Mapping[str, Any]], *, pair_on: str = "scenario"
@@ -58,8 +65,7 @@ def paired_outcomes(records: Sequence[Mapping[str, Any]], *, pair_on: str = "sce
     for record in records:
         if record["status"] != "scored":
             continue
-        unit = str(record["scenario_id"]) if pair_on == "scenario" else \
-            f"{record['scenario_id']}#{record['run_index']}"
+        unit = unit_of(record) if pair_on == "scenario" else f"{unit_of(record)}#{record['run_index']}"
         outcomes[unit].append(bool(record["success"]))
         facts[unit] = {"scenario_id": str(record["scenario_id"]),
                        "task_type": str(record["task_type"]),
@@ -129,7 +135,7 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.4g}" if 0.0 < value < 0.001 else f"{value:.3f}"
+        return f"{value:.2e}" if 0.0 < value < 0.001 else f"{value:.3f}"
     return str(value)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sfbench_jax.agent_eval.agents.floors import FLOOR_KINDS, floor_agent
-from sfbench_jax.agent_eval.compare import paired_outcomes
+from sfbench_jax.agent_eval.compare import paired_outcomes, unit_of
 from sfbench_jax.agent_eval.runner import run_suite
 from sfbench_jax.agent_eval.stats import mcnemar_exact, paired_counts, wilson_interval
 
@@ -33,7 +33,7 @@ FLOOR_DIR = "floors"
 FLOOR_COLUMNS = ("agent", "model", "mode", "floor", "group", "scenarios", "runs", "pass_at_1",
                  "pass_at_1_ci_low", "pass_at_1_ci_high", "floor_runs", "floor_pass_at_1",
                  "floor_pass_at_1_ci_low", "floor_pass_at_1_ci_high", "both", "only_model", "only_floor",
-                 "neither", "mcnemar_p")
+                 "neither", "mcnemar_p", "answer_only_pass_at_1", "floor_answer_only_pass_at_1")
 
 
 def is_floor(record: Mapping[str, Any]) -> bool:
@@ -43,7 +43,7 @@ def is_floor(record: Mapping[str, Any]) -> bool:
 
 async def run_floors(scenarios: Sequence[Any], session: Any, *, mode: str, out_dir: Path, repeats: int = 1,
                      seed: int = 0, evidence: Any = None, kinds: Sequence[str] = FLOOR_KINDS,
-                     progress: Any = None) -> list[dict[str, Any]]:
+                     progress: Any = None, variants: Sequence[str] = ("explicit",)) -> list[dict[str, Any]]:
     """Run every floor agent on the scenarios, as a model's run was made.
 
     Args:
@@ -56,6 +56,7 @@ async def run_floors(scenarios: Sequence[Any], session: Any, *, mode: str, out_d
         evidence: The ``EvidenceLibrary`` (rag mode).
         kinds: Floor kinds to run.
         progress: Called with each record as it is written.
+        variants: The query phrasings the model was asked in (the floors are asked the same).
 
     Returns:
         The floors' run records.
@@ -63,7 +64,8 @@ async def run_floors(scenarios: Sequence[Any], session: Any, *, mode: str, out_d
     records: list[dict[str, Any]] = []
     for kind in kinds:
         records += await run_suite(scenarios, floor_agent(kind), session, mode=mode, repeats=repeats, seed=seed,
-                                   out_dir=Path(out_dir) / FLOOR_DIR, evidence=evidence, progress=progress)
+                                   out_dir=Path(out_dir) / FLOOR_DIR, evidence=evidence, progress=progress,
+                                   variants=variants)
     return records
 
 
@@ -71,6 +73,14 @@ def read_floor_records(run_dir: Path) -> list[dict[str, Any]]:
     """The floor records stored with a run (``run_dir/floors/records``; none if the folder is absent)."""
     files = sorted((Path(run_dir) / FLOOR_DIR / "records").glob("*.json"))
     return [json.loads(path.read_text(encoding="utf-8")) for path in files]
+
+
+def _answer_only(records: Sequence[Mapping[str, Any]]) -> float | None:
+    """The lenient answer-only pass@1 of records (validators alone; ``success`` for older records)."""
+    scored = [r for r in records if r["status"] == "scored"]
+    if not scored:
+        return None
+    return sum(bool(r.get("answer_success", r["success"])) for r in scored) / len(scored)
 
 
 def _rate(records: Sequence[Mapping[str, Any]]) -> tuple[int, float | None, float | None, float | None]:
@@ -98,15 +108,18 @@ def _pair_row(key: tuple[str, str, str], floor: str, group: str, units: Sequence
               model: Sequence[Mapping[str, Any]], floors: Sequence[Mapping[str, Any]],
               model_units: Mapping[str, bool], floor_units: Mapping[str, bool]) -> dict[str, Any]:
     chosen = set(units)
-    runs, rate, low, high = _rate([r for r in model if str(r["scenario_id"]) in chosen])
-    f_runs, f_rate, f_low, f_high = _rate([r for r in floors if str(r["scenario_id"]) in chosen])
+    mine = [r for r in model if unit_of(r) in chosen]
+    theirs = [r for r in floors if unit_of(r) in chosen]
+    runs, rate, low, high = _rate(mine)
+    f_runs, f_rate, f_low, f_high = _rate(theirs)
     counts = paired_counts({u: model_units[u] for u in units}, {u: floor_units[u] for u in units})
     return {"agent": key[0], "model": key[1], "mode": key[2], "floor": floor, "group": group,
             "scenarios": counts.n, "runs": runs, "pass_at_1": rate, "pass_at_1_ci_low": low,
             "pass_at_1_ci_high": high, "floor_runs": f_runs, "floor_pass_at_1": f_rate,
             "floor_pass_at_1_ci_low": f_low, "floor_pass_at_1_ci_high": f_high, "both": counts.both,
             "only_model": counts.only_a, "only_floor": counts.only_b, "neither": counts.neither,
-            "mcnemar_p": mcnemar_exact(counts.only_a, counts.only_b)}
+            "mcnemar_p": mcnemar_exact(counts.only_a, counts.only_b), "answer_only_pass_at_1": _answer_only(mine),
+            "floor_answer_only_pass_at_1": _answer_only(theirs)}
 
 
 def floor_rows(records: Sequence[Mapping[str, Any]],
@@ -146,7 +159,7 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.3g}" if 0.0 < value < 0.001 else f"{value:.3f}"
+        return f"{value:.2e}" if 0.0 < value < 0.001 else f"{value:.3f}"
     return str(value)
 
 

@@ -74,7 +74,37 @@ def derive(recipe: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
     if name not in DERIVATIONS:
         raise KeyError(f"no independent derivation for ground-truth builder {name!r}; add one to "
                        f"DERIVATIONS (known: {sorted(DERIVATIONS)})")
-    return DERIVATIONS[name](recipe.get("params", {}), data)
+    params = recipe.get("params", {})
+    document = DERIVATIONS[name](params, data)
+    return {**document, **_asked(name, document, params)}
+
+
+def _asked(name: str, doc: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """The values a data scenario asks for beyond the facts (issue 44), from this module's own facts."""
+    if name == "sensor_trend":
+        return {"drift_over_life": doc["sen_slope"] * (doc["n_cycles"] - 1)}
+    if name == "engine_signals":
+        first = doc["first_anomalous_cycle"]
+        return {"cycles_after_first_departure": None if first is None else doc["n_cycles"] - first}
+    if name == "battery_health_report":
+        rul = doc["predicted_rul"]
+        return {"predicted_eol_cycle": None if rul is None else float(params["cycle"]) + rul}
+    if name == "battery_soh_stage":
+        return {"capacity_fade_pct": (1.0 - doc["soh_first_cycle"]) * 100.0}
+    if name == "battery_rul":
+        return {"capacity_lost_pct": (1.0 - doc["soh_first_at_last_cycle"]) * 100.0}
+    if name == "battery_labels":
+        out = {"rct_growth_pct": (doc["rct_last_ohm"] - doc["rct_first_ohm"]) / doc["rct_first_ohm"] * 100.0,
+               "total_resistance_last_ohm": doc["re_last_ohm"] + doc["rct_last_ohm"]}
+        first = doc["first_anomalous_cycle"]
+        out["cycles_after_first_anomaly"] = None if first is None else doc["n_cycles"] - first
+        return out
+    if name == "bearing_fleet":
+        healthy = set(doc["conditions"]["labels"]) == {"normal"}
+        return {"usable_as_healthy_reference": healthy and doc["envelope_accuracy"] == 1.0}
+    if name == "cmapss_urgent_schedule":
+        return {"maintain_in_converted": doc["maintain_in"] / float(params.get("time_divisor", 1.0))}
+    return {}
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -730,7 +760,9 @@ def _cmapss_rul_fleet(params: Mapping[str, Any], data: TruthData) -> dict[str, A
     return {"units": {"ids": ids.tolist(), "rul": truth.tolist()}, "n_units": int(ids.size),
             "top_risk_by_true_rul": true_top,
             "reference": {**errors, "top_risk_overlap": overlap, "most_urgent_unit": urgent,
-                          "most_urgent_predicted_rul": float(predicted[list(ids).index(urgent)])},
+                          "most_urgent_predicted_rul": float(predicted[list(ids).index(urgent)]),
+                          "runner_up_gap": float(predicted[list(ids).index(predicted_top[1])]
+                                                 - predicted[list(ids).index(urgent)])},
             "mae_range": [(1.0 - tolerance) * errors["mae"], (1.0 + tolerance) * errors["mae"]],
             "rmse_range": [(1.0 - tolerance) * errors["rmse"], (1.0 + tolerance) * errors["rmse"]],
             "min_top_risk_overlap": max(0.0, overlap - 0.1)}
@@ -940,7 +972,8 @@ def _battery_baseline(params: Mapping[str, Any], data: TruthData) -> dict[str, A
     spread = 1.4826 * np.median(np.abs(members - centre), axis=0)
     z = (cell[feature][:length] - centre) / np.maximum(spread, 1e-8)
     _, events = _debounced((np.abs(z) > 3.0).tolist(), 3)
-    return {"is_outlier": events > 0, "n_events": events, "n_cycles_compared": length}
+    return {"is_outlier": events > 0, "n_events": events, "n_cycles_compared": length,
+            "worst_deviation_in_thresholds": float(np.max(np.abs(z))) / 3.0}
 
 
 def _reverting_jumps(series: np.ndarray, *, jump_mad: float = 5.0, revert_within: int = 2) -> set[int]:
@@ -986,7 +1019,7 @@ def _battery_labels(params: Mapping[str, Any], data: TruthData) -> dict[str, Any
             "thermal_spike_detected": bool(spikes), "thermal_spike_active": hottest.size - 1 in spikes,
             "resistance_trend": resistance_trend, "re_first_ohm": float(re_ohm[0]), "re_last_ohm": float(re_ohm[-1]),
             "rct_first_ohm": float(rct_ohm[0]), "rct_last_ohm": float(rct_ohm[-1]),
-            "first_anomalous_cycle": _first_anomalous_cycle(cell)}
+            "first_anomalous_cycle": _first_anomalous_cycle(cell), "n_cycles": int(cell["capacity_ah"].size)}
 
 
 @_derivation("battery_health_report")

@@ -22,19 +22,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sfbench_jax.agent_eval.compare import unit_of
 from sfbench_jax.agent_eval.floors import FLOOR_COLUMNS, floor_rows, floors_markdown
 from sfbench_jax.agent_eval.metrics import mean_applicable, pass_all, pass_at_1, pass_hat_k
 from sfbench_jax.agent_eval.stats import wilson_interval
-from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS, FAILURE_MODES
+from sfbench_jax.agent_eval.taxonomy import FAILURE_LABELS, FAILURE_MODES, PASS_RULE
 
-__all__ = ["COLUMNS", "aggregate", "asset_class_markdown", "by_asset_class", "common_scenarios",
+__all__ = ["COLUMNS", "aggregate", "answer_passed", "asset_class_markdown", "by_asset_class", "common_scenarios",
            "failure_modes", "failure_modes_markdown", "printed_tables", "summarise", "to_markdown",
-           "write_report"]
+           "variant_of", "write_report"]
 
-COLUMNS = ("agent", "model", "mode", "split", "task_type", "scenarios", "runs",
+COLUMNS = ("agent", "model", "mode", "variant", "split", "task_type", "scenarios", "runs",
            "runs_per_scenario", "pass_at_1", "pass_at_1_ci_low", "pass_at_1_ci_high",
-           "pass_all_n", "pass_all_n_ci_low", "pass_all_n_ci_high", "pass_hat_2",
-           "tool_precision", "tool_recall", "distractor_rate", "sequencing_accuracy",
+           "pass_all_n", "pass_all_n_ci_low", "pass_all_n_ci_high", "pass_hat_2", "answer_only_pass_at_1",
+           "tool_precision", "tool_recall", "distractor_rate", "unrecovered_error_rate", "sequencing_accuracy",
            "mean_tool_calls", "mean_llm_turns", "reasoning", "tool_invocation", "orchestration",
            "excluded_runs", "metrics_not_applicable")
 # Markdown shows each rate with its interval in one cell.
@@ -42,6 +43,26 @@ _INTERVALS = {"pass_at_1": ("pass_at_1_ci_low", "pass_at_1_ci_high"),
               "pass_all_n": ("pass_all_n_ci_low", "pass_all_n_ci_high")}
 
 _PROCESS = ("tool_precision", "tool_recall", "distractor_rate", "sequencing_accuracy")
+_RATES = ("answer_only_pass_at_1", "unrecovered_error_rate")
+
+
+def variant_of(record: Mapping[str, Any]) -> str:
+    """The query variant a run was asked in (``explicit`` for records written before variants existed)."""
+    return str(record.get("variant") or "explicit")
+
+
+def answer_passed(record: Mapping[str, Any]) -> bool:
+    """Whether a scored run's answer alone passed the validators (the lenient, answer-only pass; records
+    written before the process check count their ``success``)."""
+    value = record.get("answer_success", record.get("success"))
+    return bool(value)
+
+
+def _unrecovered(record: Mapping[str, Any]) -> bool:
+    process = record.get("process") or {}
+    if "unrecovered" in process:
+        return bool(process["unrecovered"])
+    return "invocation_unrecovered" in record["failure"]["flags"]
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -52,12 +73,12 @@ def _interval(successes: int, n: int) -> tuple[float | None, float | None]:
     return wilson_interval(successes, n) if n else (None, None)
 
 
-def _row(key: tuple[str, str, str, str, str],
+def _row(key: tuple[str, str, str, str, str, str],
          records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     scored = [r for r in records if r["status"] == "scored"]
     by_scenario: dict[str, list[bool]] = defaultdict(list)
     for record in scored:
-        by_scenario[record["scenario_id"]].append(bool(record["success"]))
+        by_scenario[unit_of(record)].append(bool(record["success"]))
     runs_per = sorted({len(v) for v in by_scenario.values()})
     n_min = min(runs_per) if runs_per else 0
     labels = Counter(r["failure"]["primary"] for r in scored if r["failure"]["primary"])
@@ -65,7 +86,7 @@ def _row(key: tuple[str, str, str, str, str],
     solved = sum(all(v) for v in by_scenario.values())
     all_low, all_high = _interval(solved, len(by_scenario))
     row: dict[str, Any] = {
-        "agent": key[0], "model": key[1], "mode": key[2], "split": key[3], "task_type": key[4],
+        "agent": key[0], "model": key[1], "mode": key[2], "variant": key[5], "split": key[3], "task_type": key[4],
         "scenarios": len(by_scenario), "runs": len(scored),
         "runs_per_scenario": "/".join(map(str, runs_per)),
         "pass_at_1": pass_at_1(by_scenario) if scored else None,
@@ -73,6 +94,8 @@ def _row(key: tuple[str, str, str, str, str],
         "pass_all_n": pass_all(by_scenario) if scored else None,
         "pass_all_n_ci_low": all_low, "pass_all_n_ci_high": all_high,
         "pass_hat_2": pass_hat_k(by_scenario, 2) if n_min >= 2 else None,
+        "answer_only_pass_at_1": _mean([float(answer_passed(r)) for r in scored]),
+        "unrecovered_error_rate": _mean([float(_unrecovered(r)) for r in scored]),
         "mean_tool_calls": _mean([r["metrics"]["n_tool_calls"] for r in scored]),
         "mean_llm_turns": _mean([r["metrics"]["n_llm_turns"] for r in scored]),
         "excluded_runs": len(records) - len(scored),
@@ -93,7 +116,9 @@ def _split_of(record: Mapping[str, Any]) -> str:
 
 def summarise(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Report rows: per agent x model x mode, one ``all`` row, one row per task type, then (if
-    any scenario is transfer-tagged) one ``all`` row for each side of the split.
+    any scenario is transfer-tagged) one ``all`` row for each side of the split, then (if the run asked
+    both query variants) one ``all`` row per variant (pass@1 per variant; ``variant`` is ``all`` in the
+    rows over both).
 
     Args:
         records: Run records.
@@ -106,15 +131,21 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         groups[(str(record["agent"]), str(record["model"]), str(record["mode"]))].append(record)
     rows = []
     for (agent, model, mode), members in sorted(groups.items()):
-        rows.append(_row((agent, model, mode, "all", "all"), members))
+        variants = sorted({variant_of(r) for r in members})
+        shown = variants[0] if len(variants) == 1 else "all"
+        rows.append(_row((agent, model, mode, "all", "all", shown), members))
         for task_type in sorted({str(r["task_type"]) for r in members}):
-            rows.append(_row((agent, model, mode, "all", task_type),
+            rows.append(_row((agent, model, mode, "all", task_type, shown),
                              [r for r in members if r["task_type"] == task_type]))
         if any(_split_of(r) == "transfer" for r in members):
             for split in ("in_distribution", "transfer"):
                 side = [r for r in members if _split_of(r) == split]
                 if side:
-                    rows.append(_row((agent, model, mode, split, "all"), side))
+                    rows.append(_row((agent, model, mode, split, "all", shown), side))
+        if len(variants) > 1:
+            for variant in variants:
+                rows.append(_row((agent, model, mode, "all", "all", variant),
+                                 [r for r in members if variant_of(r) == variant]))
     return rows
 
 
@@ -149,7 +180,7 @@ def _pass_hat_all_k(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     by_scenario: dict[str, list[bool]] = defaultdict(list)
     for record in records:
         if record["status"] == "scored":
-            by_scenario[record["scenario_id"]].append(bool(record["success"]))
+            by_scenario[unit_of(record)].append(bool(record["success"]))
     n_min = min((len(v) for v in by_scenario.values()), default=0)
     return {str(k): pass_hat_k(by_scenario, k) for k in range(1, n_min + 1)}
 
@@ -270,6 +301,10 @@ def aggregate(records: Sequence[Mapping[str, Any]],
         "floors": floor_rows(records, floor_records),
         "definitions": {
             "pass_at_1": "mean success over all scored runs",
+            "success": PASS_RULE,
+            "answer_only_pass_at_1": "mean over scored runs of the answer passing the validators alone "
+                                     "(lenient: tool choice and errors ignored)",
+            "unit": "a scenario, or a scenario asked in a query variant other than explicit (scenario~fuzzy)",
             "pass_all_n": "fraction of scenarios whose every scored run succeeded",
             "pass_hat_k": "mean over scenarios of C(c,k)/C(n,k) (tau-bench, unbiased)",
             "ci": "Wilson 95% score interval; pass@1 over scored runs, pass_all_n over scenarios",
@@ -350,6 +385,9 @@ def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path,
     md = out / "report.md"
     md.write_text(
         "# Agent evaluation report\n\n" + to_markdown(rows)
+        + f"\nPass rule: {PASS_RULE}. answer_only_pass_at_1 is that lenient rate (secondary); "
+          "unrecovered_error_rate = fraction of scored runs that left an invocation error unrecovered; "
+          "variant = the query phrasing asked (explicit, fuzzy; all = both).\n"
         + "\npass@1 = mean success over scored runs; pass_all_n = fraction of scenarios solved "
           "on every run; brackets hold Wilson 95% intervals (pass@1 over runs, pass_all_n over "
           "scenarios); pass_hat_2 = mean over scenarios of C(c,2)/C(n,2). split: transfer = "
@@ -362,7 +400,9 @@ def write_report(records: Sequence[Mapping[str, Any]], out_dir: Path,
         + "\n## Floors\n\n" + floors_markdown(summary["floors"])
         + "\nfloor:template_constant answers from the output template alone (first enum value, false, 0, "
           "empty), with no tool call; floor:random_tool calls 1-3 random tools with random schema-valid "
-          "arguments and answers at random (seeded). pass@1 over scored runs of the scenarios both scored, "
+          "arguments and answers at random (seeded); floor:sweep calls every visible tool once with the query's "
+          "numbers as arguments in order and copies into each answer field the tool-output field whose name "
+          "best matches. pass@1 over scored runs of the scenarios both scored, "
           "Wilson 95% intervals; both / only model / only floor / neither count scenarios (solved on every "
           "scored repeat); McNemar exact two-sided p on the discordant scenarios.\n",
         encoding="utf-8")

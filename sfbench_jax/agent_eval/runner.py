@@ -2,9 +2,10 @@
 
 What lives here: `execute_run` (one agent on one scenario through a recording ToolBox),
 `score_trace` (trace + scenario + ground truth -> run record; used live and for offline
-re-scoring, so both give byte-identical records), `run_suite` (scenarios x repeats, writing
-traces and records to a run folder) and the record I/O helpers. What does not: agents, the
-metrics themselves, reports.
+re-scoring, so both give byte-identical records; ``success`` is the primary pass, the answer's validators
+and the process check of ``taxonomy.process_check``, ``answer_success`` the validators alone), `run_suite`
+(scenarios x query variants x repeats, writing traces and records to a run folder) and the record I/O
+helpers. What does not: agents, the metrics themselves, reports.
 
 A run record is deterministic: it is a function of the scenario file, its ground truth and the
 trace with timing stripped; ``record_hash`` is the sha256 of its canonical JSON. Timing lives in
@@ -33,9 +34,9 @@ import anyio
 
 from sfbench_jax.agent_eval.agents.base import AgentResult, AgentTask
 from sfbench_jax.agent_eval.metrics import process_metrics
-from sfbench_jax.agent_eval.modes import allowed_tools, canonical_mode
+from sfbench_jax.agent_eval.modes import allowed_tools, canonical_mode, has_domain_tools
 from sfbench_jax.agent_eval.scenario import Scenario, canonical_json, round_floats
-from sfbench_jax.agent_eval.taxonomy import classify_failure, llm_trace_flags
+from sfbench_jax.agent_eval.taxonomy import classify_failure, llm_trace_flags, process_check
 from sfbench_jax.agent_eval.toolbox import Session, ToolBudgetError
 from sfbench_jax.agent_eval.trace import TraceRecorder, tool_calls, write_trace
 from sfbench_jax.agent_eval.validators import ValidationContext, evaluate_validators
@@ -92,9 +93,10 @@ def versions() -> dict[str, str]:
     return out
 
 
-def run_id_for(scenario_id: str, mode: str, agent_name: str, run_index: int) -> str:
-    """Deterministic run id."""
-    return f"{scenario_id}:{mode}:{agent_name}:{run_index}"
+def run_id_for(scenario_id: str, mode: str, agent_name: str, run_index: int, variant: str = "explicit") -> str:
+    """Deterministic run id (``:<variant>`` appended for a query variant other than ``explicit``)."""
+    tail = "" if variant == "explicit" else f":{variant}"
+    return f"{scenario_id}:{mode}:{agent_name}:{run_index}{tail}"
 
 
 def run_file_stem(run_id: str) -> str:
@@ -110,8 +112,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _retrieve(scenario: Scenario, evidence: Any, recorder: TraceRecorder,
-              context: str | None) -> tuple[str, ...]:
-    query = scenario.query if not context else f"{scenario.query}\n{context}"
+              context: str | None, query: str) -> tuple[str, ...]:
+    query = query if not context else f"{query}\n{context}"
     hits = evidence.retrieve(scenario, query)
     recorder.record("retrieval", retriever="bm25s", top_k=int(evidence.top_k),
                     chunks=[{"chunk_id": chunk.chunk_id, "source": chunk.source, "score": score}
@@ -122,7 +124,7 @@ def _retrieve(scenario: Scenario, evidence: Any, recorder: TraceRecorder,
 async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode: str,
                       run_index: int = 0, seed: int = 0, call_timeout_s: float = 120.0,
                       evidence: Any = None, run_timeout_s: float | None = None,
-                      ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                      variant: str = "explicit") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run one agent once on one scenario and score it.
 
     Args:
@@ -137,6 +139,7 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
         evidence: An ``evidence.EvidenceLibrary`` (required in rag mode, unused otherwise).
         run_timeout_s: Wall-clock budget of the whole run; None keeps the scenario's
             ``limits.timeout_s`` (a slow local model on a CPU may need more).
+        variant: The query phrasing asked (``scenario.QUERY_VARIANTS``).
 
     Returns:
         ``(trace events, run record)``.
@@ -149,12 +152,13 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
     if mode == "rag" and evidence is None:
         raise ValueError("mode rag needs an EvidenceLibrary (sfbench_jax.agent_eval.evidence) "
                          "over the data root; pass evidence=EvidenceLibrary(data_root)")
+    query = scenario.query_for(variant)
     allowed = allowed_tools(scenario, mode, session.catalog)
-    run_id = run_id_for(scenario.id, mode, agent.name, run_index)
+    run_id = run_id_for(scenario.id, mode, agent.name, run_index, variant)
     recorder = TraceRecorder(run_id=run_id, scenario_id=scenario.id)
     recorder.record("run_start", mode=mode, agent=agent.name, model=getattr(agent, "model", ""),
                     sampling=_jsonable(dict(getattr(agent, "sampling", {}) or {})),
-                    run_index=run_index, seed=seed, scenario_hash=scenario.hash,
+                    run_index=run_index, seed=seed, variant=variant, scenario_hash=scenario.hash,
                     versions=versions(), budget={"max_llm_turns": turn_budget(scenario),
                                                  "reference_calls": reference_calls(scenario)})
     limits = scenario.limits
@@ -162,8 +166,8 @@ async def execute_run(scenario: Scenario, agent: Any, session: Session, *, mode:
                               max_tool_calls=int(limits["max_tool_calls"]),
                               call_timeout_s=call_timeout_s)
     context = scenario.agent_context(mode)
-    retrieved = _retrieve(scenario, evidence, recorder, context) if mode == "rag" else ()
-    task = AgentTask(scenario_id=scenario.id, run_index=run_index, query=scenario.query,
+    retrieved = _retrieve(scenario, evidence, recorder, context, query) if mode == "rag" else ()
+    task = AgentTask(scenario_id=scenario.id, run_index=run_index, query=query,
                      output_template=scenario.output_template, dataset_context=context,
                      limits={**limits, "max_llm_turns": turn_budget(scenario)}, seed=seed + run_index, mode=mode,
                      evidence=retrieved)
@@ -224,18 +228,23 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
     answer = final.get("final_answer")
     stop_reason = str(final.get("stop_reason", "final"))
     usage = dict(final.get("usage") or {})
-    status, success, results, evaluator_error = _validated(scenario, header, final, gt, calls)
+    status, answer_success, results, evaluator_error = _validated(scenario, header, final, gt, calls)
+    process = process_check(calls, required=scenario.required_tools, distractors=scenario.distractor_tools,
+                            applies=has_domain_tools(str(header.get("mode") or "tools_provided")))
+    success = None if answer_success is None else bool(answer_success and process["passed"])
     metrics = process_metrics(calls=calls, required=scenario.required_tools,
                               distractors=scenario.distractor_tools,
                               precedence=scenario.precedence,
                               reference_order=scenario.reference_order or tuple(
                                   s["tool"] for s in scenario.reference_solution),
                               handle_args=scenario.handle_args, usage=usage)
-    failure = _failure(scenario, header, events, calls, bool(success), results) if status == "scored" \
-        else {"primary": None, "flags": []}
+    failure = _failure(scenario, header, events, calls, bool(success), results, bool(answer_success)) \
+        if status == "scored" else {"primary": None, "flags": []}
     record = round_floats(_record(scenario, header, gt) | {
         "status": status,
         "success": success,
+        "answer_success": answer_success,
+        "process": process if status == "scored" else None,
         "evaluator_error": evaluator_error,
         "validator_results": results,
         "metrics": metrics,
@@ -245,18 +254,24 @@ def score_trace(scenario: Scenario, events: Sequence[Mapping[str, Any]], *,
         "versions": header.get("versions"),
     })
     record["record_hash"] = hashlib.sha256(canonical_json(record).encode()).hexdigest()
-    record["timing"] = {
+    record["timing"] = _timing(events, final)
+    return record
+
+
+def _timing(events: Sequence[Mapping[str, Any]], final: Mapping[str, Any]) -> dict[str, float]:
+    """The record's ``timing`` block (outside the hash): wall time, total tool and model latency."""
+    return {
         "wall_s": round(float(final.get("t_ms", 0.0)) / 1000.0, 6),
         "tool_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
                                            if e.get("kind") == "tool_call"), 3),
         "llm_latency_ms_total": round(sum(float(e.get("latency_ms", 0.0)) for e in events
                                           if e.get("kind") == "llm_response"), 3),
     }
-    return record
 
 
 def _failure(scenario: Scenario, header: Mapping[str, Any], events: Sequence[Mapping[str, Any]],
-             calls: Sequence[Any], success: bool, results: Sequence[Any] = ()) -> dict[str, Any]:
+             calls: Sequence[Any], success: bool, results: Sequence[Any] = (),
+             answer_success: bool | None = None) -> dict[str, Any]:
     """The failure flags and primary label of a scored run (`taxonomy.classify_failure`)."""
     final = [e for e in events if e.get("kind") == "final"][-1]
     return classify_failure(success=success, calls=calls, answer=final.get("final_answer"),
@@ -265,7 +280,8 @@ def _failure(scenario: Scenario, header: Mapping[str, Any], events: Sequence[Map
                             precedence=scenario.precedence, handle_args=scenario.handle_args,
                             output_template=scenario.output_template,
                             mode=str(header.get("mode") or "tools_provided"),
-                            trace_flags=llm_trace_flags(events), validator_results=results)
+                            trace_flags=llm_trace_flags(events), validator_results=results,
+                            answer_passed=answer_success)
 
 
 def _validated(scenario: Scenario, header: Mapping[str, Any], final: Mapping[str, Any], gt: Mapping[str, Any],
@@ -302,6 +318,7 @@ def _record(scenario: Scenario, header: Mapping[str, Any], gt: Mapping[str, Any]
         "model": header.get("model"),
         "sampling": header.get("sampling"),
         "seed": header.get("seed"),
+        "variant": str(header.get("variant") or "explicit"),
     }
 
 
@@ -335,7 +352,8 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session, *,
                     mode: str, repeats: int = 1, seed: int = 0, out_dir: Path | None = None,
                     evidence: Any = None, run_timeout_s: float | None = None,
-                    progress: Any = None, halt: Callable[[], str | None] | None = None) -> list[dict[str, Any]]:
+                    progress: Any = None, halt: Callable[[], str | None] | None = None,
+                    variants: Sequence[str] = ("explicit",)) -> list[dict[str, Any]]:
     """Run an agent on every scenario ``repeats`` times, sequentially.
 
     Args:
@@ -351,6 +369,7 @@ async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session,
         progress: Called with each record as it is written (e.g. to print a line).
         halt: Asked before each run; a non-None answer (why, e.g. the local model server died) stops the suite
             there, leaving the remaining runs unstarted.
+        variants: The query phrasings each scenario is asked in (each a run of its own per repeat).
 
     Returns:
         Run records in execution order.
@@ -359,12 +378,15 @@ async def run_suite(scenarios: Sequence[Scenario], agent: Any, session: Session,
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     records: list[dict[str, Any]] = []
     for scenario in scenarios:
-        for run_index in range(repeats):
+        for variant in variants:
+            scenario.query_for(variant)  # a missing variant text is refused before the runs start
+    for scenario in scenarios:
+        for variant, run_index in ((v, i) for v in variants for i in range(repeats)):
             if halt is not None and halt() is not None:
                 return records
             events, record = await execute_run(scenario, agent, session, mode=mode,
                                                run_index=run_index, seed=seed,
-                                               evidence=evidence, run_timeout_s=run_timeout_s)
+                                               evidence=evidence, run_timeout_s=run_timeout_s, variant=variant)
             if out_dir is not None:
                 stem = run_file_stem(record["run_id"])
                 write_trace(Path(out_dir) / "traces" / f"{stem}.jsonl", events)

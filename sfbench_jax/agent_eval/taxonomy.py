@@ -28,7 +28,13 @@ recovered from the message text instead of structured ``tool_calls``), ``unparse
 ``stopped_<reason>`` for ``max_steps``, ``timeout`` and ``context_exceeded``. `llm_trace_flags`
 derives the turn-level ones from the ``llm_response`` events.
 
-What does not: success itself (validators decide that; only failed runs get a label).
+The primary pass (`process_check`, applied by ``runner.score_trace``): a run succeeds only when its answer
+passes the scenario's validators **and** its process is right: every required tool has at least one ok call,
+no distractor was called, and no invocation error was left unrecovered (in the modes that offer the domain
+tools; the ablation modes withhold them, and there the answer alone decides). A run whose answer passed but
+whose process did not carries ``answer_without_process``.
+
+What does not: the answer validators (only failed runs get a label).
 """
 
 from __future__ import annotations
@@ -43,8 +49,15 @@ from sfbench_jax.agent_eval.metrics import state_dependency_violations
 from sfbench_jax.agent_eval.trace import ToolCallEvent
 from sfbench_jax.agent_eval.validators import edge_violated
 
-__all__ = ["FAILURE_LABELS", "FAILURE_MODES", "answer_level_flags", "classify_failure", "llm_trace_flags",
-           "unrecovered_invocation_failures"]
+__all__ = ["FAILURE_LABELS", "FAILURE_MODES", "PASS_RULE", "answer_level_flags", "classify_failure",
+           "llm_trace_flags", "process_check", "unrecovered_invocation_failures"]
+
+#: The primary pass rule in words (the report, the HTML page and docs/mcp_agent_eval.md state it).
+PASS_RULE = ("a run passes when its answer passes every validator of the scenario AND every required tool was "
+             "called successfully at least once AND no distractor tool was called AND no invocation error was left "
+             "unrecovered (tools_provided / unknown_tools; in the ablation modes rag / no_domain_tools, which "
+             "withhold the domain tools, the answer alone decides); the answer-only rate (validators alone) is "
+             "reported beside it as a secondary, lenient column")
 
 FAILURE_LABELS = ("reasoning", "tool_invocation", "orchestration")
 _INVOCATION_STATUSES = frozenset({"invalid_arguments", "unknown_tool", "blocked"})
@@ -58,7 +71,7 @@ FAILURE_MODES = ("schema_invalid_call", "unknown_tool_called", "blocked_tool_cal
                  "answer_not_json", "wrong_answer_type", "missing_required_fields",
                  "inconsistent_answer", "distractor_called", "premature_stop",
                  "precedence_violated", "state_dependency", "forced_final", "stopped_max_steps",
-                 "stopped_timeout", "stopped_context_exceeded", "wrong_value")
+                 "stopped_timeout", "stopped_context_exceeded", "wrong_value", "answer_without_process")
 _STOP_FLAGS = frozenset({"max_steps", "timeout", "context_exceeded"})
 #: Answer-level failures (`answer_level_flags`): a run with one of them is a reasoning failure.
 _ANSWER_LEVEL = frozenset({"wrong_answer_type", "missing_required_fields", "inconsistent_answer"})
@@ -117,6 +130,29 @@ def unrecovered_invocation_failures(calls: Sequence[ToolCallEvent]) -> list[str]
     return sorted(t for t in ever_failed if last_status[t] in _INVOCATION_STATUSES)
 
 
+def process_check(calls: Sequence[ToolCallEvent], *, required: Sequence[str], distractors: Sequence[str],
+                  applies: bool = True) -> dict[str, Any]:
+    """The process half of the primary pass: what a run did wrong with its tools, whatever its answer.
+
+    Args:
+        calls: Tool calls in order.
+        required: T_tau (each needs at least one ok call).
+        distractors: T_tau^- (none may be called, whatever the call's outcome).
+        applies: False in the ablation modes (rag, no_domain_tools), which withhold the domain tools by design:
+            the faults are still listed, but the check passes (the answer alone decides there).
+
+    Returns:
+        ``{"passed", "required_missing", "distractors_called", "unrecovered"}``: sorted tool names for each
+        fault; ``passed`` when there is none (or the check does not apply).
+    """
+    ok = {c.tool for c in calls if c.ok}
+    missing = sorted(set(required) - ok) if applies else []
+    called = sorted({c.tool for c in calls} & set(distractors))
+    unrecovered = unrecovered_invocation_failures(calls)
+    return {"passed": not (missing or called or unrecovered) or not applies, "required_missing": missing,
+            "distractors_called": called, "unrecovered": unrecovered}
+
+
 def answer_level_flags(answer: Any, template: Mapping[str, Any],
                        validator_results: Iterable[Mapping[str, Any]] = ()) -> set[str]:
     """Failures of the answer as an answer, whatever its values: absent, not JSON, of the wrong
@@ -161,7 +197,8 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
                      precedence: Sequence[tuple[str, str]], handle_args: Sequence[str],
                      output_template: Mapping[str, Any], mode: str = "tools_provided",
                      trace_flags: Collection[str] = (),
-                     validator_results: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+                     validator_results: Sequence[Mapping[str, Any]] = (),
+                     answer_passed: bool | None = None) -> dict[str, Any]:
     """Failure flags and primary label of a run.
 
     Args:
@@ -177,6 +214,8 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
         mode: The evaluation mode (``no_tool_call`` is not a failure mode in ``rag``).
         trace_flags: Turn-level flags from `llm_trace_flags`.
         validator_results: The run's validator results (for ``inconsistent_answer``).
+        answer_passed: Whether the answer alone passed the validators (None: the same as ``success``); a
+            failed run with a passing answer is flagged ``answer_without_process``, not ``wrong_value``.
 
     Returns:
         ``{"primary": label or None, "flags": sorted flag names}``.
@@ -198,8 +237,11 @@ def classify_failure(*, success: bool, calls: Sequence[ToolCallEvent], answer: A
         flags.add(f"stopped_{stop_reason}")
     if stop_reason == "final" and not recall_complete:
         flags.add("premature_stop")
-    if recall_complete and not success:
+    answer_ok = success if answer_passed is None else answer_passed
+    if recall_complete and not answer_ok:
         flags.add("wrong_value")
+    if answer_ok and not success:
+        flags.add("answer_without_process")
     if success:
         return {"primary": None, "flags": sorted(flags)}
     return {"primary": _primary(flags, bool(unrecovered), recall_complete, stop_reason), "flags": sorted(flags)}

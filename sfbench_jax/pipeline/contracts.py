@@ -18,7 +18,8 @@ selected ones), gives one window for one key in two separate traces (no draw fro
 generator), gives the window back at severity 0 and changes it along a severity sweep; a model's forecast of a window
 does not depend on which windows share its batch (`model(x)[:1] == model(x[:1])`, on real windows of the dataset).
 A check that cannot apply to a spec (a fault without a channel selection, a host model) returns a note saying so, which
-the run prints and records. A model whose scored forecast does not depend on its input at all is flagged, not refused
+the run prints and records. A run computes these for its plug-ins (specs of an entry point, `is_plugin`); the built-ins
+are checked by the test suite. A model whose scored forecast does not depend on its input at all is flagged, not refused
 (`ignores_its_input`, after the evaluation).
 
 A violation is a `ContractError` (a ValueError), one line naming the spec, where it came from (the plug-in's
@@ -254,11 +255,18 @@ def _check_model_batch(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shap
         return np.asarray(together), np.asarray(alone)
 
     together, alone = _computed("Model", spec, section, forecasts)
-    difference = float(np.max(np.abs(together[:1] - alone))) if np.isfinite(together).all() else float("nan")
-    scale = 1.0 + float(np.max(np.abs(together[:1]), initial=0.0))
+    first = together[:1]
+    finite = np.isfinite(first) & np.isfinite(alone)
+    same_gaps = np.array_equal(np.isnan(first), np.isnan(alone)) and np.array_equal(first[np.isinf(first)],
+                                                                                     alone[np.isinf(first)])
+    with np.errstate(invalid="ignore"):  # inf - inf where both forecast inf: masked out by `finite`
+        gaps = np.abs(first - alone)
+    difference = float(np.max(gaps, where=finite, initial=0.0)) if same_gaps else float("nan")
+    scale = 1.0 + float(np.max(np.abs(first), where=finite, initial=0.0))
     if not difference <= BATCH_TOLERANCE * scale:
+        gap = f"largest difference {difference:.3g}" if same_gaps else "NaN or inf forecasts in different places"
         raise _broken("Model", spec, f"__call__(x)[:1] differs from __call__(x[:1]) on {len(windows)} real windows "
-                      f"of the dataset (largest difference {difference:.3g}): a window's forecast depends on which "
+                      f"of the dataset ({gap}): a window's forecast depends on which "
                       "windows share its batch (statistics of the batch, e.g. batch normalisation with the batch's "
                       "mean in eval mode), so the scores change with the evaluation's block size; normalise each "
                       "window by its own statistics", section)
@@ -591,7 +599,13 @@ def _check_cached(model: str, hparams_json: str, method: str, recipe_json: str, 
     faults = [get_fault(name) for name in scenarios]
     for fault in faults:  # every shape first: a fault of the wrong shape is named as such
         _check_fault_cached(fault, shapes)
-    return tuple(note for fault in faults for note in _check_fault_semantics_cached(fault, shapes))
+    return tuple(note for fault in faults if is_plugin(fault) for note in _check_fault_semantics_cached(fault, shapes))
+
+
+def is_plugin(spec: Any) -> bool:
+    """Whether a spec came from an installed package's entry point. What the built-ins (and this repository's own
+    extra specs) mean is checked by the test suite (tests/test_plugin_semantics.py), not again in every run."""
+    return bool(origin_of(spec).entry_point)
 
 
 @functools.lru_cache(maxsize=256)
@@ -615,7 +629,7 @@ def _combinations(cfg: RunConfig) -> list[dict[str, Any]]:
 
 def check_run_contracts(cfg: RunConfig) -> tuple[str, ...]:
     """Check the contracts of everything `cfg` runs: its model (on the first valid combination of its search space),
-    its method (on the first recipe of its grid) and its extra fault scenarios (their shapes, then what they mean:
+    its method (on the first recipe of its grid) and its fault scenarios (their shapes; what a plug-in's mean too:
     `check_fault_semantics`), on the dataset's shapes.
 
     Returns:
@@ -636,7 +650,7 @@ def check_run_contracts(cfg: RunConfig) -> tuple[str, ...]:
 
 
 def check_run_data_contracts(cfg: RunConfig, data: PreparedData) -> tuple[str, ...]:
-    """The checks that need the dataset's windows: the model's forecast of a window does not depend on its batch
+    """The checks that need the dataset's windows: a plug-in model's forecast of a window does not depend on its batch
     (`check_model_batch`, on the first valid combination of its search space, with real windows of `data`).
 
     Returns:
@@ -645,7 +659,8 @@ def check_run_data_contracts(cfg: RunConfig, data: PreparedData) -> tuple[str, .
     Raises:
         ContractError: a violation, in one line naming the spec's package and entry point (or built-in module).
     """
+    spec = get_spec(cfg.model.name)
     combinations = _combinations(cfg)
-    if not combinations:
+    if not combinations or not is_plugin(spec):
         return ()
-    return check_model_batch(get_spec(cfg.model.name), combinations[0], Shapes.of(data.spec), probe_windows(data))
+    return check_model_batch(spec, combinations[0], Shapes.of(data.spec), probe_windows(data))

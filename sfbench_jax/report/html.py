@@ -382,7 +382,11 @@ def run_row(run: StoredRun) -> str:
     versions = ", ".join(f"{name} {version}" for name, version in sorted(facts["versions"].items()))
     details = esc(json.dumps({k: facts[k] for k in ("hyperparameters", "method_grid", "data_sha256")},
                              default=str))
-    cells = [text_cell(run.directory.name), text_cell(facts["dataset"]), text_cell(facts["model"]),
+    from sfbench_jax.report.paper import IGNORES_INPUT, IGNORES_INPUT_MARK, is_flagged
+
+    model = (f'<td class="ignores-input">{esc(facts["model"])} {IGNORES_INPUT_MARK} ignores its input</td>'
+             if is_flagged(run.row.get(IGNORES_INPUT)) else text_cell(facts["model"]))
+    cells = [text_cell(run.directory.name), text_cell(facts["dataset"]), model,
              text_cell(facts["method"]), text_cell(facts["variant"] or ""),
              *(number_cell(run.row.get(column)) for _, column in RUN_NUMBERS),
              number_cell(facts["eval_seed"]), number_cell(facts["k"]), text_cell(facts["rng_mode"]),

@@ -51,7 +51,8 @@ def _task(scenario: Scenario, seed: int = 0, run_index: int = 0) -> AgentTask:
 
 
 def test_floors_are_registered_agent_kinds() -> None:
-    assert set(FLOOR_KINDS) == {"floor:template_constant", "floor:random_tool"} and set(FLOOR_KINDS) <= set(AGENT_KINDS)
+    assert set(FLOOR_KINDS) == {"floor:template_constant", "floor:random_tool", "floor:sweep"}
+    assert set(FLOOR_KINDS) <= set(AGENT_KINDS)
     assert isinstance(floor_agent("floor:template_constant"), TemplateConstantAgent)
     assert isinstance(floor_agent("floor:random_tool"), RandomToolAgent)
     with pytest.raises(ValueError, match="choose from"):
@@ -203,9 +204,9 @@ def test_cli_run_score_report_with_floors(tmp_path: Path, data_root: Path,
                      "--data-root", str(data_root)]) == 0
     printed = capsys.readouterr().out
     assert "| scripted / reference_solution / tools_provided | all | 2 | 1.000 [0.342, 1.000] | floor:" in printed
-    assert "(4 floor runs in" in printed
+    assert "(6 floor runs in" in printed
     floor_records = {p.name: json.loads(p.read_text()) for p in (out / "floors" / "records").glob("*.json")}
-    assert {r["agent"] for r in floor_records.values()} == set(FLOOR_KINDS) and len(floor_records) == 4
+    assert {r["agent"] for r in floor_records.values()} == set(FLOOR_KINDS) and len(floor_records) == 6
     assert len(list((out / "records").glob("*.json"))) == 2  # the model's folder holds only the model
     # score re-scores the stored floor traces next to the traces, byte for byte
     rescored = tmp_path / "rescored"
@@ -245,7 +246,7 @@ def test_cli_score_of_stored_traces_runs_the_floors(tmp_path: Path, data_root: P
     summary = json.loads((out / "aggregate.json").read_text())
     floors = {r["floor"]: r for r in summary["floors"] if r["group"] == "all"}
     assert set(floors) == set(FLOOR_KINDS) and all(r["scenarios"] == n_scored for r in floors.values())
-    assert len(list((out / "floors" / "traces").glob("*.jsonl"))) == 2 * n
+    assert len(list((out / "floors" / "traces").glob("*.jsonl"))) == len(FLOOR_KINDS) * n
     assert "llm / smollm2-135m-instruct / tools_provided | all" in capsys.readouterr().out
     assert cli.main(["score", "--traces", str(traces), "--out", str(tmp_path / "bare"), "--no-floors"]) == 0
     assert json.loads((tmp_path / "bare" / "aggregate.json").read_text())["floors"] == []
@@ -265,10 +266,11 @@ def test_doc_table_renders_floors_reference_model_and_the_published_run(load_scr
     model_floors = [r for r in floors if r["scenario_id"] in ids[:4]]
     table = script.render(aggregate(scripted, floors), aggregate(model, model_floors), published=("full run", 0, 10))
     lines = table.splitlines()
+    assert lines[0].count("McNemar p") == 2  # one column per floor given (the sweep's only where it ran)
     assert lines[2].startswith("| floor:template_constant | 10 | 3/10 = 0.300 [")
     assert lines[3].startswith("| floor:random_tool | 10 | 0/10 = 0.000 [0.000, ")
     # scripted vs template floor: only agent 7, only floor 0 -> 2 * 0.5^7; vs random: 2 * 0.5^10
-    assert lines[4] == (f"| scripted reference | 10 | 10/10 = 1.000 [{wilson_low(10, 10):.3f}, 1.000] | "
+    assert lines[4] == (f"| scripted reference | 10 | 10/10 = 1.000 [{wilson_low(10, 10):.3f}, 1.000] | 10/10 | "
                         f"7 / 0, p = {2 / 2**7:.3f} | 10 / 0, p = {2 / 2**10:.3f} |")
     # the model on s0..s3: passes s3 only; template floor passes s0..s2 -> 1 / 3, p = 2 * P[Bin(4,1/2) <= 1]
     assert lines[5].startswith("| llm / llm (stored traces) | 4 | 1/4 = 0.250 [")

@@ -110,7 +110,8 @@ def fmea_policy(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return 200, completion({"content": "The risk is high with an RPN of 160."})
     risk = json.loads(tool_messages[-1]["content"])
     return 200, completion({"content": json.dumps({"rpn": risk["rpn"],
-                                                   "risk_level": risk["risk_level"]})})
+                                                   "risk_level": risk["risk_level"],
+                                                   "rpn_points_below_critical": 200 - risk["rpn"]})})
 
 
 async def test_bad_json_arguments_correction_and_recovery(
@@ -193,8 +194,8 @@ def test_cli_doctor_and_run_with_llm_agent(tmp_path: Path, data_root: Path,
                          str(data_root)]) == 0
         assert chat.headers[0]["Authorization"] == "Bearer sk-from-env"
     report = (out / "report.csv").read_text().splitlines()
-    assert report[0].startswith("agent,model,mode,split,task_type")
-    assert report[1].startswith("llm,scripted-test-model,tools_provided,all,all,1,1,1,1.0")
+    assert report[0].startswith("agent,model,mode,variant,split,task_type")
+    assert report[1].startswith("llm,scripted-test-model,tools_provided,explicit,all,all,1,1,1,1.0")
     monkeypatch.delenv("SFBENCH_TEST_LLM_KEY")
     with pytest.raises(SystemExit, match="SFBENCH_TEST_LLM_KEY"):
         cli.main(["doctor", "--llm-config", str(config)])

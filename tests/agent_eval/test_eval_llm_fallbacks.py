@@ -68,7 +68,8 @@ def _tagged_policy(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     if messages[-1]["role"] == "tool":
         return 200, completion({"content": "<tool_call>assess_safety_risk(again)</tool_call>"})
     risk = json.loads(tool_messages[-1]["content"])
-    return 200, completion({"content": json.dumps({"rpn": risk["rpn"], "risk_level": risk["risk_level"]})})
+    return 200, completion({"content": json.dumps({"rpn": risk["rpn"], "risk_level": risk["risk_level"],
+                                                   "rpn_points_below_critical": 200 - risk["rpn"]})})
 
 
 @pytest.mark.anyio
@@ -101,7 +102,8 @@ async def test_spent_turn_budget_forces_an_answer(eval_server: MCPServer,
         if request["tool_choice"] == "none":
             risk = json.loads([m for m in request["messages"] if m["role"] == "tool"][-1]["content"])
             return 200, completion({"content": json.dumps({"rpn": risk["rpn"],
-                                                           "risk_level": risk["risk_level"]})})
+                                                           "risk_level": risk["risk_level"],
+                                                           "rpn_points_below_critical": 200 - risk["rpn"]})})
         return 200, completion({"content": None, "tool_calls": [
             tool_call(f"l{len(request['messages'])}", "assess_safety_risk", FMEA_ARGS)]})
 

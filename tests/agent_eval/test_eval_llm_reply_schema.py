@@ -63,7 +63,8 @@ async def test_requests_carry_the_schema_and_the_forced_turn_admits_the_answer_o
         """What llama.cpp's server returns under the schema: the call, or the answer, as JSON text."""
         if request["tool_choice"] == "none":
             risk = json.loads([m for m in request["messages"] if m["role"] == "tool"][-1]["content"])
-            return 200, completion({"content": json.dumps({"rpn": risk["rpn"], "risk_level": risk["risk_level"]})})
+            return 200, completion({"content": json.dumps({"rpn": risk["rpn"], "risk_level": risk["risk_level"],
+                                                           "rpn_points_below_critical": 200 - risk["rpn"]})})
         return 200, completion({"content": json.dumps({"name": "assess_safety_risk", "arguments": FMEA_ARGS})})
 
     config = LLMConfig(base_url="http://127.0.0.1:1/v1", model="schema-test-model", reply_format="json_schema",

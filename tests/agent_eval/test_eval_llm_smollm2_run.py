@@ -1,7 +1,7 @@
 """The SmolLM2 run published in docs/agent_eval_llm.md section 3, re-scored offline from its stored traces.
 
 ``fixtures/smollm2_v2.tar.xz`` holds every trace of the published table (``traces/``: the model's runs, its replies
-included; ``floors/traces/``: the two floor agents on the same scenarios; ``llm_server.json``: the server, model
+included; ``floors/traces/``: the three floor agents on the same scenarios; ``llm_server.json``: the server, model
 and settings). The test unpacks it, runs ``sfbench-agent-eval score`` on it as a user would (no model, no tool
 call, no network) and checks the re-scored records against the numbers the doc prints: runs, passes and which
 scenarios passed, harness errors, the primary taxonomy labels, per task type, the floors. The expected numbers
@@ -27,11 +27,16 @@ ARCHIVE = Path(__file__).parent / "fixtures" / "smollm2_v2.tar.xz"
 MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 RUNS = 104
 HARNESS_ERRORS = 0
-PASSED_IDS = {"safety_gearbox_fmea_risk", "safety_motor_voltage_unbalance", "health_turbofan_hpt_mcq"}
-PRIMARY_LABELS = {"reasoning": 35, "tool_invocation": 42, "orchestration": 24}
-PER_TASK_TYPE = {"cost_benefit": (17, 0), "fault_classification": (22, 0), "health_analysis": (24, 1),
-                 "rul_prediction": (21, 0), "safety_policy": (20, 2)}  # task type -> (scored runs, passed)
-FLOOR_PASSES = {"floor:template_constant": 1, "floor:random_tool": 0}
+#: Against the current scenario files (issue 44 renamed answer fields after the run), none: the two passes and
+#: the third answer-only pass of the scenario set the run was made on (doc 3.2) lack the renamed fields now.
+PASSED_IDS: set[str] = set()
+ANSWER_ONLY_IDS: set[str] = set()
+MISSING_FIELDS_RUNS = 45
+PRIMARY_LABELS = {"reasoning": 43, "tool_invocation": 42, "orchestration": 19}
+PER_TASK_TYPE = {"cost_benefit": (17, 0), "fault_classification": (22, 0), "health_analysis": (24, 0),
+                 "rul_prediction": (21, 0), "safety_policy": (20, 0)}  # task type -> (scored runs, passed)
+FLOOR_PASSES = {"floor:template_constant": 0, "floor:random_tool": 0, "floor:sweep": 0}
+FLOOR_ANSWER_ONLY = {"floor:template_constant": 0, "floor:random_tool": 0, "floor:sweep": 0}
 TOOL_CALLS = 414
 # -------------------------------------------------------------------------------------------------------------------
 
@@ -68,6 +73,8 @@ def test_stored_run_rescores_to_the_published_numbers(rescored: Path) -> None:
     assert sum(r["status"] == "harness_error" for r in records) == HARNESS_ERRORS
     scored = [r for r in records if r["status"] == "scored"]
     assert {r["scenario_id"] for r in scored if r["success"]} == PASSED_IDS
+    assert {r["scenario_id"] for r in scored if r["answer_success"]} == ANSWER_ONLY_IDS
+    assert sum("missing_required_fields" in r["failure"]["flags"] for r in scored) == MISSING_FIELDS_RUNS
     labels = collections.Counter(r["failure"]["primary"] for r in scored if not r["success"])
     assert dict(labels) == PRIMARY_LABELS
     per_type: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
@@ -87,3 +94,5 @@ def test_floors_stored_beside_it_rescore_to_the_published_numbers(rescored: Path
     assert collections.Counter(r["agent"] for r in floors) == dict.fromkeys(FLOOR_PASSES, RUNS)
     passes = collections.Counter(r["agent"] for r in floors if r["success"])
     assert {kind: passes[kind] for kind in FLOOR_PASSES} == FLOOR_PASSES
+    lenient = collections.Counter(r["agent"] for r in floors if r["answer_success"])
+    assert {kind: lenient[kind] for kind in FLOOR_ANSWER_ONLY} == FLOOR_ANSWER_ONLY

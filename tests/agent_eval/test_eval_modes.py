@@ -150,8 +150,8 @@ def pump_zone_policy(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     assert "Context passages:" in user and "group 2 rigid 1.4, 2.8, 4.5" in user
     velocity = 0.15 * 25.4 / math.sqrt(2.0)  # in/s peak -> mm/s RMS, from the conversion note
     zone = "ABCD"[sum(velocity >= b for b in (1.4, 2.8, 4.5))]
-    return 200, completion({"content": json.dumps({"velocity_mm_s_rms": velocity,
-                                                   "zone": zone})})
+    return 200, completion({"content": json.dumps({"velocity_mm_s_rms": velocity, "zone": zone,
+                                                   "percent_of_cd_limit": 100.0 * velocity / 4.5})})
 
 
 async def test_llm_agent_in_rag_mode_over_http(eval_server: MCPServer, evidence: EvidenceLibrary,
@@ -194,7 +194,7 @@ def battery_policy(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         sum(soh_rated <= edge for edge in (0.9, 0.8, 0.7))]
     return 200, completion({"content": json.dumps({
         "capacity_ah": capacity, "soh_first_cycle": soh_first, "soh_rated": soh_rated,
-        "stage": stage})})
+        "stage": stage, "capacity_fade_pct": 100.0 * (1.0 - soh_first)})})
 
 
 async def test_llm_agent_in_no_domain_tools_mode_over_http(

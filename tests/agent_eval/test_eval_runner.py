@@ -151,7 +151,7 @@ def test_report_rows_markdown_and_csv(tmp_path: Path) -> None:
     assert table[1]["task_type"] == "cost_benefit" and float(table[1]["pass_at_1"]) == 1.0
     markdown = paths["markdown"].read_text()
     assert to_markdown(rows) in markdown
-    assert "| a | m | tools_provided | all | all | 2 | 4 | 2 | 0.750 [0.301, 0.954] |" in markdown
+    assert "| a | m | tools_provided | explicit | all | all | 2 | 4 | 2 | 0.750 [0.301, 0.954] |" in markdown
     summary = json.loads(paths["json"].read_text())
     assert summary["failure_labels"] == {"reasoning": 1}
     assert summary["excluded"][0]["status"] == "harness_error"
@@ -190,7 +190,7 @@ def test_cli_run_score_report(tmp_path: Path, data_root: Path,
         assert again["record_hash"] == record["record_hash"]
     (out / "report.md").unlink()
     assert cli.main(["report", str(out)]) == 0
-    assert "| scripted | reference_solution | tools_provided | all | all | 2 | 4 | 2 | 1.000 [" in \
+    assert "| scripted | reference_solution | tools_provided | explicit | all | all | 2 | 4 | 2 | 1.000 [" in \
         (out / "report.md").read_text()
     fault = tmp_path / "fault"
     assert cli.main(["run", "--agent", "fault:stop_early", "--ids", "cost_pump_pm_program_roi",

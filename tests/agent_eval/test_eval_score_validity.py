@@ -71,7 +71,8 @@ def test_seven_sensors_with_a_count_of_three_fails(scenario_map: dict[str, Scena
     truth = scenario.load_ground_truth()
     assert truth["n_anomalous_sensors"] == 3  # the count alone is right
     contradictory = {"anomalous_sensors": ["s2", "s3", "s4", "s7", "s11", "s12", "s15"],
-                     "n_anomalous_sensors": 3, "first_anomalous_cycle": truth["first_anomalous_cycle"]}
+                     "n_anomalous_sensors": 3, "first_anomalous_cycle": truth["first_anomalous_cycle"],
+                     "cycles_after_first_departure": truth["cycles_after_first_departure"]}
     success, results = evaluate_validators(_answer_checks(scenario), _context(scenario, contradictory))
     failed = {r.kind for r in results if not r.passed}
     assert not success and failed == {"set_overlap", "field_relation"}, failed
@@ -83,7 +84,8 @@ def test_seven_sensors_with_a_count_of_three_fails(scenario_map: dict[str, Scena
                              validator_results=[r.to_json() for r in results])
     assert "inconsistent_answer" in flags["flags"] and flags["primary"] == "reasoning"
     right = {"anomalous_sensors": truth["anomalous_sensors"], "n_anomalous_sensors": 3,
-             "first_anomalous_cycle": truth["first_anomalous_cycle"]}
+             "first_anomalous_cycle": truth["first_anomalous_cycle"],
+             "cycles_after_first_departure": truth["cycles_after_first_departure"]}
     assert evaluate_validators(_answer_checks(scenario), _context(scenario, right))[0]
 
 
@@ -98,7 +100,8 @@ def test_an_answer_missing_required_fields_is_flagged(scenario_map: dict[str, Sc
         # An answer-level failure: the agent did the work and then did not answer the question.
         assert "missing_required_fields" in failure["flags"] and failure["primary"] == "reasoning"
     complete = classify_failure(success=False, calls=calls, answer={"anomalous_sensors": [], "n_anomalous_sensors": 0,
-                                                                    "first_anomalous_cycle": 0},
+                                                                    "first_anomalous_cycle": 0,
+                                                                    "cycles_after_first_departure": 0},
                                 stop_reason="final", required=scenario.required_tools, distractors=[],
                                 precedence=scenario.precedence, handle_args=[],
                                 output_template=scenario.output_template)

@@ -1,7 +1,8 @@
 """Floor agents: what a pass rate is worth when nothing is understood.
 
-What lives here: two agents that read nothing but the task's output template (and, for the second, the
-visible tools' input schemas), and the schema fillers they use:
+What lives here: three agents that read nothing but the task's output template, the visible tools' input
+schemas and (the sweep) the numbers in the query and the names of the tools' output fields, and the schema
+fillers they use:
 
 * ``floor:template_constant`` (`TemplateConstantAgent`) makes no tool call and answers with the template
   filled by constants (`constant_fill`): the first enum value (or the ``const``), ``false``, ``0`` (moved to
@@ -12,6 +13,15 @@ visible tools' input schemas), and the schema fillers they use:
   rarely meaningful), then answers with a random fill of the output template. Every draw comes from one
   ``random.Random`` seeded with a SHA-256 of (task seed, scenario id, run index), so the same seed gives the
   same calls and answer on any machine.
+* ``floor:sweep`` (`SweepAgent`) calls every visible tool once (in name order, up to the scenario's call
+  budget; tools taking no ``*handle*`` argument first), each with its numeric arguments filled positionally
+  from the numbers of the query (and dataset context) in the order they appear (`query_numbers`), strings from
+  the query's snake_case identifiers (a registered dataset name) or, for a handle, the latest handle a tool
+  returned (`sweep_arguments`), then answers each field of the
+  output template with the value of the tool-output field whose name best matches it (`best_output_match`,
+  difflib's ratio over the flattened output keys). It understands nothing, but a scenario whose answer is a
+  tool's output copied by name, with the evaluator ignoring which tools ran, would fall to it.
+  Deterministic, no seed.
 
 A model's pass@1 is read against these floors (``agent_eval.floors``). What does not live here: running
 them beside a model, the floors' table.
@@ -19,19 +29,22 @@ them beside a model, the floors' table.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 import random
+import re
 import string
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from sfbench_jax.agent_eval.agents.base import ZERO_USAGE, AgentResult, AgentTask
 
-__all__ = ["FLOOR_KINDS", "RANDOM_NUMBER_SPAN", "RandomToolAgent", "TemplateConstantAgent", "constant_fill",
-           "floor_agent", "floor_rng", "random_fill"]
+__all__ = ["FLOOR_KINDS", "RANDOM_NUMBER_SPAN", "RandomToolAgent", "SweepAgent", "TemplateConstantAgent",
+           "best_output_match", "constant_fill", "flat_outputs", "floor_agent", "floor_rng", "query_identifiers",
+           "query_numbers", "random_fill", "sweep_arguments"]
 
-FLOOR_KINDS = ("floor:template_constant", "floor:random_tool")
+FLOOR_KINDS = ("floor:template_constant", "floor:random_tool", "floor:sweep")
 #: Width of the range a random number is drawn from when the schema bounds it on one side or not at all.
 RANDOM_NUMBER_SPAN = 100.0
 _NUMERIC = ("integer", "number")
@@ -238,7 +251,191 @@ class RandomToolAgent:
                            usage=dict(ZERO_USAGE))
 
 
-def floor_agent(kind: str) -> TemplateConstantAgent | RandomToolAgent:
+_NUMBER = re.compile(r"(?<![A-Za-z_\d])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?(?![A-Za-z_\d])")
+_IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
+def query_numbers(text: str) -> list[float]:
+    """The numbers written in a text, in order (``1,500`` is 1500; a digit glued to a letter, as in ``B0005``,
+    ``FD001`` or ``cwru_12k``, is not a number).
+
+    Args:
+        text: The query (and dataset context).
+
+    Returns:
+        The numbers as floats.
+    """
+    return [float(match.replace(",", "")) for match in _NUMBER.findall(text) if any(c.isdigit() for c in match)]
+
+
+def query_identifiers(text: str) -> list[str]:
+    """The snake_case identifiers written in a text (registered dataset names such as ``cwru_bearing_nie``), in
+    order, each once."""
+    return list(dict.fromkeys(_IDENTIFIER.findall(text)))
+
+
+class _SweepInputs(NamedTuple):
+    """What the sweep fills arguments from: the query's numbers and identifiers, the handles returned so far."""
+
+    numbers: Sequence[float]
+    identifiers: Sequence[str]
+    handles: Sequence[str]
+
+
+def _branch(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``anyOf`` / ``oneOf`` branch the sweep fills: an array of numbers, else a number, else the first."""
+    branches = [dict(b) for b in schema.get("anyOf") or schema.get("oneOf") or ()]
+    if not branches:
+        return schema
+    for wanted in ("array", "number", "integer"):
+        for branch in branches:
+            if _kind(branch) == wanted and (wanted != "array"
+                                            or _kind(dict(branch.get("items") or {})) in _NUMERIC):
+                return branch
+    return branches[0]
+
+
+def _sweep_value(name: str, schema: Mapping[str, Any], numbers: Iterator[float], inputs: _SweepInputs) -> Any:
+    """One argument: the next query number for a number, all the query's numbers for an array of numbers, the
+    latest handle for a ``*handle*`` string, the first query identifier for another string, the constant fill
+    (`constant_fill`) for anything else or when the source has run dry."""
+    schema = _branch(schema)
+    kind = _kind(schema)
+    if "enum" in schema or "const" in schema:
+        return constant_fill(schema)
+    if kind in _NUMERIC:
+        value = next(numbers, None)
+        if value is None:
+            return constant_fill(schema)
+        return int(value) if kind == "integer" and float(value).is_integer() else value
+    if kind == "string" and "handle" in name and inputs.handles:
+        return inputs.handles[-1]
+    if kind == "string" and inputs.identifiers:
+        return inputs.identifiers[0]
+    if kind == "array" and _kind(dict(schema.get("items") or {})) in _NUMERIC:
+        return list(numbers) or constant_fill(schema)
+    return constant_fill(schema)
+
+
+def sweep_arguments(input_schema: Mapping[str, Any], inputs: _SweepInputs) -> dict[str, Any]:
+    """The sweep's arguments for one tool: every required parameter, in schema order (optional ones keep the
+    tool's defaults), numeric ones taking the query's numbers one after the other from the first
+    (`_sweep_value`).
+
+    Args:
+        input_schema: The tool's input schema.
+        inputs: The query's numbers and identifiers, the handles returned so far.
+
+    Returns:
+        The arguments.
+    """
+    queue = iter(inputs.numbers)
+    required = set(input_schema.get("required") or ())
+    return {name: _sweep_value(name, dict(sub), queue, inputs)
+            for name, sub in dict(input_schema.get("properties") or {}).items() if name in required}
+
+
+def _takes_handle(spec: Any) -> bool:
+    return any("handle" in name for name in dict(spec.input_schema.get("properties") or {}))
+
+
+def flat_outputs(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Every field of a tool's structured output under its key name (nested keys flattened as ``a.b``; the
+    object itself is kept under its key beside its fields).
+
+    Args:
+        value: A structured tool output.
+        prefix: Key path so far.
+
+    Returns:
+        Key path -> value.
+    """
+    out: dict[str, Any] = {}
+    if isinstance(value, Mapping):
+        for key, sub in value.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            out[path] = sub
+            if isinstance(sub, Mapping):
+                out.update(flat_outputs(sub, path))
+    return out
+
+
+def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether an output value has the JSON type an answer field declares (any value for an untyped field)."""
+    kind = _kind(_branch(schema))
+    checks = {"boolean": lambda v: isinstance(v, bool),
+              "integer": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+              "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+              "string": lambda v: isinstance(v, str), "array": lambda v: isinstance(v, list),
+              "object": lambda v: isinstance(v, Mapping)}
+    return kind not in checks or checks[kind](value)
+
+
+def best_output_match(field: str, outputs: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> str | None:
+    """The output key whose last name part best matches an answer field (difflib's ratio, ties to the first
+    key in order), among the values of the field's JSON type; None when there is none.
+
+    Args:
+        field: An answer field name.
+        outputs: `flat_outputs` of the tool results.
+        schema: The field's schema in the output template (None: any type).
+
+    Returns:
+        The key, or None.
+    """
+    best, score = None, -1.0
+    for key, value in outputs.items():
+        if schema is not None and not _fits(value, schema):
+            continue
+        ratio = difflib.SequenceMatcher(None, field.lower(), key.rsplit(".", 1)[-1].lower()).ratio()
+        if ratio > score:
+            best, score = key, ratio
+    return best
+
+
+class SweepAgent:
+    """Every visible tool once with the query's numbers as arguments; answer fields copied from the outputs by
+    name (`best_output_match`)."""
+
+    name = "floor:sweep"
+    model = "every_tool_by_name"
+    sampling: Mapping[str, Any] = {}
+
+    async def run(self, task: AgentTask, tools: Any) -> AgentResult:
+        """Call every visible tool once, then copy the best-named output fields into the template.
+
+        Args:
+            task: The task (its query, dataset context, limits and output template).
+            tools: The ToolBox.
+
+        Returns:
+            The copied answer, stop reason ``final``.
+        """
+        text = f"{task.query} {task.dataset_context or ''}"
+        numbers, identifiers = query_numbers(text), query_identifiers(text)
+        budget = int(task.limits.get("max_tool_calls", 12))
+        outputs: dict[str, Any] = {}
+        handles: list[str] = []
+        # tools that take no handle first (a loader's handle can then reach the others), each group by name
+        for spec in sorted(tools.specs(), key=lambda spec: (_takes_handle(spec), spec.name))[:budget]:
+            arguments = sweep_arguments(spec.input_schema, _SweepInputs(numbers, identifiers, handles))
+            outcome = await tools.call(spec.name, arguments)
+            if outcome.ok and outcome.structured is not None:
+                flat = flat_outputs(outcome.structured)
+                handles += [v for k, v in flat.items() if k.endswith("handle") and isinstance(v, str)]
+                outputs.update({k: v for k, v in flat.items() if k not in outputs})
+        template = task.output_template
+        answer = constant_fill(template)
+        if isinstance(answer, dict):
+            properties = dict(template.get("properties") or {})
+            for field in answer:
+                key = best_output_match(field, outputs, dict(properties.get(field) or {}))
+                if key is not None:
+                    answer[field] = outputs[key]
+        return AgentResult(final_answer=answer, stop_reason="final", usage=dict(ZERO_USAGE))
+
+
+def floor_agent(kind: str) -> TemplateConstantAgent | RandomToolAgent | SweepAgent:
     """The floor agent of a kind name.
 
     Args:
@@ -254,4 +451,6 @@ def floor_agent(kind: str) -> TemplateConstantAgent | RandomToolAgent:
         return TemplateConstantAgent()
     if kind == "floor:random_tool":
         return RandomToolAgent()
+    if kind == "floor:sweep":
+        return SweepAgent()
     raise ValueError(f"unknown floor agent {kind!r}; choose from {list(FLOOR_KINDS)}")

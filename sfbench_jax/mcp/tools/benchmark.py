@@ -177,7 +177,7 @@ def _check_curve_cost(k: int, severities: list[float] | None) -> None:
 def _stored_curves(api: Any, store: DataStore, dataset: str, run: str, k: int,
                    severities: list[float] | None) -> dict[str, Any]:
     from sfbench_jax.pipeline.rebuild import NotStoredError, UntrustedRunError
-    from sfbench_jax.run_folder.record import DamagedRunError
+    from sfbench_jax.run_folder.record import DamagedRunError, RunInProgressError
 
     if store.runs is None:
         raise UnavailableToolError(NO_RUNS_ROOT)
@@ -187,6 +187,9 @@ def _stored_curves(api: Any, store: DataStore, dataset: str, run: str, k: int,
                                      policy=store.runs.policy(store.data_root))
     except UntrustedRunError as exc:
         raise RefusedToolError(f"the stored run {run!r}: {exc}") from None
+    except RunInProgressError as exc:
+        raise UnavailableToolError(f"the stored run {run!r} is being written now ({exc.writer}); ask again once "
+                                   "its job has finished") from None
     except DamagedRunError as exc:
         raise UnavailableToolError(f"the stored run {run!r} is damaged: {exc.file} {exc.problem}. Re-run its job "
                                    "(or ask the operator to)") from None
