@@ -31,8 +31,8 @@ HARNESS_ERRORS = 0
 #: the third answer-only pass of the scenario set the run was made on (doc 3.2) lack the renamed fields now.
 PASSED_IDS: set[str] = set()
 ANSWER_ONLY_IDS: set[str] = set()
-MISSING_FIELDS_RUNS = 45
-PRIMARY_LABELS = {"reasoning": 43, "tool_invocation": 42, "orchestration": 19}
+MISSING_FIELDS_RUNS = 57
+PRIMARY_LABELS = {"reasoning": 48, "tool_invocation": 42, "orchestration": 14}
 PER_TASK_TYPE = {"cost_benefit": (17, 0), "fault_classification": (22, 0), "health_analysis": (24, 0),
                  "rul_prediction": (21, 0), "safety_policy": (20, 0)}  # task type -> (scored runs, passed)
 FLOOR_PASSES = {"floor:template_constant": 0, "floor:random_tool": 0, "floor:sweep": 0}
