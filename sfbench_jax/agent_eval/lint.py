@@ -2,7 +2,8 @@
 
 What lives here: `lint_static` (rules that need only the files and a tool catalogue),
 `check_reference_solutions` (the CI gate: every scripted reference solution passes all its
-validators, identically on repeated runs, through a real MCP session) and the ground-truth
+validators, identically on repeated runs, through a real MCP session, in either query phrasing, and its pass
+depends on every required tool: `required_tool_dependence`) and the ground-truth
 manifest helpers. What does not: building ground truth (``scripts/build_agent_scenarios.py``).
 
 Static rules:
@@ -63,7 +64,8 @@ from typing import Any
 
 from sfbench_jax.agent_eval.agents.scripted import ScriptedAgent
 from sfbench_jax.agent_eval.answer_ops import is_derived
-from sfbench_jax.agent_eval.runner import execute_run
+from sfbench_jax.agent_eval.modes import has_domain_tools
+from sfbench_jax.agent_eval.runner import execute_run, score_trace
 from sfbench_jax.agent_eval.scenario import (
     TRANSFER_ASSET_CLASSES,
     TRANSFER_TAG,
@@ -75,7 +77,8 @@ from sfbench_jax.agent_eval.validators import PRESENCE_ONLY, TRACE_KINDS, normal
 from sfbench_jax.mcp.datasets import CWRU_NEUTRAL_NAMES, PHM_DATASETS
 
 __all__ = ["DISTRACTOR_RANGE", "MANIFEST_NAME", "check_reference_solutions", "file_sha256", "lint_static",
-           "lists_in_order", "names_a_tool", "parameter_order", "read_manifest", "step_figures"]
+           "lists_in_order", "names_a_tool", "parameter_order", "read_manifest", "required_tool_dependence",
+           "step_figures"]
 
 MANIFEST_NAME = "MANIFEST.json"
 DISTRACTOR_RANGE = (2, 4)
@@ -532,16 +535,43 @@ def lint_static(scenarios: Sequence[Scenario], catalog: Iterable[str], *,
     return report
 
 
+def required_tool_dependence(scenario: Scenario, events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """How a passing run's pass could survive without a required tool: for each required tool, the trace re-scored
+    (`runner.score_trace`, no tool is called) with that tool's calls turned into errors and with them removed, the
+    answer left as it was. Every such re-score must fail, or the scenario's pass does not depend on the tool.
+
+    Args:
+        scenario: The scenario.
+        events: The trace of a passing run (e.g. its scripted reference solution).
+
+    Returns:
+        One line per surviving variant (``"<tool> failed"`` / ``"<tool> not called"``); empty when every
+        required tool is needed.
+    """
+    survivors: list[str] = []
+    for tool in scenario.required_tools:
+        failed = [{**e, "status": "domain_error", "is_error": True, "structured": None,
+                   "error_text": "turned into an error by the required-tool check"}
+                  if e.get("kind") == "tool_call" and e.get("tool") == tool else e for e in events]
+        removed = [e for e in events if not (e.get("kind") == "tool_call" and e.get("tool") == tool)]
+        for how, trace in (("failed", failed), ("not called", removed)):
+            if score_trace(scenario, trace)["success"]:
+                survivors.append(f"{tool} {how}")
+    return survivors
+
+
 async def check_reference_solutions(scenarios: Sequence[Scenario], session: Session, *,
-                                    repeats: int = 3,
-                                    mode: str = "tools_provided") -> dict[str, list[str]]:
-    """Run every scripted reference solution ``repeats`` times and check it passes identically.
+                                    repeats: int = 3, mode: str = "tools_provided",
+                                    variant: str = "explicit") -> dict[str, list[str]]:
+    """Run every scripted reference solution ``repeats`` times and check it passes identically, and that its
+    pass depends on every required tool (`required_tool_dependence`, on the first run).
 
     Args:
         scenarios: Scenarios.
         session: A connected MCP session.
         repeats: How many times to run each solution.
         mode: Mode to run in (tools_provided checks the allow-list too).
+        variant: The query phrasing the runs are given (`scenario.QUERY_VARIANTS`).
 
     Returns:
         Scenario id -> problems (only failing scenarios appear).
@@ -553,8 +583,11 @@ async def check_reference_solutions(scenarios: Sequence[Scenario], session: Sess
         answers: list[str] = []
         for run_index in range(repeats):
             _events, record = await execute_run(scenario, agent, session, mode=mode,
-                                                run_index=run_index)
+                                                run_index=run_index, variant=variant)
             answers.append(json.dumps(record["final_answer"], sort_keys=True))
+            if run_index == 0 and record["success"] and has_domain_tools(mode):  # the ablations withhold them
+                problems += [f"required_tool: the reference still passes with {survivor}"
+                             for survivor in required_tool_dependence(scenario, _events)]
             if record["status"] != "scored":
                 problems.append(f"run {run_index}: {record['status']}: {record['evaluator_error']}")
             elif not record["success"]:
