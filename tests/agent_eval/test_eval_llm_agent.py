@@ -61,7 +61,7 @@ def roi_policy(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     pm, reactive, _, roi = results
     answer = {"pm_annual_cost": pm["annual_cost"],
               "reactive_annual_cost": reactive["expected_annual_cost"], "roi": roi["roi"],
-              "payback_months": roi["payback_months"]}
+              "payback_months": roi["payback_months"], "first_year_net_benefit": roi["annual_savings"] - 40000}
     return 200, completion({"content": "Here is the business case:\n```json\n"
                                        + json.dumps(answer) + "\n```"})
 

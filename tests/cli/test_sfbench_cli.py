@@ -86,7 +86,7 @@ def test_reference_mode_on_beijing(tmp_path: Path, data_root: Path) -> None:
     ("eval.k=0", "eval.k must be in [1, 1,000,000]"),
     ("eval.k=1000000000", "eval.k must be in [1, 1,000,000]"),
     ("eval.channel_fraction=0.9", "eval.channel_fraction must lie in (0, 0.5]"),
-    ("eval.k=many", "Value 'many' of type 'str' could not be converted to Integer"),
+    ("eval.k=many", "eval.k=many: eval.k takes an integer, not 'many'"),
 ])
 def test_bad_overrides_fail_before_work(tmp_path: Path, override: str, message: str, monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
