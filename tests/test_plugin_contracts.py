@@ -230,6 +230,10 @@ def register(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def bad_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    # An earlier test's modules can be back in sys.modules: `_edit_model` deletes them through monkeypatch, whose undo
+    # (after this fixture's teardown) puts that test's first modules back. Import this test's own files.
+    for name in [module for module in sys.modules if module.startswith("bad_plugin_pkg")]:
+        del sys.modules[name]
     site = write_distribution(tmp_path / "site")
     monkeypatch.syspath_prepend(str(site))
     register(monkeypatch)
