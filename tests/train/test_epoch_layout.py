@@ -5,6 +5,8 @@ accelerator layout giving the CPU layout's numbers."""
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -22,6 +24,9 @@ from sfbench_jax.train.fit import (
     fitting_group_size,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import gpu_check
+
 STEPS = 6
 #: What a program that talks to the host would contain: host callbacks, infeed / outfeed, send / recv.
 HOST_TRAFFIC = re.compile(r"callback|infeed|outfeed|stablehlo\.send|stablehlo\.recv", re.IGNORECASE)
@@ -33,13 +38,8 @@ def etth1():
 
 
 def while_trip_counts(stablehlo: str) -> list[int | None]:
-    """The trip count of every `stablehlo.while` in a module's text (the constant its condition compares the counter
-    with; None where the condition has no constant)."""
-    counts: list[int | None] = []
-    for match in re.finditer(r"stablehlo\.while\(", stablehlo):
-        condition = stablehlo[match.end(): stablehlo.index("} do {", match.end())]
-        constant = re.search(r"stablehlo\.constant dense<(-?\d+)> : tensor<[iu]\d+>", condition)
-        counts.append(int(constant.group(1)) if constant else None)
+    """The trip count of every `stablehlo.while` in a module's text, as `benchmarks/gpu_check.py` reads it."""
+    counts: list[int | None] = gpu_check.program_structure(stablehlo)["while_trip_counts"]
     return counts
 
 
