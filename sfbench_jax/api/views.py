@@ -1,6 +1,6 @@
-"""Small library facade for tools (the MCP server, notebooks): JSON-friendly views of the registries, a
-one-call SeasonalNaive robustness score, and severity-response curves of SeasonalNaive or of a stored run. The
-CLI uses the same functions underneath."""
+"""JSON-friendly views for tools (the MCP server, notebooks): the registries as lists of dicts, a one-call
+SeasonalNaive robustness score, and severity-response curves of SeasonalNaive or of a stored run. The CLI uses the
+same functions underneath."""
 
 from __future__ import annotations
 
