@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 #: out) and no layer is partly above another.
 _ENGINE = {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors", "storage", "train"}
 ALLOWED_IMPORTS = {
-    "__init__": set(),
+    "__init__": {"api"},  # the package's root: `import sfbench_jax as sfb` reaches the front door's names lazily
     "plugins": set(),
     "predictors": set(),
     "storage": set(),
