@@ -4,7 +4,7 @@ What lives here: `StoredRuns` (the runs root, the candidate-store roots, whether
 its `find` (a run name -> its folder, refusing path-like names, links out of the root and manifests the rebuild
 policy refuses, before anything is loaded) and `policy` (the `sfbench_jax.pipeline.rebuild.RebuildPolicy` the rebuild
 runs under). Every error is a tagged tool error that names neither a server path nor any other run. What does
-not: loading, verifying and rebuilding a run (``sfbench_jax.pipeline.rebuild``, ``sfbench_jax.run_folder.stored_runs``).
+not: loading, verifying and rebuilding a run (``sfbench_jax.pipeline.rebuild``, ``sfbench_jax.run_folder.loading``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["NO_RUNS_ROOT", "RUNS_ROOT_VARIABLE", "StoredRuns", "check_run_name"]
 
 #: Environment variable the server reads its runs root from when ``--runs-root`` is not given.
 RUNS_ROOT_VARIABLE = "SFBENCH_RUNS_DIR"
-MANIFEST_FILE = "manifest.json"  # the run folder's marker (sfbench_jax.run_folder.stored_runs.MANIFEST_FILE)
+MANIFEST_FILE = "manifest.json"  # the run folder's marker (sfbench_jax.run_folder.names.MANIFEST_FILE)
 _RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=-]{0,127}")
 
 #: What a refused run folder is, said without a path (`find_runs`'s kinds).
@@ -89,13 +89,13 @@ class StoredRuns:
 
     def _candidates(self, name: str) -> list[Path]:
         """Run folders named ``name`` at or below the root, found as every reader finds runs
-        (`sfbench_jax.run_folder.stored_runs.find_runs`; links are followed inside the root only).
+        (`sfbench_jax.run_folder.finding.find_runs`; links are followed inside the root only).
 
         Raises:
             RefusedToolError: The folder of that name is a link out of the root or a cycle, lies inside another
                 run folder, or lies in a sweep without being one of its jobs (said without a path).
         """
-        from sfbench_jax.run_folder.stored_runs import find_runs
+        from sfbench_jax.run_folder.finding import find_runs
 
         found = find_runs([self.root], within=self.root)
         for item in found.refused:

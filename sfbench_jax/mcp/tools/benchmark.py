@@ -177,7 +177,7 @@ def _check_curve_cost(k: int, severities: list[float] | None) -> None:
 def _stored_curves(api: Any, store: DataStore, dataset: str, run: str, k: int,
                    severities: list[float] | None) -> dict[str, Any]:
     from sfbench_jax.pipeline.rebuild import NotStoredError, UntrustedRunError
-    from sfbench_jax.run_folder.record import DamagedRunError, RunInProgressError
+    from sfbench_jax.run_folder.damage import DamagedRunError, RunInProgressError
 
     if store.runs is None:
         raise UnavailableToolError(NO_RUNS_ROOT)
