@@ -483,7 +483,7 @@ def write_evaluation_html(run_dirs: Sequence[Path], records: Sequence[Mapping[st
                           scenarios: Mapping[str, Any], floor_rows: Sequence[Mapping[str, Any]] = (),
                           floor_records: Sequence[Mapping[str, Any]] = ()) -> Path:
     """Write the page of these records (traces read from the run folders) to `target` atomically."""
-    from sfbench_jax.storage.atomic import write_text
+    from sfbench_jax.api.files import write_text
 
     text = evaluation_html(records, read_run_traces(run_dirs, records), scenarios, floor_rows=floor_rows,
                            floor_records=floor_records)
