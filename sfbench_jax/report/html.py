@@ -5,7 +5,7 @@ marked), the extra scenarios, and every run's provenance with its verification s
 
 The page is self-contained: styles and the few lines of sorting script are inline (the page kit both HTML pages
 share, `storage/html_page.py`), figures are inline SVG written by matplotlib, and nothing is fetched when it is
-viewed. Every number is a stored number read through the verifying reader (`run_folder.stored_runs.load_run` /
+viewed. Every number is a stored number read through the verifying reader (`run_folder.loading.load_run` /
 `gather_runs`) and the same report frames the Markdown and CSV tables use (`report.paper`, `report.deltas`): nothing
 is recomputed differently here. A damaged run folder or an expected job without a run is named at the top of the
 page and in the runs table, never left out silently.
@@ -37,8 +37,9 @@ from sfbench_jax.report.collect import (
     read_jobs,
 )
 from sfbench_jax.report.realisations import NotApplicable
-from sfbench_jax.run_folder.record import DamagedRunError
-from sfbench_jax.run_folder.stored_runs import RunSet, StoredRun, find_run_folders, gather_runs, load_run
+from sfbench_jax.run_folder.damage import DamagedRunError
+from sfbench_jax.run_folder.finding import find_run_folders
+from sfbench_jax.run_folder.loading import RunSet, StoredRun, gather_runs, load_run
 from sfbench_jax.storage import html_page
 from sfbench_jax.storage.html_page import esc, page_html, sortable_table
 
@@ -392,7 +393,7 @@ def damaged_row(folder: str, reason: str, columns: int) -> str:
 
 def refusal_label(reason: str) -> str:
     """How a run the reader could not read is labelled: "being written" (a running sfbench holds it, see
-    `run_folder.record.RunInProgressError`) or "damaged"."""
+    `run_folder.damage.RunInProgressError`) or "damaged"."""
     return "being written" if " is being written now by a running sfbench " in reason else "damaged"
 
 
