@@ -62,6 +62,7 @@ def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'sfbench_jax' has no attribute {name!r}")
     from sfbench_jax import api
+    from sfbench_jax.api import scoring  # noqa: F401 - its import sets the verb packages on this package
 
     return globals()[name] if name in VERBS else getattr(api, name)
 

@@ -46,7 +46,7 @@ def two_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
         dist = tmp_path / f"plugin_{name}-1.0.dist-info"
         dist.mkdir()
         (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: plugin-{name}\nVersion: 1.0\n")
-        (dist / "entry_points.txt").write_text(f"[sfbench_jax.datasets]\nclash_{name} = clash_{name}:SPEC\n")
+        (dist / "entry_points.txt").write_text(f"[sfbench_jax.datasets]\nclash = clash_{name}:SPEC\n")
         (tmp_path / f"clash_{name}.py").write_text(textwrap.dedent("""
             from sfbench_jax.data.spec import csv_dataset
 
@@ -67,8 +67,8 @@ def test_a_name_clash_between_two_plug_ins_names_both_packages() -> None:
         plugins.register_specs({}, plugins.discovered("datasets", DatasetSpec), kind="datasets")
     message = str(raised.value)
     assert message.startswith("Two datasets are registered as 'clash': one by package 'plugin-a' 1.0, entry point "
-                              "'clash_a = clash_a:SPEC', one by package 'plugin-b' 1.0, entry point "
-                              "'clash_b = clash_b:SPEC'"), message
+                              "'clash = clash_a:SPEC', one by package 'plugin-b' 1.0, entry point "
+                              "'clash = clash_b:SPEC'"), message
     assert "Rename the plug-in's dataset in package 'plugin-b', or uninstall one of them." in message
 
 

@@ -91,6 +91,7 @@ MODEL_MODULE = """
     FORGETFUL = _spec("forgetful", Forgetful)
     SHORT = _spec("short", Short)
     GOOD = _spec("good_tiny", Tiny)
+    MISNAMED = _spec("renamed_tiny", Tiny)  # declared under the entry point `misnamed`
     """
 
 FAULT_MODULE = """
@@ -176,6 +177,7 @@ ENTRY_POINTS = """
     short = bad_plugin_pkg.model:SHORT
     good_tiny = bad_plugin_pkg.model:GOOD
     broken = bad_plugin_pkg.missing_module:SPEC
+    misnamed = bad_plugin_pkg.model:MISNAMED
     [sfbench_jax.methods]
     channel_drop = bad_plugin_pkg.methods:CHANNEL_DROP
     wide_wrap = bad_plugin_pkg.methods:WIDE_WRAP
@@ -213,7 +215,7 @@ def write_distribution(site: Path, *, model_source: str = MODEL_MODULE, version:
              **{f"bad_plugin_pkg/conf/method/{name}.yaml": METHOD_PRESET.format(name=name)
                 for name in ("channel_drop", "wide_wrap")},
              **{f"bad_plugin_pkg/conf/model/{name}.yaml": PRESET.format(name=name)
-                for name in ("forgetful", "short", "good_tiny", "broken")}}
+                for name in ("forgetful", "short", "good_tiny", "broken", "misnamed", "renamed_tiny")}}
     for relative, text in files.items():
         (site / relative).parent.mkdir(parents=True, exist_ok=True)
         (site / relative).write_text(textwrap.dedent(text))
@@ -356,6 +358,20 @@ def test_naming_a_broken_plug_in_stops_the_run_with_its_fix(bad_plugin, tmp_path
     assert "The entry point 'broken' = 'bad_plugin_pkg.missing_module:SPEC'" in line, line
     assert "Repair the line `broken = bad_plugin_pkg.missing_module:SPEC`" in line, line
     assert line.endswith("pip uninstall bad-plugin."), line
+
+
+def test_an_entry_point_named_otherwise_than_its_spec_is_refused_naming_both(bad_plugin, tmp_path,
+                                                                             monkeypatch) -> None:
+    """Issue 45: `misnamed = bad_plugin_pkg.model:MISNAMED` names the spec 'renamed_tiny'. Commands find a plug-in by
+    its spec's name and a broken one by its entry point's: either name stops the run with the same line and fix."""
+    assert "renamed_tiny" not in MODELS and "misnamed" not in MODELS
+    for name in ("misnamed", "renamed_tiny"):
+        line = refused(monkeypatch, tmp_path, f"model={name}")
+        assert "The entry point 'misnamed' = 'bad_plugin_pkg.model:MISNAMED'" in line, line
+        assert "names a spec whose name is 'renamed_tiny', not 'misnamed'" in line, line
+        assert "Rename the line `misnamed = bad_plugin_pkg.model:MISNAMED` to " \
+               "`renamed_tiny = bad_plugin_pkg.model:MISNAMED`" in line, line
+        assert line.endswith("pip uninstall bad-plugin."), line
 
 
 # ----------------------------------------------------------------------------------------------------------------

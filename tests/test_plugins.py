@@ -110,6 +110,25 @@ def test_an_entry_point_naming_the_wrong_object_is_one_line(installed) -> None:
     assert "names dict, not a sfbench_jax.models.spec.ModelSpec" in message and "'wrong'" in message
 
 
+def test_an_entry_point_whose_name_differs_from_its_spec_is_set_aside_naming_both(installed) -> None:
+    installed("""
+        [sfbench_jax.models]
+        fake_old = fake_plugin_pkg.model:SPEC
+        """, {"fake_plugin_pkg/__init__.py": "",
+              "fake_plugin_pkg/model.py": """
+                  import dataclasses
+                  from sfbench_jax.models.registry import MODELS
+                  SPEC = dataclasses.replace(MODELS["dlinear"], name="fake_new")
+                  """})
+    assert plugins.discovered("models", ModelSpec) == ()
+    message = _broken_line("models", "fake_old")
+    assert _broken_line("models", "fake_new") == message  # either name stops the command that names it
+    assert message.startswith("The entry point 'fake_old' = 'fake_plugin_pkg.model:SPEC' (group 'sfbench_jax.models' "
+                              "of package 'fake-plugin') names a spec whose name is 'fake_new', not 'fake_old'")
+    assert "Rename the line `fake_old = fake_plugin_pkg.model:SPEC` to `fake_new = fake_plugin_pkg.model:SPEC`" \
+        in message and message.endswith("pip uninstall fake-plugin.")
+
+
 def test_a_broken_plug_in_leaves_help_and_the_built_ins_working(tmp_path: Path) -> None:
     """Issue 30, defect 4: a fresh process with a broken entry point installed: `sfbench --help` and
     `sfbench-report --help` work, the registries hold every built-in, and naming the broken one is its one line."""

@@ -22,7 +22,7 @@ from sfbench_jax.evaluate import Evaluation
 from sfbench_jax.pipeline.cell import EvaluatedModel, Selection
 from sfbench_jax.pipeline.outputs.tables import per_window_table, summary_table
 from sfbench_jax.pipeline.runner import save_run
-from sfbench_jax.run_folder.stored_runs import gather_runs
+from sfbench_jax.run_folder.loading import gather_runs
 
 
 @dataclass(frozen=True, repr=False)

@@ -4,8 +4,8 @@ check the config against the registries -> load and validate the data, check the
 that needs data: `check_run_data`, before the folder is claimed) -> prepare windows -> select the model on clean
 validation (every model the same way; trainable ones through the resumable candidate store) -> evaluate the winner under
 the eight scenarios -> write summary.csv, per_window.parquet, candidates.csv, training_curves.parquet (trained models),
-manifest.json and the heatmap, and last the completion record that vouches for exactly them (`run_folder.record`,
-`run_folder.stored_runs.seal_run`). The run claims its folder before any training, under an exclusive writer lock held
+manifest.json and the heatmap, and last the completion record that vouches for exactly them
+(`run_folder.record.seal_run`). The run claims its folder before any training, under an exclusive writer lock held
 until the seal (a second writer is refused): a folder holding a completed run is refused, or with `overwrite` replaced
 in one atomic swap at the end; a sweep job's `cell.json` is kept. The summary's reference-normalised scores (mCE,
 relative mCE) need the dataset's SeasonalNaive winner on the same windows and faults: it is selected and evaluated in
@@ -44,15 +44,17 @@ from sfbench_jax.pipeline.outputs.tables import (
     summary_table,
     training_curves_table,
 )
-from sfbench_jax.run_folder.record import JOB_FILE, RunFolder, claim_run_folder, unlock_run_folder
-from sfbench_jax.run_folder.stored_runs import (
+from sfbench_jax.run_folder.claim import RunFolder, claim_run_folder
+from sfbench_jax.run_folder.locks import unlock_run_folder
+from sfbench_jax.run_folder.names import (
     CANDIDATES_FILE,
+    JOB_FILE,
     MANIFEST_FILE,
     PER_WINDOW_FILE,
     SUMMARY_FILE,
     TRAINING_CURVES_FILE,
-    seal_run,
 )
+from sfbench_jax.run_folder.record import seal_run
 from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
 from sfbench_jax.train import CandidateResult, check_search_space, expand_space, search_space
 

@@ -1,7 +1,7 @@
 """Plug-ins registered from other packages through Python entry points (docs/extending.md).
 
 A package extends the benchmark by declaring entry points in its own `pyproject.toml`, one group per plug-in
-kind; each entry point names a spec object (or a sequence of them) of that kind:
+kind; each entry point names a spec object of that kind under the spec's own name (or a sequence of specs):
 
     [project.entry-points."sfbench_jax.models"]
     my_model = "my_pkg.model:SPEC"
@@ -17,9 +17,10 @@ kind; each entry point names a spec object (or a sequence of them) of that kind:
 Each registry merges the discovered specs into its built-in ones with `register_specs`. A plug-in never replaces
 a built-in or another plug-in of the same name: that is an error naming both, raised when the registry is first
 imported, before any work. An entry point that fails to load (its module does not import, or it names something
-other than a spec of its group) is set aside, not raised: the registries hold every other spec, so `--help`, the
-built-ins and the reports keep working, and only a command that names it stops, with `broken_error`'s one line
-(which package, which entry point, `pip uninstall NAME` or the line to repair). `origin_of(spec)` says where a
+other than a spec of its group, or one spec under another name) is set aside, not raised: the registries hold every
+other spec, so `--help`, the built-ins and the reports keep working, and only a command that names it (by either
+name) stops, with `broken_error`'s one line (which package, which entry point, `pip uninstall NAME` or the line to
+repair). `origin_of(spec)` says where a
 spec came from (the package and entry point, or the built-in module) for the contract checks' messages, and
 `code_fingerprint(*specs)` identifies the code that defines specs (part of every stored candidate's identity).
 
@@ -46,6 +47,14 @@ KINDS = ("models", "methods", "datasets", "faults", "conf")
 
 class PluginError(ValueError):
     """A plug-in that cannot be used: it does not load, names the wrong kind of object, or takes a taken name."""
+
+
+class MisnamedEntryPoint(PluginError):
+    """An entry point whose name differs from the name of the one spec it names (`spec_name`)."""
+
+    def __init__(self, message: str, *, spec_name: str) -> None:
+        super().__init__(message)
+        self.spec_name = spec_name
 
 
 def _entry_points(kind: str) -> list[metadata.EntryPoint]:
@@ -116,13 +125,28 @@ def _load(entry: metadata.EntryPoint) -> Any:
 
 def _loaded_specs(entry: metadata.EntryPoint, spec_type: type) -> list[Any]:
     value = _load(entry)
-    items = value if isinstance(value, Sequence) and not isinstance(value, str) else (value,)
+    is_one_spec = not (isinstance(value, Sequence) and not isinstance(value, str))
+    items = (value,) if is_one_spec else value
     wrong = [item for item in items if not isinstance(item, spec_type)]
     if wrong:
         raise PluginError(f"The {_origin(entry)} names {type(wrong[0]).__name__}, not a "
                           f"{spec_type.__module__}.{spec_type.__qualname__}. Point it at a spec object. "
                           f"{_fix(entry)}")
+    if is_one_spec and value.name != entry.name:
+        raise _misnamed(entry, value.name)
     return list(items)
+
+
+def _misnamed(entry: metadata.EntryPoint, spec_name: str) -> MisnamedEntryPoint:
+    """An entry point that names one spec under another name: commands find a plug-in by its spec's name and a
+    broken one by its entry point's name, so the two must agree."""
+    dist, _ = _distribution(entry)
+    remove = f"pip uninstall {dist}" if dist != "?" else "uninstall the package that declares it"
+    return MisnamedEntryPoint(
+        f"The {_origin(entry)} names a spec whose name is {spec_name!r}, not {entry.name!r}: an entry point's name "
+        f"must equal its spec's name. Rename the line `{entry.name} = {entry.value}` to `{spec_name} = "
+        f"{entry.value}` under [project.entry-points.\"{entry.group}\"] of that package (or set the spec's name to "
+        f"{entry.name!r}) and reinstall it, or remove the package: {remove}.", spec_name=spec_name)
 
 
 @functools.cache
@@ -138,6 +162,8 @@ def discovered(kind: str, spec_type: type) -> tuple[Any, ...]:
             items = _loaded_specs(entry, spec_type)
         except PluginError as error:
             broken[entry.name] = error
+            if isinstance(error, MisnamedEntryPoint):  # a misnamed one stops the commands that name either name
+                broken.setdefault(error.spec_name, error)
             continue
         name, version = _distribution(entry)
         for item in items:
