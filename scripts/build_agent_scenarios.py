@@ -857,7 +857,8 @@ def battery_baseline(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
 
 @builder("battery_health_report")
 def battery_health_report(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
-    """Triage of the health report: stage, anomalies, thermal spike and linear-fade RUL."""
+    """Triage of the health report (the kernel's ladder, `phm_kernels.health_report_triage`) from the stage,
+    the anomalies, the thermal spike and the linear-fade RUL."""
     import phm_kernels as kern
 
     cell = _cell(store, params["battery_id"])
@@ -869,15 +870,9 @@ def battery_health_report(params: Mapping[str, Any], store: Any) -> dict[str, An
                                            cell.rct_ohm)
     rul = float(np.asarray(kern.linear_fade_rul(cell.cycle.astype(float), cell.capacity_ah,
                                                 observed_cycles=cycle).rul))
-    if stage == "EOL" or rul <= 10.0 or bool(np.asarray(thermal.spike_active)):
-        level = "emergency"
-    elif stage == "ACCELERATED_DEGRADATION" or rul <= 30.0:
-        level = "urgent"
-    elif stage == "EARLY_DEGRADATION" or (first is not None and first <= cycle):
-        level = "elevated"
-    else:
-        level = "routine"
-    return {"triage_level": level, "stage": stage, "predicted_rul": r6(rul)}
+    level = kern.health_report_triage(stage, rul, bool(np.asarray(thermal.spike_active)),
+                                      first is not None and first <= cycle)
+    return {"triage_level": kern.TRIAGE_LEVELS[code(level)], "stage": stage, "predicted_rul": r6(rul)}
 
 
 @builder("battery_schedule")

@@ -13,10 +13,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 
 #: Each layer (a package, or a module at the package root) may import only itself and the layers listed: only
 #: lower ones, transitively lower ones listed too, so the table is the layer order (docs/architecture.md writes it
-#: out) and no layer is partly above another.
+#: out) and no layer is partly above another. The agent side is the exception: `mcp/` and `agent_eval/` reach the
+#: benchmark only through its door, `api/` (which re-exports what they need).
 _ENGINE = {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors", "storage", "train"}
 ALLOWED_IMPORTS = {
-    "__init__": set(),
+    "__init__": {"api"},  # the package's root: `import sfbench_jax as sfb` reaches the front door's names lazily
     "plugins": set(),
     "predictors": set(),
     "storage": set(),
@@ -31,8 +32,8 @@ ALLOWED_IMPORTS = {
     "pipeline": _ENGINE | {"run_folder"},
     "report": _ENGINE | {"pipeline", "run_folder"},
     "api": _ENGINE | {"pipeline", "report", "run_folder"},
-    "mcp": _ENGINE | {"api", "pipeline", "report", "run_folder"},
-    "agent_eval": _ENGINE | {"api", "mcp", "pipeline", "report", "run_folder"},
+    "mcp": {"api"},  # the agent side meets the benchmark at one door (and imports phm_kernels)
+    "agent_eval": {"api", "mcp"},
     "cli": _ENGINE | {"agent_eval", "api", "mcp", "pipeline", "report", "run_folder"},
 }
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
@@ -207,3 +208,43 @@ def test_no_plugin_name_is_a_branch_outside_its_own_module() -> None:
     assert not found, ("a plug-in's name used as a branch outside its own module (put the fact in its spec: "
                        "models/spec.py, methods/spec.py; the protocol's anchor model is config.ANCHOR_MODEL): "
                        f"{found}")
+
+
+def _type_checking_imports(path: Path) -> dict[str, str]:
+    """`name -> submodule` of the `from sfbench_jax.api.<submodule> import name` lines under `if TYPE_CHECKING:`."""
+    names = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for item in node.body:
+                if isinstance(item, ast.ImportFrom) and item.module and item.module.startswith("sfbench_jax.api."):
+                    names.update({alias.name: item.module.rsplit(".", 1)[1] for alias in item.names})
+    return names
+
+
+def test_the_door_names_each_export_once_and_the_type_checker_sees_it() -> None:
+    """`sfbench_jax.api`'s table, its `__all__` and its `TYPE_CHECKING` imports list the same names from the same
+    submodules, and each name resolves to the object its submodule holds."""
+    import importlib
+
+    import sfbench_jax.api as api
+
+    table = api._EXPORTS
+    assert sorted(api.__all__) == sorted(table), "sfbench_jax.api: __all__ and _EXPORTS differ"
+    assert _type_checking_imports(PACKAGE / "api" / "__init__.py") == table, (
+        "sfbench_jax.api: the TYPE_CHECKING imports and _EXPORTS differ (mypy reads the former, Python the latter)")
+    for name, submodule in table.items():
+        assert getattr(api, name) is getattr(importlib.import_module(f"sfbench_jax.api.{submodule}"), name)
+
+
+def test_the_door_and_the_mcp_server_start_light() -> None:
+    """Importing the door (and its light submodule) imports neither JAX nor the pipeline; starting the MCP server
+    imports no pipeline either (JAX it gets from phm_kernels)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, sfbench_jax.api, sfbench_jax.api.files; heavy = [m for m in ('jax', 'sfbench_jax.pipeline') "
+             "if m in sys.modules]; import sfbench_jax.mcp.server; "
+             "heavy += [m for m in ('sfbench_jax.pipeline', 'sfbench_jax.api.views') if m in sys.modules]; "
+             "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"the door or the server's start imports {out.strip()}"

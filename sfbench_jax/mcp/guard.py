@@ -8,10 +8,10 @@ paths in an error text replaced by placeholders). What does not: argument strict
 tools themselves.
 
 A call past its budget is answered with ``[over_budget]`` at once. Its worker thread cannot be killed: an
-evaluation in it stops at its next chunk (`evaluate/abandon.py`; a chunk or a compilation already started runs to its
-end), other work finishes in the background. That is why the cost of every argument is bounded before work starts
-(each tool) and the exclusive tools (the forecasting evaluations: seconds and up to a GB each) compute one at a
-time: a call that cannot start within its budget is answered ``[over_budget]`` too.
+evaluation in it stops at its next chunk (`sfbench_jax.api.abandon`; a chunk or a compilation already started runs
+to its end), other work finishes in the background. That is why the cost of every argument is bounded before work
+starts (each tool) and the exclusive tools (the forecasting evaluations: seconds and up to a GB each) compute one at
+a time: a call that cannot start within its budget is answered ``[over_budget]`` too.
 
 Fairness: an exclusive call waits for the lock in the event loop, not on a worker thread, so waiting calls never
 take the threads a cheap call needs (the SDK runs every tool on a worker thread of a pool of 40); and each client
@@ -40,7 +40,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel
 
-from sfbench_jax.evaluate.abandon import abandonable
+from sfbench_jax.api.abandon import abandonable
 from sfbench_jax.mcp.errors import DomainToolError, OverBudgetError
 
 __all__ = ["DEFAULT_CALL_TIMEOUT_S", "DEFAULT_CLIENT_COMPUTATIONS", "MAX_CALL_TIMEOUT_S", "CallGuard", "check_answer",

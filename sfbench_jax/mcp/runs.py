@@ -2,9 +2,10 @@
 
 What lives here: `StoredRuns` (the runs root, the candidate-store roots, whether host models may be rebuilt),
 its `find` (a run name -> its folder, refusing path-like names, links out of the root and manifests the rebuild
-policy refuses, before anything is loaded) and `policy` (the `sfbench_jax.pipeline.rebuild.RebuildPolicy` the rebuild
-runs under). Every error is a tagged tool error that names neither a server path nor any other run. What does
-not: loading, verifying and rebuilding a run (``sfbench_jax.pipeline.rebuild``, ``sfbench_jax.run_folder.stored_runs``).
+policy refuses, before anything is loaded) and `policy` (the `RebuildPolicy` the rebuild runs under). Every error
+is a tagged tool error that names neither a server path nor any other run. The benchmark is reached through its
+door only (`sfbench_jax.api.runs`, imported inside functions: it loads JAX). What does not: loading, verifying and
+rebuilding a run (the benchmark's, behind ``sfbench_jax.api``).
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sfbench_jax.mcp.datasets import reject_path_like
 from sfbench_jax.mcp.errors import RefusedToolError, UnavailableToolError, UnknownDatasetError, UnknownRunError
+
+if TYPE_CHECKING:
+    from sfbench_jax.api.runs import RebuildPolicy
 
 __all__ = ["NO_RUNS_ROOT", "RUNS_ROOT_VARIABLE", "StoredRuns", "check_run_name"]
 
 #: Environment variable the server reads its runs root from when ``--runs-root`` is not given.
 RUNS_ROOT_VARIABLE = "SFBENCH_RUNS_DIR"
-MANIFEST_FILE = "manifest.json"  # the run folder's marker (sfbench_jax.run_folder.stored_runs.MANIFEST_FILE)
+MANIFEST_FILE = "manifest.json"  # the run folder's marker (the benchmark's `run_folder` MANIFEST_FILE)
 _RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=-]{0,127}")
 
 #: What a refused run folder is, said without a path (`find_runs`'s kinds).
@@ -80,22 +84,22 @@ class StoredRuns:
         object.__setattr__(self, "root", Path(self.root).expanduser().resolve())
         object.__setattr__(self, "store_roots", tuple(Path(p).expanduser().resolve() for p in self.store_roots))
 
-    def policy(self, data_root: Path | None) -> Any:
-        """The rebuild policy of this server (`pipeline.rebuild.RebuildPolicy`; imported here: it loads JAX)."""
-        from sfbench_jax.pipeline.rebuild import RebuildPolicy
+    def policy(self, data_root: Path | None) -> RebuildPolicy:
+        """The rebuild policy of this server (`sfbench_jax.api.runs.RebuildPolicy`; imported here: it loads JAX)."""
+        from sfbench_jax.api.runs import RebuildPolicy
 
         return RebuildPolicy(roots=(self.root, *self.store_roots), data_root=data_root,
                              allow_host_models=self.allow_host_models)
 
     def _candidates(self, name: str) -> list[Path]:
         """Run folders named ``name`` at or below the root, found as every reader finds runs
-        (`sfbench_jax.run_folder.stored_runs.find_runs`; links are followed inside the root only).
+        (`sfbench_jax.api.runs.find_runs`; links are followed inside the root only).
 
         Raises:
             RefusedToolError: The folder of that name is a link out of the root or a cycle, lies inside another
                 run folder, or lies in a sweep without being one of its jobs (said without a path).
         """
-        from sfbench_jax.run_folder.stored_runs import find_runs
+        from sfbench_jax.api.runs import find_runs
 
         found = find_runs([self.root], within=self.root)
         for item in found.refused:
@@ -138,7 +142,7 @@ class StoredRuns:
             UnavailableToolError: Its manifest cannot be read, or several runs share the name.
         """
         check_run_name(run)
-        from sfbench_jax.pipeline.rebuild import UntrustedRunError, check_manifest
+        from sfbench_jax.api.runs import UntrustedRunError, check_manifest
 
         matches = []
         for folder in self._candidates(run):

@@ -47,7 +47,7 @@ from sfbench_jax.report.realisations import (
     with_method_columns,
 )
 from sfbench_jax.report.sensitivity import eval_seed_stability, fixed_fraction_rows, fixed_fraction_summary
-from sfbench_jax.run_folder.stored_runs import RunSet
+from sfbench_jax.run_folder.loading import RunSet
 from sfbench_jax.storage.atomic import write_csv, write_text
 
 

@@ -12,12 +12,12 @@ logic (the engine owns it).
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from sfbench_jax import api
 from sfbench_jax.mcp.datasets import DataStore, reject_path_like
 from sfbench_jax.mcp.errors import (
     DomainToolError,
@@ -79,43 +79,34 @@ class SeverityCurvesResult(ToolResult):
     curves: dict[str, Any]
 
 
-def _api() -> Any:
-    try:
-        return importlib.import_module("sfbench_jax.api")
-    except ImportError as exc:
-        raise UnavailableToolError(
-            "the forecasting engine API (sfbench_jax.api) is not installed in this build") \
-            from exc
-
-
-def _dataset_names(api: Any) -> list[str]:
+def _dataset_names() -> list[str]:
     return sorted(str(d.get("name", d.get("key", ""))) for d in api.list_datasets())
 
 
 def list_forecasting_datasets() -> ForecastingDatasets:
     """List the sensor-fault forecasting benchmark's registered datasets."""
-    return ForecastingDatasets(datasets=list(_api().list_datasets()),
+    return ForecastingDatasets(datasets=list(api.list_datasets()),
                                kernel="sfbench_jax.api.list_datasets")
 
 
 def list_fault_scenarios() -> FaultScenarios:
     """List the benchmark's scored sensor-fault scenarios: the paper's eight (in benchmark order; they make D_w),
     then the extra scenarios of installed plug-ins, marked `extra` (scored only when a run names them)."""
-    return FaultScenarios(scenarios=list(_api().list_scenarios()),
+    return FaultScenarios(scenarios=list(api.list_scenarios()),
                           kernel="sfbench_jax.api.list_scenarios")
 
 
 def list_models() -> RegisteredModels:
     """List the registered forecasting architectures (built-ins, then plug-ins) with their labels and capabilities
     (trainable, channel-independent, channel-sparse evaluation, RevIN) and the package each came from."""
-    return RegisteredModels(models=list(_api().list_models()), kernel="sfbench_jax.api.list_models")
+    return RegisteredModels(models=list(api.list_models()), kernel="sfbench_jax.api.list_models")
 
 
 def list_methods() -> RegisteredMethods:
     """List the registered robustness methods (built-ins, then plug-ins) with their kind, label, the architectures
     they apply to, their recipe keys and the package each came from; a method whose own code fails is listed with
     `problem` naming it and the error (the others as usual)."""
-    return RegisteredMethods(methods=list(_api().list_methods()), kernel="sfbench_jax.api.list_methods")
+    return RegisteredMethods(methods=list(api.list_methods()), kernel="sfbench_jax.api.list_methods")
 
 
 def seasonal_naive_robustness(
@@ -133,8 +124,7 @@ def seasonal_naive_robustness(
     clean and worst-case MSE, worst scenario and per-scenario degradation."""
     data_root = store.data_root
     reject_path_like(dataset, "dataset")
-    api = _api()
-    names = _dataset_names(api)
+    names = _dataset_names()
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", dataset) or dataset not in names:
         raise UnknownDatasetError(f"dataset={dataset!r} is not a registered forecasting "
                                   f"dataset; valid names: {', '.join(names)}")
@@ -156,9 +146,9 @@ def _missing_data(dataset: str, error: FileNotFoundError) -> str:
             "start the server with --data-root pointing at the shared data folder")
 
 
-def _checked_dataset(api: Any, dataset: str) -> None:
+def _checked_dataset(dataset: str) -> None:
     reject_path_like(dataset, "dataset")
-    names = _dataset_names(api)
+    names = _dataset_names()
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", dataset) or dataset not in names:
         raise UnknownDatasetError(f"dataset={dataset!r} is not a registered forecasting "
                                   f"dataset; valid names: {', '.join(names)}")
@@ -174,10 +164,9 @@ def _check_curve_cost(k: int, severities: list[float] | None) -> None:
             "sfbench-report curves, which has no budget")
 
 
-def _stored_curves(api: Any, store: DataStore, dataset: str, run: str, k: int,
+def _stored_curves(store: DataStore, dataset: str, run: str, k: int,
                    severities: list[float] | None) -> dict[str, Any]:
-    from sfbench_jax.pipeline.rebuild import NotStoredError, UntrustedRunError
-    from sfbench_jax.run_folder.record import DamagedRunError, RunInProgressError
+    from sfbench_jax.api.runs import DamagedRunError, NotStoredError, RunInProgressError, UntrustedRunError
 
     if store.runs is None:
         raise UnavailableToolError(NO_RUNS_ROOT)
@@ -218,8 +207,7 @@ def severity_curves(
     """Severity-response curves: at which fault intensity a forecaster breaks. For every scenario,
     the degradation D_p(s) = MSE under the fault at severity s / clean MSE on a grid of severities,
     with 95% window-bootstrap bands, computed in one compiled pass; never trains."""
-    api = _api()
-    _checked_dataset(api, dataset)
+    _checked_dataset(dataset)
     if run != api.ANCHOR_MODEL:
         check_run_name(run)
     _check_curve_cost(k, severities)
@@ -227,7 +215,7 @@ def severity_curves(
         if run == api.ANCHOR_MODEL:
             curves = api.seasonal_naive_curves(dataset, data_root=store.data_root, k=k, severities=severities)
         else:
-            curves = _stored_curves(api, store, dataset, run, k, severities)
+            curves = _stored_curves(store, dataset, run, k, severities)
     except FileNotFoundError as exc:
         raise UnavailableToolError(_missing_data(dataset, exc)) from exc
     except (ValueError, RuntimeError) as exc:  # config, grid and stored-run checks
