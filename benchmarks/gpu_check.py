@@ -133,7 +133,7 @@ def epoch_program_text(data: PreparedData, name: str, candidates: int, platform:
     """The StableHLO of one training epoch of `candidates` vectorised candidates of `name`."""
     from sfbench_jax.train.fit import epoch_function
 
-    fn, arguments = epoch_function(data, name, candidates, platform=platform)
+    fn, arguments = epoch_function(data, MODELS[name], candidates, platform=platform)
     return _lowered_text(fn, arguments, platform)
 
 
@@ -236,10 +236,10 @@ def epoch_row(name: str, repeats: int) -> dict[str, Any]:
     from sfbench_jax.train.fit import candidates_per_group, epoch_function
 
     data = prepare(load("etth1"))
-    automatic = candidates_per_group(data, name, {}, TrainConfig(), most=AUTO_MOST)
+    automatic = candidates_per_group(data, MODELS[name], {}, TrainConfig(), most=AUTO_MOST)
     row: dict[str, Any] = {"architecture": name}
     for label, size in {"g1": 1, "g8": EPOCH_CANDIDATES, "auto": automatic}.items():
-        fn, arguments = epoch_function(data, name, size)
+        fn, arguments = epoch_function(data, MODELS[name], size)
         started = time.perf_counter()
         jax.block_until_ready(fn(*arguments))
         row[f"{label}_compile_seconds"] = time.perf_counter() - started

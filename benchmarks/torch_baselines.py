@@ -310,7 +310,7 @@ def training_rounds(pair: Pair, data: PreparedData, steps: int | None, eval_batc
                     threads: list[int]) -> dict:
     """Paired rounds (after a warm-up round) of the PyTorch epoch at each thread count (each on its own copy of
     the module and its own `Adam`) and the engine's compiled epoch program."""
-    program = EpochProgram(data, pair_architecture(pair), {}, _members(1), TrainConfig(steps_per_epoch=steps),
+    program = EpochProgram(data, MODELS[pair_architecture(pair)], {}, _members(1), TrainConfig(steps_per_epoch=steps),
                            vectorize=False)
     epochs = {"ours": program} | {f"torch_t{n}": TorchEpoch(copy.deepcopy(pair.module), data, steps, eval_batches[n],
                                                             n) for n in threads}

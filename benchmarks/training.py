@@ -79,6 +79,7 @@ import jax
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.methods.registry import METHODS
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train.fit import (
     AUTO_GROUP_LIMIT,
     EpochProgram,
@@ -138,7 +139,8 @@ def step_and_validation_seconds(short: list[float], long: list[float], steps: in
 def throughput(data, architecture: str, steps: int, repeats: int) -> dict:
     """Steps/s, validation seconds and seconds per full epoch of one candidate."""
     full_steps = len(data.train_starts) // data.spec.batch_size
-    programs = {length: EpochProgram(data, architecture, {}, _members(1), TrainConfig(steps_per_epoch=length),
+    model = MODELS[architecture]
+    programs = {length: EpochProgram(data, model, {}, _members(1), TrainConfig(steps_per_epoch=length),
                                      vectorize=False) for length in (steps, 2 * steps)}
     times = interleaved_epoch_seconds(programs, repeats)
     step_seconds, validation = step_and_validation_seconds(times[steps], times[2 * steps], steps,
@@ -157,7 +159,7 @@ def speedup(data, architecture: str, steps: int, repeats: int, candidates: int, 
     2S-step epochs of each, all six programs interleaved): epoch seconds of each layout, and the
     vectorisation, device-split and total speed-ups per step, validation pass and epoch."""
     full_steps = len(data.train_starts) // data.spec.batch_size
-    programs = {(label, length): EpochProgram(data, architecture, {}, _members(candidates),
+    programs = {(label, length): EpochProgram(data, MODELS[architecture], {}, _members(candidates),
                                               TrainConfig(steps_per_epoch=length,
                                                           num_devices=devices if wanted is None else wanted),
                                               vectorize=vectorize)
@@ -229,9 +231,9 @@ def method_costs(data, architecture: str, repeats: int, steps: int | None) -> li
     recipes = {label: (name, recipe) for label, (name, recipe) in method_recipes().items()
                if METHODS[name].applies_to(architecture)}
     lengths = (None,) if steps is None else (steps, 2 * steps)
-    programs = {(label, length): EpochProgram(data, architecture, {}, _members(1),
+    programs = {(label, length): EpochProgram(data, MODELS[architecture], {}, _members(1),
                                               TrainConfig(steps_per_epoch=length), vectorize=False,
-                                              recipe=training_recipe(data, name, recipe))
+                                              recipe=training_recipe(data, METHODS[name], recipe))
                 for label, (name, recipe) in recipes.items() for length in lengths}
     times = interleaved_epoch_seconds(programs, repeats)
     if steps is None:
@@ -301,13 +303,12 @@ def _search_once(data, architecture: str, method: str, options: TrainConfig, bud
     """One whole variant search on a fresh candidate store: its records and wall seconds."""
     import tempfile
 
-    from sfbench_jax.methods.registry import get_method, method_grid
+    from sfbench_jax.methods.registry import method_grid
     from sfbench_jax.train import CandidateStore, run_search
     from sfbench_jax.train.sweep import plan_method_search
 
-    plan = plan_method_search(data, architecture, method, recipes=method_grid(method, None),
-                              variant_id=get_method(method).variant_id, inherited={"lr": 1e-3},
-                              options=options, budget=budget)
+    plan = plan_method_search(data, MODELS[architecture], METHODS[method], recipes=method_grid(method, None),
+                              inherited={"lr": 1e-3}, options=options, budget=budget)
     with tempfile.TemporaryDirectory() as store:
         started = time.perf_counter()
         results = run_search(data, plan, store=CandidateStore(store), options=options)
@@ -392,9 +393,9 @@ def group_size_epochs(data, architecture: str, steps: int, repeats: int, sizes: 
     one-candidate epochs over one G-candidate epoch (`speedup`)."""
     full_steps = len(data.train_starts) // data.spec.batch_size
     options = TrainConfig(steps_per_epoch=steps, num_devices=1)
-    widths = {str(size): (candidates_per_group(data, architecture, {}, options, most=most) if size == "auto"
+    widths = {str(size): (candidates_per_group(data, MODELS[architecture], {}, options, most=most) if size == "auto"
                           else int(size)) for size in sizes}
-    programs = {(width, length): EpochProgram(data, architecture, {}, _members(width),
+    programs = {(width, length): EpochProgram(data, MODELS[architecture], {}, _members(width),
                                               TrainConfig(steps_per_epoch=length, num_devices=1),
                                               vectorize=width > 1)
                 for width in sorted(set(widths.values()) | {1}) for length in (steps, 2 * steps)}

@@ -30,6 +30,7 @@ from sfbench_jax.evaluate.engine import score_windows
 from sfbench_jax.evaluate.scores import robustness_scores
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 from sfbench_jax.pipeline.cell import select_model
+from sfbench_jax.pipeline.resolved import resolve_cell
 
 #: Published 95% bootstrap intervals of SeasonalNaive's D_w (spec, Table 4 / 16 style).
 PUBLISHED_INTERVALS = {"etth1": (1.2722, 1.3050), "beijing_air_tiantan": (1.3131, 1.3928)}
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     data = prepare(load(args.dataset, data_root=args.data_root))
     cfg = RunConfig(dataset=DatasetConfig(name=args.dataset))
-    season = select_model(data, cfg, None, log=lambda message: None).winner.hparams["season_length"]
+    season = select_model(data, resolve_cell(cfg), None, log=lambda message: None).winner.hparams["season_length"]
     canonical = data.spec.seeds.canonical_eval_seed
     result = {"dataset": args.dataset, "season": season, "count": args.count, "interval": list(interval),
               "modes": {}}

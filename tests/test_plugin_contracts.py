@@ -393,17 +393,17 @@ def _edit_model(site: Path, monkeypatch: pytest.MonkeyPatch, *, version: str = "
 def test_the_candidate_identity_holds_the_model_code_and_the_plug_in_version(bad_plugin, monkeypatch) -> None:
     from sfbench_jax.train.sweep import code_identity
 
-    before = code_identity("good_tiny", "baseline")
+    before = code_identity(MODELS["good_tiny"], METHODS["baseline"])
     assert list(before["packages"]) == ["bad-plugin==0.3"]  # with the digest of its files
     assert {"bad_plugin_pkg.model", "sfbench_jax.methods.baseline"} <= set(before["modules"])
-    assert code_identity("dlinear", "baseline")["packages"] == {}  # a built-in: its modules only
+    assert code_identity(MODELS["dlinear"], METHODS["baseline"])["packages"] == {}  # a built-in: its modules only
     _edit_model(bad_plugin, monkeypatch)
-    edited = code_identity("good_tiny", "baseline")
+    edited = code_identity(MODELS["good_tiny"], METHODS["baseline"])
     assert edited["modules"]["bad_plugin_pkg.model"] != before["modules"]["bad_plugin_pkg.model"]
     assert {key: value for key, value in edited["modules"].items() if key != "bad_plugin_pkg.model"} == {
         key: value for key, value in before["modules"].items() if key != "bad_plugin_pkg.model"}
     _edit_model(bad_plugin, monkeypatch, version="0.4")
-    assert list(code_identity("good_tiny", "baseline")["packages"]) == ["bad-plugin==0.4"]
+    assert list(code_identity(MODELS["good_tiny"], METHODS["baseline"])["packages"]) == ["bad-plugin==0.4"]
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from sfbench_jax.faults.registry import FAULTS
 from sfbench_jax.models.registry import MODELS, build_model
 from sfbench_jax.pipeline import contracts
 from sfbench_jax.pipeline.contracts import Shapes
+from sfbench_jax.pipeline.resolved import resolve_cell
 from sfbench_jax.plugins.entry_points import origin_of
 from sfbench_jax.report import paper
 from sfbench_jax.report.html import table4_architecture_rows
@@ -251,7 +252,7 @@ def test_a_well_behaved_fault_passes_and_a_check_that_cannot_apply_says_so(meani
                      "it acts on every channel).",)
     # a run's checks return the note (the run prints it and records it in the manifest's contract_notes)
     cfg = _compose_run(["model=seasonal_naive", "dataset=beijing_air_tiantan", "eval.scenarios=[scaled_offset]"])
-    assert contracts.check_run_contracts(cfg) == notes
+    assert contracts.check_run_contracts(resolve_cell(cfg)) == notes
     # different keys may give different windows (only one key twice must give one window)
     window = contracts.probe_window(SHAPES)
     assert window.shape == (96, 12) and np.array_equal(window, contracts.probe_window(SHAPES))
@@ -278,7 +279,7 @@ def test_the_data_the_check_before_the_folder_loaded_is_handed_to_its_run_once()
     cfg = _compose_run(["model=seasonal_naive", "dataset=etth1", "profile=tiny"])
     data, notes = runner.check_run_data(cfg)
     assert notes == ()
-    assert runner.checked_data(cfg)[0] is data
+    assert runner.checked_data(resolve_cell(cfg))[0] is data
     assert not runner._CHECKED  # handed over once: a later run loads its data itself
 
 
@@ -362,7 +363,7 @@ def test_every_built_in_model_passes_the_batch_check_and_reads_its_input(data_ro
     for name, spec in MODELS.items():
         if origin_of(spec).entry_point or getattr(spec.module_cls, "runs_on_host", False):
             continue
-        hparams = expand_space(name, search_space(name), input_len=shapes.input_len)[0]
+        hparams = expand_space(MODELS[name], search_space(MODELS[name]), input_len=shapes.input_len)[0]
         assert contracts.check_model_batch(spec, hparams, shapes, windows) == (), name
         model = build_model(name, {k: v for k, v in hparams.items() if k != "lr"}, input_len=shapes.input_len,
                             horizon=shapes.horizon, num_channels=shapes.num_channels,

@@ -27,13 +27,14 @@ from sfbench_jax.api.results import Result
 from sfbench_jax.api.user_models import EXTERNAL, UserModel, model_name, user_model, user_selection
 from sfbench_jax.config import DatasetConfig, EvalConfig, MethodConfig, ModelConfig, RunConfig, TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.models.registry import MODELS, get_spec
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline.cell import EvaluatedModel, Selection, evaluate_selection, evaluate_winner, select_model
 from sfbench_jax.pipeline.contracts import check_run_data_contracts
 from sfbench_jax.pipeline.outputs.tables import candidates_table
+from sfbench_jax.pipeline.resolved import resolve_cell
 from sfbench_jax.pipeline.runner import (
     PhaseClock,
-    check_run_config,
+    check_cell,
     evaluate_anchor,
     is_anchor_run,
     load_data,
@@ -156,14 +157,15 @@ def train(model: str, *, dataset: str = DEFAULT_DATASET, method: str = "baseline
         settings = dataclasses.replace(settings, store_dir=str(Path(store if store is not None else default_store())))
     cfg = run_config(dataset, data_root, cache_dir, train=settings, method=MethodConfig(name=method),
                      model=ModelConfig(name=model, grid=dict(grid or {}), hparams=dict(hparams or {})))
-    notes = check_run_config(cfg)
+    cell = resolve_cell(cfg)  # the one lookup of the names; the specs travel down from here
+    notes = check_cell(cell)
     data = load_data(cfg)
-    notes += check_run_data_contracts(cfg, data)
+    notes += check_run_data_contracts(cell, data)
     clock.lap("load")
     candidate_store = CandidateStore(Path(str(settings.store_dir)))
-    if get_spec(model).is_trainable:
+    if cell.model.is_trainable:
         candidate_store.ensure_writable()
-    selection = select_model(data, cfg, candidate_store, log_to_stderr(settings.progress))
+    selection = select_model(data, cell, candidate_store, log_to_stderr(settings.progress))
     clock.lap("select")
     return TrainedModel(config=cfg, selection=selection, data=data, timings=dict(clock.seconds), notes=notes)
 

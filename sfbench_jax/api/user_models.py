@@ -159,7 +159,7 @@ def user_selection(user: UserModel, data: PreparedData, options: TrainConfig) ->
     model without weights to train): the `external` model's plan is the registry's (`train.plan_search`, the
     candidate `sfbench model=external` plans), any other model's a plan of its own."""
     if user.name == EXTERNAL:
-        plan = plan_search(data, EXTERNAL, options=options, fixed=user.hyperparameters)
+        plan = plan_search(data, MODELS[EXTERNAL], options=options, fixed=user.hyperparameters)
     else:
         plan = own_plan(user, data)
     loss = validation_mses([(user.predict, user.state)], data)[0]

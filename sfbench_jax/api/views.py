@@ -17,6 +17,7 @@ from sfbench_jax.faults.registry import extra_scenarios
 from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline.cell import select_and_evaluate
+from sfbench_jax.pipeline.resolved import resolve_cell
 from sfbench_jax.plugins.entry_points import origin_of
 
 
@@ -104,7 +105,7 @@ def seasonal_naive_robustness(dataset: str, *, data_root: Path | None, k: int = 
     cfg = RunConfig(dataset=DatasetConfig(name=spec.key), eval=EvalConfig(rng_mode=rng_mode, seed=eval_seed, k=k,
                                                                                 progress=False))
     data = prepare(load(spec.key, data_root=data_root))
-    _, model = select_and_evaluate(data, cfg, store=None, log=lambda message: None)
+    _, model = select_and_evaluate(data, resolve_cell(cfg), store=None, log=lambda message: None)
     scores, ci = model.evaluation.scores, model.evaluation.intervals
     keys = model.evaluation.losses.scenario_keys
     return {
@@ -152,7 +153,7 @@ def seasonal_naive_curves(dataset: str, *, data_root: Path | None, k: int = 2_00
     spec = get_dataset(dataset)
     cfg = RunConfig(dataset=DatasetConfig(name=spec.key), eval=EvalConfig(seed=eval_seed, k=k, progress=False))
     data = prepare(load(spec.key, data_root=data_root))
-    selection = select_model(data, cfg, None, lambda message: None)
+    selection = select_model(data, resolve_cell(cfg), None, lambda message: None)
     predict, state = winner_predictor(data, selection, None)
     curves = severity_curves(predict, state, data, cfg.eval, severities=severities or DEFAULT_SEVERITIES)
     return {"dataset": spec.key, "run": ANCHOR_MODEL, "model": ANCHOR_MODEL,

@@ -33,13 +33,20 @@ def get_method(name: str) -> MethodSpec:
     return METHODS[name]
 
 
-def method_grid(name: str, grid: Mapping[str, Any] | None) -> dict[str, tuple[Any, ...]]:
+def method_spec(method: MethodSpec | str) -> MethodSpec:
+    """`method` itself, or the spec registered under the name `method` (`get_method`). The engine passes specs,
+    resolved once where a run starts; the registry's functions also take a name for a person calling them."""
+    return method if isinstance(method, MethodSpec) else get_method(method)
+
+
+def method_grid(method: MethodSpec | str, grid: Mapping[str, Any] | None) -> dict[str, tuple[Any, ...]]:
     """The recipe grid to use: the preset's, or `grid` (a subset of its keys, e.g. from a sweep).
 
     Raises:
         ValueError: an unknown recipe key (PGD with the adaptive loss's keys says so), or an empty list.
     """
-    spec = get_method(name)
+    spec = method_spec(method)
+    name = spec.name
     if not grid:
         return dict(spec.grid)
     unknown = sorted(set(grid) - set(spec.grid))
@@ -54,26 +61,26 @@ def method_grid(name: str, grid: Mapping[str, Any] | None) -> dict[str, tuple[An
     return {key: tuple(grid.get(key, values)) for key, values in spec.grid.items()}
 
 
-def check_method(name: str, architecture: str, grid: Mapping[str, Any] | None, *,
+def check_method(method: MethodSpec | str, architecture: str, grid: Mapping[str, Any] | None, *,
                  num_baseline_candidates: int) -> None:
     """Raise a ValueError naming the problem of a method setting before any work: unknown method or recipe
     key, a method/architecture pair that does not apply, a recipe key that belongs to another method (PGD with the
     adaptive loss's), a recipe value outside its range (the spec's `bounds`) or a grid its `check` refuses (an
     invalid trimming alpha of randomized smoothing, an ensemble larger than the baseline candidates it draws
     from)."""
-    spec = get_method(name)
+    spec = method_spec(method)
     if not spec.applies_to(architecture):
-        raise InapplicableMethodError(f"Method {name!r} does not apply to {architecture!r}; it applies to "
-                                      f"{', '.join(applicable_architectures(name))}.")
-    recipes = method_grid(name, grid)
+        raise InapplicableMethodError(f"Method {spec.name!r} does not apply to {architecture!r}; it applies to "
+                                      f"{', '.join(applicable_architectures(spec))}.")
+    recipes = method_grid(spec, grid)
     spec.check_values(recipes)
     if spec.check is not None:
         spec.check(read_only(recipes), architecture=architecture, num_baseline_candidates=num_baseline_candidates)
 
 
-def applicable_architectures(name: str) -> list[str]:
-    """The registered architectures method `name` applies to, in registry order."""
-    spec = get_method(name)
+def applicable_architectures(method: MethodSpec | str) -> list[str]:
+    """The registered architectures `method` applies to, in registry order."""
+    spec = method_spec(method)
     return [model for model in MODELS if spec.applies_to(model)]
 
 

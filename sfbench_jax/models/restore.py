@@ -19,13 +19,14 @@ from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.models.hparams import HParams
 from sfbench_jax.models.registry import build_model
 from sfbench_jax.models.revin import RevINConfig
+from sfbench_jax.models.spec import ModelSpec
 
 
-def build_for(data: PreparedData, architecture: str, hparams: HParams, seed: int,
+def build_for(data: PreparedData, model: ModelSpec, hparams: HParams, seed: int,
               revin: RevINConfig | None = None) -> nnx.Module:
-    """The architecture for this dataset's shape (train mode), wrapped in RevIN when asked."""
+    """The architecture `model` for this dataset's shape (train mode), wrapped in RevIN when asked."""
     spec = data.spec
-    return build_model(architecture, dict(hparams), input_len=spec.input_len, horizon=spec.horizon,
+    return build_model(model, dict(hparams), input_len=spec.input_len, horizon=spec.horizon,
                        num_channels=spec.num_channels, target_indices=spec.target_indices, seed=seed, revin=revin)
 
 
@@ -47,7 +48,7 @@ def _assign_flat(state: Any, flat: Mapping[str, np.ndarray], what: str) -> None:
     nnx.replace_by_pure_dict(state, pure)
 
 
-def restore_model(data: PreparedData, architecture: str, hparams: HParams, seed: int,
+def restore_model(data: PreparedData, model: ModelSpec, hparams: HParams, seed: int,
                   checkpoint: Mapping[str, Mapping[str, np.ndarray]], revin: RevINConfig | None = None) -> nnx.Module:
     """Rebuild a stored candidate from its checkpoint (`{"params": ..., "batch_stats": ...}`, flat dotted names),
     in eval mode. A model without trainable weights takes the empty checkpoint.
@@ -55,9 +56,9 @@ def restore_model(data: PreparedData, architecture: str, hparams: HParams, seed:
     Raises:
         ValueError: the checkpoint does not fit the architecture (names or shapes).
     """
-    model = build_for(data, architecture, hparams, seed, revin)
+    built = build_for(data, model, hparams, seed, revin)
     graphdef, params, batch_stats, other = nnx.split(  # type: ignore[misc]  # flax: a variadic result tuple
-        model, nnx.Param, nnx.BatchStat, ...)
+        built, nnx.Param, nnx.BatchStat, ...)
     _assign_flat(params, checkpoint["params"], "parameters")
     _assign_flat(batch_stats, checkpoint.get("batch_stats", {}), "batch statistics")
     restored: nnx.Module = nnx.merge(graphdef, params, batch_stats, other)

@@ -10,7 +10,10 @@ evaluation of its winner: the same path for every model and method.
 * wrap-kind method: select the baseline first, wrap stored baseline predictors with every recipe variant
   (ensemble, randomized smoothing) and pick the lowest clean validation MSE of the wrapper.
 
-The winner is then rebuilt as a predictor and scored by the fused engine. This module joins training and
+The names a run's config gives (dataset, model, method) are looked up once, where the run starts (`resolve_cell`),
+and the specs travel down from there in a `ResolvedCell` and in each `SearchPlan`: nothing below looks a name up
+again; names are what is written (records, tables). The winner is then rebuilt as a predictor and scored by the fused
+engine. This module joins training and
 evaluation (it sits above both); what each step does lives in `sfbench_jax.train`, `sfbench_jax.methods`
 and `sfbench_jax.evaluate`.
 """
@@ -30,11 +33,13 @@ from flax import nnx
 from sfbench_jax.config import MethodConfig, RunConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
-from sfbench_jax.methods import get_method, method_grid
-from sfbench_jax.methods.spec import read_only
-from sfbench_jax.models.registry import get_spec
+from sfbench_jax.methods import method_grid
+from sfbench_jax.methods.registry import METHODS
+from sfbench_jax.methods.spec import MethodSpec, read_only
 from sfbench_jax.models.restore import build_for, restore_model
+from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.pipeline.contracts import ignores_its_input, probe_windows
+from sfbench_jax.pipeline.resolved import ResolvedCell
 from sfbench_jax.predictors.protocol import Predictor
 from sfbench_jax.train import (
     CandidateResult,
@@ -115,20 +120,20 @@ def candidate_store(cfg: RunConfig, output_dir: Path) -> CandidateStore:
     return CandidateStore(root)
 
 
-def select_model(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
+def select_model(data: PreparedData, cell: ResolvedCell, store: CandidateStore | None, log: Log) -> Selection:
     """Select the cell's winner on clean validation (by the method's kind)."""
-    return SELECTORS[get_method(cfg.method.name).kind](data, cfg, store, log)
+    return SELECTORS[cell.method.kind](data, cell, store, log)
 
 
-def select_baseline(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
+def select_baseline(data: PreparedData, cell: ResolvedCell, store: CandidateStore | None, log: Log) -> Selection:
     """Fit (trainable) or score (untrained) every sampled baseline candidate; pick the winner.
 
     Raises:
         ValueError: a trainable model without a candidate store.
     """
-    name = cfg.model.name
-    plan = plan_search(data, name, options=cfg.train, grid=cfg.model.grid or None, fixed=cfg.model.hparams)
-    if get_spec(name).is_trainable:
+    cfg, name = cell.cfg, cell.model.name
+    plan = plan_search(data, cell.model, options=cfg.train, grid=cfg.model.grid or None, fixed=cfg.model.hparams)
+    if cell.model.is_trainable:
         candidates = run_search(data, plan, store=_required(store, name), options=cfg.train, log=log)
         kind = "trained"
     else:
@@ -137,30 +142,31 @@ def select_baseline(data: PreparedData, cfg: RunConfig, store: CandidateStore | 
     return _announce(Selection(plan=plan, candidates=candidates, winner=select_winner(candidates), kind=kind), log)
 
 
-def select_trained_method(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
+def select_trained_method(data: PreparedData, cell: ResolvedCell, store: CandidateStore | None,
+                          log: Log) -> Selection:
     """Train the method's recipe variants (inheriting the baseline winner's hyperparameters); pick the winner."""
-    baseline = _baseline_of(data, cfg, store, log)
-    recipes = method_grid(cfg.method.name, cfg.method.grid)
+    cfg = cell.cfg
+    baseline = _baseline_of(data, cell, store, log)
+    recipes = method_grid(cell.method, cfg.method.grid)
     budget = min(cfg.train.candidate_budget, baseline.plan.num_valid, math.prod(len(v) for v in recipes.values()))
-    plan = plan_method_search(data, cfg.model.name, cfg.method.name, recipes=recipes,
-                              variant_id=get_method(cfg.method.name).variant_id, inherited=baseline.winner.hparams,
+    plan = plan_method_search(data, cell.model, cell.method, recipes=recipes, inherited=baseline.winner.hparams,
                               options=cfg.train, budget=budget)
-    candidates = run_search(data, plan, store=_required(store, cfg.model.name), options=cfg.train, log=log)
+    candidates = run_search(data, plan, store=_required(store, cell.model.name), options=cfg.train, log=log)
     selection = Selection(plan=plan, candidates=candidates, winner=select_winner(candidates), kind="trained",
                           baseline=baseline)
     return _announce(selection, log)
 
 
-def select_wrapper(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
+def select_wrapper(data: PreparedData, cell: ResolvedCell, store: CandidateStore | None, log: Log) -> Selection:
     """Wrap stored baseline predictors with every recipe variant; pick the lowest clean validation MSE."""
-    baseline = _baseline_of(data, cfg, store, log)
-    plan = plan_method_search(data, cfg.model.name, cfg.method.name, recipes=method_grid(cfg.method.name,
-                              cfg.method.grid), variant_id=get_method(cfg.method.name).variant_id,
+    cfg = cell.cfg
+    baseline = _baseline_of(data, cell, store, log)
+    plan = plan_method_search(data, cell.model, cell.method, recipes=method_grid(cell.method, cfg.method.grid),
                               inherited=baseline.winner.hparams, options=cfg.train, budget=None)
-    stored = StoredPredictors(data, _required(store, cfg.model.name))
+    stored = StoredPredictors(data, _required(store, cell.model.name), cell.model)
     records = []
     for position, candidate in enumerate(plan.candidates):
-        predict, state = wrapped_predictor(data, cfg.method.name, candidate.recipe, baseline, stored)
+        predict, state = wrapped_predictor(data, cell.method, candidate.recipe, baseline, stored)
         records.append(untrained_record(plan, position, validation_mse(predict, state, data), data))
     selection = Selection(plan=plan, candidates=records, winner=select_winner(records), kind="wrapped",
                           baseline=baseline)
@@ -173,9 +179,9 @@ SELECTORS: dict[str, Callable[..., Selection]] = {
 }
 
 
-def _baseline_of(data: PreparedData, cfg: RunConfig, store: CandidateStore | None, log: Log) -> Selection:
-    log(f"{cfg.method.name}: the baseline winner of {cfg.model.name} first (from the candidate store)")
-    return select_baseline(data, dataclasses.replace(cfg, method=MethodConfig()), store, log)
+def _baseline_of(data: PreparedData, cell: ResolvedCell, store: CandidateStore | None, log: Log) -> Selection:
+    log(f"{cell.method.name}: the baseline winner of {cell.model.name} first (from the candidate store)")
+    return select_baseline(data, cell.baseline(), store, log)
 
 
 def _required(store: CandidateStore | None, name: str) -> CandidateStore:
@@ -196,48 +202,61 @@ def _announce(selection: Selection, log: Log) -> Selection:
 
 def score_untrained(data: PreparedData, plan: SearchPlan) -> list[CandidateResult]:
     """Records of candidates without trainable weights: all scored on clean validation as built, in one pass."""
-    sparse = get_spec(plan.architecture).channel_sparse
-    models = [predict_fn(build_for(data, plan.architecture, candidate.architecture_hparams, seed),
+    model, _ = plan_specs(plan)
+    sparse = model.channel_sparse
+    models = [predict_fn(build_for(data, model, candidate.architecture_hparams, seed),
                          channel_sparse=sparse)
               for candidate, seed in zip(plan.candidates, plan.candidate_seeds, strict=True)]
     return [untrained_record(plan, position, loss, data)
             for position, loss in enumerate(validation_mses(models, data))]
 
 
-class StoredPredictors:
-    """Predictors of stored candidates, each restored from the store once (a wrapper's variants share them)."""
+def plan_specs(plan: SearchPlan) -> tuple[ModelSpec, MethodSpec]:
+    """The model and method specs a plan of registered ones carries (`train.plan_search`, `plan_method_search`)."""
+    if plan.model is None or plan.method_spec is None:
+        raise ValueError(f"The plan of {plan.architecture!r} names no registered model and method (a model outside "
+                         "the registry): score it with its own predictor.")
+    return plan.model, plan.method_spec
 
-    def __init__(self, data: PreparedData, store: CandidateStore) -> None:
-        self.data, self.store = data, store
+
+class StoredPredictors:
+    """Predictors of stored baseline candidates (of the model `model`), each restored from the store once (a
+    wrapper's variants share them)."""
+
+    def __init__(self, data: PreparedData, store: CandidateStore, model: ModelSpec) -> None:
+        self.data, self.store, self.model = data, store, model
         self._cache: dict[str, tuple[Predictor, Any]] = {}
 
     def get(self, result: CandidateResult) -> tuple[Predictor, Any]:
-        """`(predict, state)` of a finished candidate."""
+        """`(predict, state)` of a finished baseline candidate."""
         if result.candidate_hash not in self._cache:
-            self._cache[result.candidate_hash] = candidate_predictor(self.data, result, self.store.restore(result))
+            self._cache[result.candidate_hash] = candidate_predictor(
+                self.data, result, self.store.restore(result), self.model, METHODS[MethodConfig().name])
         return self._cache[result.candidate_hash]
 
 
-def trained_model(data: PreparedData, result: CandidateResult, weights: dict) -> nnx.Module:
-    """A candidate rebuilt with its weights (in what its method's spec puts around the model), in eval mode."""
+def trained_model(data: PreparedData, result: CandidateResult, weights: dict, model: ModelSpec,
+                  method: MethodSpec) -> nnx.Module:
+    """A candidate of `model` and `method` rebuilt with its weights (in what the method's spec puts around the
+    model), in eval mode."""
     hparams = {key: value for key, value in result.hparams.items() if key != "lr"}
-    return restore_model(data, result.architecture, hparams, result.model_seed, weights,
-                         revin=get_method(result.method).model_wrapping(result.recipe))
+    return restore_model(data, model, hparams, result.model_seed, weights,
+                         revin=method.model_wrapping(result.recipe))
 
 
-def candidate_predictor(data: PreparedData, result: CandidateResult, weights: dict) -> tuple[Predictor, Any]:
-    """`(predict, state)` of a rebuilt candidate; the channel-sparse form where its model's spec allows (a model a
-    method wraps runs in full)."""
-    sparse = get_spec(result.architecture).channel_sparse and not get_method(result.method).model_wrapping(
-        result.recipe)
-    return predict_fn(trained_model(data, result, weights), channel_sparse=sparse)
+def candidate_predictor(data: PreparedData, result: CandidateResult, weights: dict, model: ModelSpec,
+                        method: MethodSpec) -> tuple[Predictor, Any]:
+    """`(predict, state)` of a rebuilt candidate of `model` and `method`; the channel-sparse form where the model's
+    spec allows (a model a method wraps runs in full)."""
+    sparse = model.channel_sparse and not method.model_wrapping(result.recipe)
+    return predict_fn(trained_model(data, result, weights, model, method), channel_sparse=sparse)
 
 
-def wrapped_predictor(data: PreparedData, method: str, recipe: dict[str, Any], baseline: Selection,
+def wrapped_predictor(data: PreparedData, method: MethodSpec, recipe: dict[str, Any], baseline: Selection,
                       stored: StoredPredictors) -> tuple[Predictor, Any]:
     """The wrap-kind variant's predictor: the method's wrapper over the stored baseline candidates it chooses from
     the finished ones ranked by the selection key (the first is the baseline winner)."""
-    wrapper = get_method(method).wrapper
+    wrapper = method.wrapper
     assert wrapper is not None  # a wrap-kind method (the only kind this is called for) has a wrapper
     ranked = sorted((r for r in baseline.candidates if r.is_finished), key=selection_key)
     members = [stored.get(result) for result in wrapper.members(read_only(recipe), ranked)]
@@ -247,17 +266,19 @@ def wrapped_predictor(data: PreparedData, method: str, recipe: dict[str, Any], b
 def winner_predictor(data: PreparedData, selection: Selection, store: CandidateStore | None) -> tuple[Predictor, Any]:
     """The selected candidate as a predictor with its state."""
     winner = selection.winner
+    model, method = plan_specs(selection.plan)
     if selection.kind == "wrapped":
         assert selection.baseline is not None  # a wrapped selection chose from the baseline's candidates
-        return wrapped_predictor(data, winner.method, winner.recipe, selection.baseline,
-                                 StoredPredictors(data, _required(store, winner.architecture)))
+        return wrapped_predictor(data, method, winner.recipe, selection.baseline,
+                                 StoredPredictors(data, _required(store, winner.architecture), model))
     weights = _required(store, winner.architecture).restore(winner) if selection.is_trained else NO_WEIGHTS
-    return candidate_predictor(data, winner, weights)
+    return candidate_predictor(data, winner, weights, model, method)
 
 
 def evaluate_selection(data: PreparedData, cfg: RunConfig, selection: Selection,
                        store: CandidateStore | None) -> EvaluatedModel:
-    """Evaluate the winner under the eight scenarios (with its clean validation MSE)."""
+    """Evaluate the winner (rebuilt from the specs its plan carries) under the eight scenarios, with `cfg`'s
+    evaluation settings (and its clean validation MSE)."""
     predict, state = winner_predictor(data, selection, store)
     return evaluate_winner(data, cfg, selection, predict, state)
 
@@ -293,8 +314,8 @@ def scored_forecast_ignores_input(data: PreparedData, predict: Predictor, state:
     return ignores_its_input(predict, state, probe_windows(data, INPUT_PROBE_WINDOWS))
 
 
-def select_and_evaluate(data: PreparedData, cfg: RunConfig, store: CandidateStore | None,
+def select_and_evaluate(data: PreparedData, cell: ResolvedCell, store: CandidateStore | None,
                         log: Log) -> tuple[Selection, EvaluatedModel]:
     """The whole cell: select on clean validation, then evaluate the winner."""
-    selection = select_model(data, cfg, store, log)
-    return selection, evaluate_selection(data, cfg, selection, store)
+    selection = select_model(data, cell, store, log)
+    return selection, evaluate_selection(data, cell.cfg, selection, store)

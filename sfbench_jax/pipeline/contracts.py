@@ -45,7 +45,6 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.config import RunConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.spec import DatasetSpec
 from sfbench_jax.evaluate.predict import predict_with
@@ -53,11 +52,12 @@ from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import get_fault
 from sfbench_jax.faults.severity import severity_to_units
 from sfbench_jax.faults.spec import FaultSpec
-from sfbench_jax.methods.registry import get_method, method_grid
+from sfbench_jax.methods.registry import method_grid
 from sfbench_jax.methods.spec import MethodSpec, read_only
 from sfbench_jax.methods.training import DatasetFacts
-from sfbench_jax.models.registry import build_model, get_spec
+from sfbench_jax.models.registry import build_model
 from sfbench_jax.models.spec import ModelSpec
+from sfbench_jax.pipeline.resolved import ResolvedCell
 from sfbench_jax.plugins.entry_points import origin_of
 from sfbench_jax.predictors.protocol import VALIDATION_CONTEXT, ModelState, Predictor, RowAwarePredictor, run_predictor
 from sfbench_jax.train.search import expand_space, search_space
@@ -584,10 +584,24 @@ def _first_recipe(recipes: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
     return dict(zip(keys, next(itertools.product(*recipes.values()), ()), strict=False))
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Same:
+    """A spec as a cache key, equal only to the same object (specs hold dicts, so they do not hash; a spec
+    registered again under its name is a new key and is checked again)."""
+
+    spec: Any
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.spec is self.spec
+
+    def __hash__(self) -> int:
+        return id(self.spec)
+
+
 @functools.lru_cache(maxsize=256)
-def _check_cached(model: str, hparams_json: str, method: str, recipe_json: str, dataset: str, shapes: Shapes,
+def _check_cached(model: _Same, hparams_json: str, method: _Same, recipe_json: str, dataset: str, shapes: Shapes,
                   scenarios: tuple[str, ...], num_candidates: int) -> tuple[str, ...]:
-    model_spec, method_spec = get_spec(model), get_method(method)
+    model_spec, method_spec = model.spec, method.spec
     hparams, recipe = json.loads(hparams_json), json.loads(recipe_json)
     check_model(model_spec, hparams, shapes)
     if method_spec.kind != "baseline":
@@ -621,13 +635,13 @@ def _check_fault_semantics_cached(fault: FaultSpec, shapes: Shapes) -> tuple[str
     return check_fault_semantics(fault, shapes)
 
 
-def _combinations(cfg: RunConfig) -> list[dict[str, Any]]:
+def _combinations(cell: ResolvedCell) -> list[dict[str, Any]]:
     """The valid combinations of the model's search space."""
-    space = search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams)
-    return expand_space(cfg.model.name, space, input_len=cfg.dataset.spec.input_len)
+    space = search_space(cell.model, cell.cfg.model.grid or None, cell.cfg.model.hparams)
+    return expand_space(cell.model, space, input_len=cell.dataset.input_len)
 
 
-def check_run_contracts(cfg: RunConfig) -> tuple[str, ...]:
+def check_run_contracts(cell: ResolvedCell) -> tuple[str, ...]:
     """Check the contracts of everything `cfg` runs: its model (on the first valid combination of its search space),
     its method (on the first recipe of its grid) and its fault scenarios (their shapes; what a plug-in's mean too:
     `check_fault_semantics`), on the dataset's shapes.
@@ -638,18 +652,17 @@ def check_run_contracts(cfg: RunConfig) -> tuple[str, ...]:
     Raises:
         ContractError: a violation, in one line naming the spec's package and entry point (or built-in module).
     """
-    spec = cfg.dataset.spec
-    combinations = _combinations(cfg)
+    cfg, spec, method = cell.cfg, cell.dataset, cell.method
+    combinations = _combinations(cell)
     if not combinations:
         return ()  # the search-space check names this
-    method = get_method(cfg.method.name)
-    recipe = _first_recipe(method_grid(cfg.method.name, cfg.method.grid)) if method.kind != "baseline" else {}
-    return _check_cached(cfg.model.name, json.dumps(combinations[0], sort_keys=True, default=str), cfg.method.name,
+    recipe = _first_recipe(method_grid(method, cfg.method.grid)) if method.kind != "baseline" else {}
+    return _check_cached(_Same(cell.model), json.dumps(combinations[0], sort_keys=True, default=str), _Same(method),
                          json.dumps(recipe, sort_keys=True, default=str), spec.key, Shapes.of(spec),
                          tuple(cfg.eval.scenarios), min(cfg.train.candidate_budget, len(combinations)))
 
 
-def check_run_data_contracts(cfg: RunConfig, data: PreparedData) -> tuple[str, ...]:
+def check_run_data_contracts(cell: ResolvedCell, data: PreparedData) -> tuple[str, ...]:
     """The checks that need the dataset's windows: a plug-in model's forecast of a window does not depend on its batch
     (`check_model_batch`, on the first valid combination of its search space, with real windows of `data`).
 
@@ -659,8 +672,8 @@ def check_run_data_contracts(cfg: RunConfig, data: PreparedData) -> tuple[str, .
     Raises:
         ContractError: a violation, in one line naming the spec's package and entry point (or built-in module).
     """
-    spec = get_spec(cfg.model.name)
-    combinations = _combinations(cfg)
+    spec = cell.model
+    combinations = _combinations(cell)
     if not combinations or not is_plugin(spec):
         return ()
     return check_model_batch(spec, combinations[0], Shapes.of(data.spec), probe_windows(data))

@@ -42,6 +42,7 @@ from sfbench_jax.methods import METHODS
 from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline.cell import Selection, candidate_store, evaluate_model, select_model, winner_predictor
 from sfbench_jax.pipeline.outputs.tables import candidates_table, per_window_table, summary_table
+from sfbench_jax.pipeline.resolved import ResolvedCell, resolve_cell
 from sfbench_jax.pipeline.runner import evaluate_anchor, load_data
 from sfbench_jax.predictors.protocol import CLEAN_CONTEXT, run_predictor
 from sfbench_jax.run_folder.claim import claim_run_folder
@@ -249,22 +250,23 @@ def restore_run(run: StoredRun | Path, *, data: PreparedData | None = None, log:
             check_manifest(_read_manifest(folder), policy)  # before the run is loaded any further
     run = run if isinstance(run, StoredRun) else load_run(Path(run))
     cfg = run_config(run.manifest, policy=policy)
+    cell = resolve_cell(cfg)  # the names the run's manifest records, looked up once
     data = load_data(cfg) if data is None else data
     store_root = candidate_store(cfg, run.directory).root
     store: StoredOnly | None = StoredOnly(store_root)
-    if policy is not None and not reads_store(cfg):
+    if policy is not None and not reads_store(cell):
         store = None  # an untrained model's baseline reads no store: wherever the run's store lies, none is needed
     elif policy is not None:
         store = StoredOnly(policy.confine(store_root, f"the candidate store (train.store_dir) of the run "
                                                       f"{run.directory.name!r}"))
-    selection = select_model(data, cfg, store, log or (lambda message: None))
+    selection = select_model(data, cell, store, log or (lambda message: None))
     predict, state = winner_predictor(data, selection, store)
     return RestoredRun(run=run, cfg=cfg, data=data, selection=selection, store=store, predict=predict, state=state)
 
 
-def reads_store(cfg: RunConfig) -> bool:
+def reads_store(cell: ResolvedCell) -> bool:
     """Whether rebuilding a run reads its candidate store: a trained model, or a method over stored candidates."""
-    return MODELS[cfg.model.name].is_trainable or METHODS[cfg.method.name].kind != "baseline"
+    return cell.model.is_trainable or cell.method.kind != "baseline"
 
 
 def _read_manifest(folder: Path) -> Any:

@@ -26,7 +26,7 @@ from sfbench_jax.config import ANCHOR_MODEL, MethodConfig, ModelConfig, RunConfi
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.methods import check_method
-from sfbench_jax.models.registry import get_spec
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline.cell import (
     EvaluatedModel,
     Selection,
@@ -44,6 +44,7 @@ from sfbench_jax.pipeline.outputs.tables import (
     summary_table,
     training_curves_table,
 )
+from sfbench_jax.pipeline.resolved import ResolvedCell, resolve_cell
 from sfbench_jax.run_folder.claim import RunFolder, claim_run_folder
 from sfbench_jax.run_folder.locks import unlock_run_folder
 from sfbench_jax.run_folder.names import (
@@ -84,15 +85,20 @@ def log_to_stderr(enabled: bool) -> Callable[[str], None]:
 
 def check_run_config(cfg: RunConfig) -> tuple[str, ...]:
     """The checks `config.py` cannot make, because they need the registries (model, search space,
-    method). Raises a ValueError naming the problem before any work; returns the contract checks' notes on checks
-    that cannot apply to a spec (`contracts.check_run_contracts`)."""
-    get_spec(cfg.model.name)
-    check_search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams, spec=cfg.dataset.spec)
-    space = search_space(cfg.model.name, cfg.model.grid or None, cfg.model.hparams)
+    method): `check_cell` of the cell `cfg` names. Raises a ValueError naming the problem before any work; returns
+    the contract checks' notes on checks that cannot apply to a spec (`contracts.check_run_contracts`)."""
+    return check_cell(resolve_cell(cfg))
+
+
+def check_cell(cell: ResolvedCell) -> tuple[str, ...]:
+    """`check_run_config` of a resolved cell: its search space, method setting and contracts."""
+    cfg, model = cell.cfg, cell.model
+    check_search_space(model, cfg.model.grid or None, cfg.model.hparams, spec=cell.dataset)
+    space = search_space(model, cfg.model.grid or None, cfg.model.hparams)
     baseline_candidates = min(cfg.train.candidate_budget,
-                              len(expand_space(cfg.model.name, space, input_len=cfg.dataset.spec.input_len)))
-    check_method(cfg.method.name, cfg.model.name, cfg.method.grid, num_baseline_candidates=baseline_candidates)
-    return check_run_contracts(cfg)  # the model's, method's and faults' outputs and the faults' meaning (contracts.py)
+                              len(expand_space(model, space, input_len=cell.dataset.input_len)))
+    check_method(cell.method, model.name, cfg.method.grid, num_baseline_candidates=baseline_candidates)
+    return check_run_contracts(cell)  # the model's, method's and faults' outputs and the faults' meaning (contracts.py)
 
 
 #: The data a check before the run folder loaded, handed to the run that follows in this process (`checked_data`).
@@ -116,21 +122,25 @@ def check_run_data(cfg: RunConfig) -> tuple[PreparedData, tuple[str, ...]]:
     Raises:
         ContractError: a violation (one line); DataContractError: the data cannot be loaded.
     """
-    data = load_data(cfg)
-    notes = check_run_data_contracts(cfg, data)
-    _CHECKED[:] = [(cfg, _source_stat(data), data)]
+    return _check_cell_data(resolve_cell(cfg))
+
+
+def _check_cell_data(cell: ResolvedCell) -> tuple[PreparedData, tuple[str, ...]]:
+    data = load_data(cell.cfg)
+    notes = check_run_data_contracts(cell, data)
+    _CHECKED[:] = [(cell.cfg, _source_stat(data), data)]
     return data, notes
 
 
-def checked_data(cfg: RunConfig) -> tuple[PreparedData, tuple[str, ...]]:
-    """`check_run_data(cfg)`, or the data the check before the run folder loaded for an equal `cfg` (taken once, and
-    only while its file is unchanged: same path, size and modification time; a package resource or a synthetic set,
-    which has no such file, cannot change); the checks' cached notes either way."""
+def checked_data(cell: ResolvedCell) -> tuple[PreparedData, tuple[str, ...]]:
+    """`check_run_data` of the cell, or the data the check before the run folder loaded for an equal config (taken
+    once, and only while its file is unchanged: same path, size and modification time; a package resource or a
+    synthetic set, which has no such file, cannot change); the checks' cached notes either way."""
     if _CHECKED:
         kept_cfg, stat, data = _CHECKED.pop()
-        if kept_cfg == cfg and _source_stat(data) == stat:
-            return data, check_run_data_contracts(cfg, data)
-    return check_run_data(cfg)
+        if kept_cfg == cell.cfg and _source_stat(data) == stat:
+            return data, check_run_data_contracts(cell, data)
+    return _check_cell_data(cell)
 
 
 def load_data(cfg: RunConfig) -> PreparedData:
@@ -144,7 +154,8 @@ def is_anchor_run(cfg: RunConfig) -> bool:
     """Whether the run's model is its dataset's anchor: plain SeasonalNaive over the preset grid."""
     if cfg.model.name != ANCHOR_MODEL or cfg.method.name != "baseline":
         return False
-    return search_space(ANCHOR_MODEL, cfg.model.grid or None, cfg.model.hparams) == search_space(ANCHOR_MODEL)
+    anchor = MODELS[ANCHOR_MODEL]
+    return search_space(anchor, cfg.model.grid or None, cfg.model.hparams) == search_space(anchor)
 
 
 def evaluate_anchor(data: PreparedData, cfg: RunConfig, model: EvaluatedModel) -> EvaluatedModel:
@@ -154,7 +165,7 @@ def evaluate_anchor(data: PreparedData, cfg: RunConfig, model: EvaluatedModel) -
         return model
     anchor_cfg = dataclasses.replace(cfg, model=ModelConfig(name=ANCHOR_MODEL), method=MethodConfig(),
                                      eval=dataclasses.replace(cfg.eval, progress=False))
-    return select_and_evaluate(data, anchor_cfg, None, lambda message: None)[1]
+    return select_and_evaluate(data, resolve_cell(anchor_cfg), None, lambda message: None)[1]
 
 
 def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, selection: Selection,
@@ -257,13 +268,14 @@ def run(cfg: RunConfig, output_dir: Path, *, job_files: dict[str, dict] | None =
     """
     clock = PhaseClock()
     log = log_to_stderr(cfg.eval.progress)
-    notes = check_run_config(cfg)
+    cell = resolve_cell(cfg)  # the run's one lookup of its names; the specs travel down from here
+    notes = check_cell(cell)
     job_files = sweep_job_files(cfg, Path(output_dir)) if job_files is None else job_files
-    data, data_notes = checked_data(cfg)  # before the folder is claimed: a refused model leaves nothing behind
+    data, data_notes = checked_data(cell)  # before the folder is claimed: a refused model leaves nothing behind
     clock.lap("load")
     folder = claim_run_folder(Path(output_dir), overwrite=cfg.overwrite)
     try:
-        return _run_claimed(cfg, folder, clock, log, job_files, data, notes + data_notes)
+        return _run_claimed(cell, folder, clock, log, job_files, data, notes + data_notes)
     finally:
         unlock_run_folder(folder.target)
 
@@ -292,13 +304,13 @@ def sweep_job_files(cfg: RunConfig, target: Path) -> dict[str, dict]:
     return {JOB_FILE: job}
 
 
-def _run_claimed(cfg: RunConfig, folder: RunFolder, clock: PhaseClock, log: Callable[[str], None],
+def _run_claimed(cell: ResolvedCell, folder: RunFolder, clock: PhaseClock, log: Callable[[str], None],
                  job_files: dict[str, dict], data: PreparedData, notes: tuple[str, ...]) -> RunResult:
-    output_dir = folder.target
+    cfg, output_dir = cell.cfg, folder.target
     for name, payload in job_files.items():
         write_json(payload, folder.work / name)
     store = candidate_store(cfg, folder.work)  # the default store lies in the run folder: it moves with the run
-    if get_spec(cfg.model.name).is_trainable:
+    if cell.model.is_trainable:
         store.ensure_writable()
     for note in notes:
         log(f"contract check not applied: {note}")
@@ -306,7 +318,7 @@ def _run_claimed(cfg: RunConfig, folder: RunFolder, clock: PhaseClock, log: Call
                 "DIFFERS FROM the reference" if data.spec.content_sha256 else "has no reference (a user dataset)")
     log(f"{data.spec.label}: {data.series.num_rows} rows x {data.spec.num_channels} channels, content checksum "
         f"{checksum}")
-    selection = select_model(data, cfg, store, log)
+    selection = select_model(data, cell, store, log)
     clock.lap("select")
     model = evaluate_selection(data, cfg, selection, store)
     clock.lap("evaluate")

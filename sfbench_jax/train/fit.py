@@ -23,11 +23,11 @@ from flax import nnx
 from sfbench_jax.config import AUTO, TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import Layout, window_shape
-from sfbench_jax.methods import get_method
-from sfbench_jax.methods.spec import read_only
+from sfbench_jax.methods.spec import MethodSpec, read_only
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts
 from sfbench_jax.models.restore import build_for
 from sfbench_jax.models.revin import RevINConfig
+from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.loop import (
     EPOCH_PROGRAM_CACHE_SIZE,
@@ -207,15 +207,14 @@ def member_transforms(members: Sequence[GroupMember], recipe: TrainingRecipe) ->
     return transforms
 
 
-def training_recipe(data: PreparedData, method: str, recipe: Mapping[str, Any]) -> TrainingRecipe:
+def training_recipe(data: PreparedData, method: MethodSpec, recipe: Mapping[str, Any]) -> TrainingRecipe:
     """The training recipe of a method recipe on this dataset (`{}` / baseline: plain training)."""
     if not recipe:
         return PLAIN_RECIPE
     spec = data.spec
     facts = dataset_facts(mean=data.mean, std=data.std, pool=spec.continuous_pool, input_len=spec.input_len)
-    spec_of = get_method(method)
-    transform = PLAIN_TRAINING if spec_of.transform is None else spec_of.transform(read_only(recipe), facts)
-    return TrainingRecipe(transform=transform, revin=spec_of.model_wrapping(recipe))
+    transform = PLAIN_TRAINING if method.transform is None else method.transform(read_only(recipe), facts)
+    return TrainingRecipe(transform=transform, revin=method.model_wrapping(recipe))
 
 
 def state_to_flat(state: Any) -> dict[str, np.ndarray]:
@@ -252,14 +251,14 @@ class EpochProgram:
     recipe-value siblings (members with their own `transform`) compile once.
     """
 
-    def __init__(self, data: PreparedData, architecture: str, hparams: Mapping[str, Any],
+    def __init__(self, data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any],
                  members: Sequence[GroupMember], options: TrainConfig, vectorize: bool,
                  recipe: TrainingRecipe = PLAIN_RECIPE, *, platform: str | None = None, compile: bool = True) -> None:
         self.vectorize = vectorize
         self.size = len(members)
         self.members = list(members)
         self.layout = epoch_layout(platform)
-        self._build = (data, architecture, hparams, options, recipe, platform)
+        self._build = (data, model, hparams, options, recipe, platform)
         num_devices = group_devices(self.size, options.num_devices) if vectorize else 1
         # A group split over D devices is padded to a multiple of D with inactive copies of its last member.
         padded = list(members) + [members[-1]] * (-self.size % num_devices) if vectorize else list(members)
@@ -269,7 +268,7 @@ class EpochProgram:
         geometry = epoch_geometry(data, options, together, self.layout)
         self.geometry = geometry
         # members with the same model seed (a sweep's learning-rate siblings) share one build: the same values
-        built = {seed: split_model(build_for(data, architecture, hparams, seed, recipe.revin))
+        built = {seed: split_model(build_for(data, model, hparams, seed, recipe.revin))
                  for seed in dict.fromkeys(member.seed for member in padded)}
         splits = [built[member.seed] for member in padded]
         train_graphdef, eval_graphdef = splits[0][0], splits[0][1]
@@ -321,8 +320,8 @@ class EpochProgram:
         """This vectorised group continued with only the members at positions `keep`: a program for the narrower
         group (compiled once per width) carrying their training state, keys, learning rates and recipe values
         over, so their numbers go on as if nothing had changed (to float rounding)."""
-        data, architecture, hparams, options, recipe, platform = self._build
-        narrow = EpochProgram(data, architecture, hparams, [self.members[i] for i in keep], options, True, recipe,
+        data, model, hparams, options, recipe, platform = self._build
+        narrow = EpochProgram(data, model, hparams, [self.members[i] for i in keep], options, True, recipe,
                               platform=platform)
         slots = np.asarray([*keep, *[keep[-1]] * (narrow.width - len(keep))])  # padding: copies of the last
 
@@ -383,10 +382,10 @@ class EpochProgram:
 EXAMPLE_LEARNING_RATES = (1e-3, 5e-4, 1e-4)
 
 
-def epoch_function(data: PreparedData, architecture: str, group_size: int, *,
+def epoch_function(data: PreparedData, model: ModelSpec, group_size: int, *,
                    hparams: Mapping[str, Any] | None = None, options: TrainConfig | None = None,
                    recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> tuple[Any, tuple]:
-    """The engine's own jitted epoch program for `group_size` candidates of `architecture` on `data`'s shapes,
+    """The engine's own jitted epoch program for `group_size` candidates of `model` on `data`'s shapes,
     and arguments to call, trace or lower it with (nothing is compiled here).
 
     It is the function `train_group` compiles for such a group (`loop.make_epoch_fn`, the same cached object): the
@@ -403,7 +402,7 @@ def epoch_function(data: PreparedData, architecture: str, group_size: int, *,
     if group_size < 1:
         raise ValueError(f"group_size must be at least 1, got {group_size}.")
     members = [GroupMember(EXAMPLE_LEARNING_RATES[i % len(EXAMPLE_LEARNING_RATES)], 0) for i in range(group_size)]
-    program = EpochProgram(data, architecture, dict(hparams or {}), members, options or TrainConfig(num_devices=1),
+    program = EpochProgram(data, model, dict(hparams or {}), members, options or TrainConfig(num_devices=1),
                            vectorize=group_size > 1, recipe=recipe, platform=platform, compile=False)
     return program.fn, program.arguments(0, [True] * group_size)
 
@@ -418,12 +417,12 @@ def device_memory_budget(device: jax.Device | None = None) -> int | None:
     return int((stats["bytes_limit"] - stats.get("bytes_in_use", 0)) * AUTO_MEMORY_FRACTION)
 
 
-def epoch_memory_bytes(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+def epoch_memory_bytes(data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any], options: TrainConfig,
                        group: int, recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> int | None:
     """Device bytes the compiled epoch of `group` candidates takes on one device by XLA's memory analysis
     (arguments + outputs - aliased + temporaries; None where the backend gives no analysis). The program is compiled
     here and kept (`compiled_epoch`), so the group that trains with this width next reuses it."""
-    fn, arguments = epoch_function(data, architecture, group, hparams=hparams, recipe=recipe, platform=platform,
+    fn, arguments = epoch_function(data, model, group, hparams=hparams, recipe=recipe, platform=platform,
                                    options=dataclasses.replace(options, num_devices=1))
     stats = compiled_epoch(fn, arguments).memory_analysis()
     if stats is None:
@@ -436,7 +435,7 @@ def epoch_memory_bytes(data: PreparedData, architecture: str, hparams: Mapping[s
 AUTO_SIZE_PROBES = 4
 
 
-def fitting_group_size(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+def fitting_group_size(data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any], options: TrainConfig,
                        recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, budget: int | None = None,
                        platform: str | None = None) -> int:
     """The most candidates (at most `most` and `AUTO_GROUP_LIMIT`) whose compiled epoch on one device fits `budget`
@@ -455,7 +454,7 @@ def fitting_group_size(data: PreparedData, architecture: str, hparams: Mapping[s
         return 1
 
     def need(group: int) -> int:
-        needed = epoch_memory_bytes(data, architecture, hparams, options, group, recipe, platform)
+        needed = epoch_memory_bytes(data, model, hparams, options, group, recipe, platform)
         return -1 if needed is None else needed
 
     high, need_high = most, need(most)
@@ -478,7 +477,7 @@ def fitting_group_size(data: PreparedData, architecture: str, hparams: Mapping[s
     return low
 
 
-def candidates_per_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any], options: TrainConfig,
+def candidates_per_group(data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any], options: TrainConfig,
                          recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, variants: bool = False) -> int:
     """How many of `most` candidates of one structure train together: `train.group_size` when it is a number; with
     auto on a CPU `group_size`'s choice (today's), on an accelerator as many as fit each device's memory
@@ -486,7 +485,7 @@ def candidates_per_group(data: PreparedData, architecture: str, hparams: Mapping
     if not is_automatic(options) or jax.default_backend() == "cpu":
         return group_size(options, variants=variants)
     devices = options.num_devices or len(jax.local_devices())
-    return devices * fitting_group_size(data, architecture, hparams, options, recipe, most=-(-most // devices))
+    return devices * fitting_group_size(data, model, hparams, options, recipe, most=-(-most // devices))
 
 
 #: A vectorised group goes on in a narrower program once its running members fill at most this fraction of its
@@ -514,14 +513,14 @@ def _without_stopped(program: EpochProgram, slots: list[int], active: Sequence[b
     return program.narrowed(keep), [slots[position] for position in keep]
 
 
-def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any],
+def train_group(data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any],
                 members: Sequence[GroupMember], options: TrainConfig, *, vectorize: bool = True,
                 log: Callable[[str], None] | None = None, recipe: TrainingRecipe = PLAIN_RECIPE) -> list[TrainOutcome]:
-    """Train candidates that share `architecture` and its (non-lr) hyperparameters.
+    """Train candidates that share an architecture (`model`) and its (non-lr) hyperparameters.
 
     Args:
         data: prepared dataset (fixed training and validation windows).
-        architecture: registry name of a trainable architecture.
+        model: the spec of a trainable architecture.
         hparams: architecture hyperparameters shared by the group (`lr` excluded).
         members: learning rate and seed of each candidate.
         options: epochs, patience, steps per epoch.
@@ -535,7 +534,7 @@ def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any
     """
     if not members:
         return []
-    program = EpochProgram(data, architecture, hparams, members, options, vectorize, recipe)
+    program = EpochProgram(data, model, hparams, members, options, vectorize, recipe)
     size = len(members)
     states = [StoppingState() for _ in members]
     curves: list[tuple[list[float], list[float]]] = [([], []) for _ in members]
@@ -559,7 +558,7 @@ def train_group(data: PreparedData, architecture: str, hparams: Mapping[str, Any
                                     patience=options.patience, max_epochs=options.max_epochs)
         if log is not None:
             losses = ", ".join("stopped" if not active[i] else f"{curves[i][0][-1]:.4f}" for i in range(size))
-            log(f"{architecture} epoch {epoch + 1}: val [{losses}] "
+            log(f"{model.name} epoch {epoch + 1}: val [{losses}] "
                 f"({time.perf_counter() - epoch_started:.2f} s, {sum(active)} active)")
     elapsed = time.perf_counter() - started
     finished.update(zip(slots, program.best_checkpoints(), strict=True))

@@ -16,13 +16,8 @@ from typing import Any
 from flax import nnx
 
 from sfbench_jax.data.registry import DatasetSpec
-from sfbench_jax.models.registry import (
-    MODELS,
-    build_model,
-    get_spec,
-    is_valid_combination,
-    make_config,
-)
+from sfbench_jax.models.registry import build_model, is_valid_combination, make_config
+from sfbench_jax.models.spec import ModelSpec
 
 #: The protocol's candidate budget per (dataset, architecture, method).
 DEFAULT_BUDGET = 40
@@ -58,14 +53,14 @@ class Candidate:
         return {key: value for key, value in self.hparams.items() if key != "lr"}
 
 
-def search_space(architecture: str, grid: Mapping[str, Sequence[Any]] | None = None,
+def search_space(spec: ModelSpec, grid: Mapping[str, Sequence[Any]] | None = None,
                  fixed: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, ...]]:
-    """The grid to search: `grid` (default: the registry's spec grid) with the `fixed` keys pinned.
+    """The grid to search: `grid` (default: the spec's grid) with the `fixed` keys pinned.
 
     Raises:
-        ValueError: unknown architecture, unknown hyperparameter, empty value list.
+        ValueError: unknown hyperparameter, empty value list, no learning rate for a trainable model.
     """
-    spec = get_spec(architecture)
+    architecture = spec.name
     allowed = set(spec.hyperparameter_names) | {"lr"}
     space = {key: tuple(values) for key, values in (spec.grid if grid is None else grid).items()}
     for origin, keys in (("model.grid", list(space)), ("model.hparams", list(fixed or {}))):
@@ -85,49 +80,49 @@ def search_space(architecture: str, grid: Mapping[str, Sequence[Any]] | None = N
     return space
 
 
-def expand_space(architecture: str, space: Mapping[str, Sequence[Any]], *, input_len: int) -> list[dict]:
+def expand_space(model: ModelSpec, space: Mapping[str, Sequence[Any]], *, input_len: int) -> list[dict]:
     """All combinations of `space` in key order (first key slowest), invalid ones (protocol 5.3) removed."""
     keys = list(space)
     combos = (dict(zip(keys, values, strict=True)) for values in itertools.product(*space.values()))
-    return [combo for combo in combos if is_valid_combination(architecture, combo, input_len=input_len)]
+    return [combo for combo in combos if is_valid_combination(model, combo, input_len=input_len)]
 
 
-def explain_invalid(architecture: str, hparams: Mapping[str, Any], *, input_len: int, horizon: int,
+def explain_invalid(model: ModelSpec, hparams: Mapping[str, Any], *, input_len: int, horizon: int,
                     num_channels: int, target_indices: Sequence[int]) -> str:
     """Why `hparams` cannot be built for this window: the model's own error message."""
     try:
-        make_config(architecture, hparams)
-        nnx.eval_shape(lambda: build_model(architecture, hparams, input_len=input_len, horizon=horizon,
+        make_config(model, hparams)
+        nnx.eval_shape(lambda: build_model(model, hparams, input_len=input_len, horizon=horizon,
                                            num_channels=num_channels, target_indices=target_indices,
                                            seed=0))
     except ValueError as error:
         return str(error)
-    return f"{dict(hparams)} is removed by the {architecture} validity rule for input_len={input_len}."
+    return f"{dict(hparams)} is removed by the {model.name} validity rule for input_len={input_len}."
 
 
-def check_search_space(architecture: str, grid: Mapping[str, Sequence[Any]] | None,
+def check_search_space(model: ModelSpec, grid: Mapping[str, Sequence[Any]] | None,
                        fixed: Mapping[str, Any] | None, *, spec: DatasetSpec) -> None:
     """Raise a ValueError naming the first problem of a search space, before any work: an unknown
-    architecture or hyperparameter, a value the architecture rejects (its own message), or no combination
-    that can be built for the dataset's window."""
-    space = search_space(architecture, grid, fixed)
+    hyperparameter, a value the architecture rejects (its own message), or no combination that can be built for
+    the dataset's window."""
+    space = search_space(model, grid, fixed)
     combinations = [dict(zip(space, values, strict=True)) for values in itertools.product(*space.values())]
-    builds = [_builds(architecture, combination) for combination in combinations]
+    builds = [_builds(model, combination) for combination in combinations]
     for key, values in space.items():
         for value in values:
             holds = [type(c[key]) is type(value) and c[key] == value for c in combinations]
             if not any(ok for ok, held in zip(builds, holds, strict=True) if held):
-                make_config(architecture, combinations[holds.index(True)])  # raises the model's own message
-    if not expand_space(architecture, space, input_len=spec.input_len):
-        reason = explain_invalid(architecture, combinations[0], input_len=spec.input_len, horizon=spec.horizon,
+                make_config(model, combinations[holds.index(True)])  # raises the model's own message
+    if not expand_space(model, space, input_len=spec.input_len):
+        reason = explain_invalid(model, combinations[0], input_len=spec.input_len, horizon=spec.horizon,
                                  num_channels=spec.num_channels, target_indices=spec.target_indices)
-        raise ValueError(f"No valid {architecture} candidate for {spec.key} (input_len={spec.input_len}, "
+        raise ValueError(f"No valid {model.name} candidate for {spec.key} (input_len={spec.input_len}, "
                          f"horizon={spec.horizon}): {reason} Change model.hparams / model.grid.")
 
 
-def _builds(architecture: str, hparams: Mapping[str, Any]) -> bool:
+def _builds(model: ModelSpec, hparams: Mapping[str, Any]) -> bool:
     try:
-        make_config(architecture, hparams)
+        make_config(model, hparams)
     except ValueError:
         return False
     return True
@@ -145,10 +140,3 @@ def random_subgrid(combinations: Sequence[Mapping[str, Any]], *, tuning_seed: in
     return [Candidate(trial_number=trial, grid_index=index, hparams=dict(combinations[index]))
             for trial, index in enumerate(chosen, start=1)]
 
-
-def is_trainable(architecture: str) -> bool:
-    """Whether `architecture` has parameters to train (not SeasonalNaive)."""
-    return get_spec(architecture).is_trainable
-
-
-TRAINABLE = tuple(name for name, spec in MODELS.items() if spec.is_trainable)

@@ -20,9 +20,9 @@ from typing import Any
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.methods.registry import get_method
-from sfbench_jax.methods.spec import read_only
-from sfbench_jax.models.registry import get_spec
+from sfbench_jax.methods.registry import METHODS
+from sfbench_jax.methods.spec import MethodSpec, read_only
+from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.plugins.code_identity import engine_identity, top_level_digest
 from sfbench_jax.plugins.entry_points import code_fingerprint
 from sfbench_jax.train.early_stopping import STOP_NON_FINITE, STOP_UNTRAINED
@@ -54,8 +54,8 @@ class SearchPlan:
     """The candidates of one cell and their identities.
 
     Attributes:
-        architecture: registry name.
-        method: robustness method.
+        architecture: the architecture's name (written into every record).
+        method: the robustness method's name.
         model_seed: the cell's model seed, shared by all baseline candidates (protocol 1.6); None for a method
             plan, whose variants each have their own (`candidate_seeds`).
         tuning_seed: seeds the subgrid shuffle.
@@ -64,6 +64,8 @@ class SearchPlan:
         identities: resolved configuration of each candidate (hashed into its store key).
         keys: candidate hashes.
         candidate_seeds: each candidate's model seed.
+        model: the architecture's spec (None: a model outside the registry, which `run_search` cannot train).
+        method_spec: the method's spec (None with `model`).
     """
 
     architecture: str
@@ -75,11 +77,14 @@ class SearchPlan:
     identities: list[dict[str, Any]] = field(hash=False)
     keys: list[str] = field(hash=False)
     candidate_seeds: list[int] = field(hash=False)
+    model: ModelSpec | None = field(default=None, compare=False, repr=False)
+    method_spec: MethodSpec | None = field(default=None, compare=False, repr=False)
 
 
-def _identity(data: PreparedData, plan_fields: dict[str, Any], options: TrainConfig) -> dict[str, Any]:
+def _identity(data: PreparedData, model: ModelSpec, method: MethodSpec, plan_fields: dict[str, Any],
+              options: TrainConfig) -> dict[str, Any]:
     spec = data.spec
-    code = code_identity(str(plan_fields["architecture"]), str(plan_fields["method"]))
+    code = code_identity(model, method)
     target = plan_fields["hparams"].get("target")
     if isinstance(target, str) and ":" in target:  # an external model: the code its target names
         code = {**code, "target": top_level_digest(target.split(":", 1)[0])}
@@ -88,65 +93,71 @@ def _identity(data: PreparedData, plan_fields: dict[str, Any], options: TrainCon
             **plan_fields, "protocol": options.protocol(), "code": code, "engine": engine_identity()}
 
 
-def code_identity(architecture: str, method: str) -> dict[str, Any]:
+def code_identity(model: ModelSpec, method: MethodSpec) -> dict[str, Any]:
     """The fingerprint of the code that defines a candidate: the source digests of its model's and method's
     modules and the plug-in distributions (name==version) they come from (`plugins.entry_points.code_fingerprint`).
     An edited model or method gets new candidate hashes, so it retrains; the old candidates stay in the store as
     they were."""
-    return code_fingerprint(get_spec(architecture), get_method(method))
+    return code_fingerprint(model, method)
 
 
-def plan_search(data: PreparedData, architecture: str, *, options: TrainConfig,
+def plan_search(data: PreparedData, model: ModelSpec, *, options: TrainConfig,
                 grid: Mapping[str, Sequence[Any]] | None = None, fixed: Mapping[str, Any] | None = None,
-                method: str = "baseline") -> SearchPlan:
-    """Sample the candidates of a cell (`options.candidate_budget` of them, seeded by
-    `options.master_seed`) and compute their identities.
+                method: MethodSpec | None = None) -> SearchPlan:
+    """Sample the baseline candidates of a cell (`options.candidate_budget` of them, seeded by
+    `options.master_seed`) and compute their identities (`method`: the baseline's spec unless given).
 
     Raises:
         ValueError: unknown hyperparameter, or no valid combination in the search space.
     """
     spec = data.spec
-    space = search_space(architecture, grid, fixed)
-    combinations = expand_space(architecture, space, input_len=spec.input_len)
+    method = METHODS["baseline"] if method is None else method
+    architecture = model.name
+    space = search_space(model, grid, fixed)
+    combinations = expand_space(model, space, input_len=spec.input_len)
     if not combinations:
         raise ValueError(f"No valid {architecture} combination in the search space {space} for input_len="
                          f"{spec.input_len}; see the invalid-combination rules of protocol 5.3.")
     seed = model_seed(spec, architecture, master_seed=options.master_seed)
     tuning = tuning_seed(spec, architecture, master_seed=options.master_seed)
     candidates = random_subgrid(combinations, tuning_seed=tuning, budget=options.candidate_budget)
-    identities = [_identity(data, {"architecture": architecture, "method": method, "hparams": dict(candidate.hparams),
-                                   "model_seed": seed}, options) for candidate in candidates]
-    return SearchPlan(architecture=architecture, method=method, model_seed=seed, tuning_seed=tuning,
+    identities = [_identity(data, model, method, {"architecture": architecture, "method": method.name,
+                                                  "hparams": dict(candidate.hparams), "model_seed": seed}, options)
+                  for candidate in candidates]
+    return SearchPlan(architecture=architecture, method=method.name, model_seed=seed, tuning_seed=tuning,
                       num_valid=len(combinations), candidates=candidates, identities=identities,
                       keys=[candidate_hash(identity) for identity in identities],
-                      candidate_seeds=[seed] * len(candidates))
+                      candidate_seeds=[seed] * len(candidates), model=model, method_spec=method)
 
 
-def plan_method_search(data: PreparedData, architecture: str, method: str, *, recipes: Mapping[str, Sequence[Any]],
-                       variant_id: Callable[[Mapping[str, Any]], str], inherited: Mapping[str, Any],
-                       options: TrainConfig, budget: int | None) -> SearchPlan:
+def plan_method_search(data: PreparedData, model: ModelSpec, method: MethodSpec, *,
+                       recipes: Mapping[str, Sequence[Any]], inherited: Mapping[str, Any], options: TrainConfig,
+                       budget: int | None) -> SearchPlan:
     """The variants of a method cell (protocol 4, 5.3): recipe combinations in key order (first key slowest),
     shuffled with the method's tuning seed and cut to `budget` (None: every combination, in grid order, as
-    for wrap methods); each variant carries the `inherited` hyperparameters of the baseline winner and its own
-    model seed (`pipeline_id` = its variant id)."""
+    for wrap methods); each variant carries the `inherited` hyperparameters of the baseline winner, its variant id
+    (`method.variant_id`) and its own model seed (`pipeline_id` = its variant id)."""
     spec = data.spec
+    architecture, variant_id = model.name, method.variant_id
     keys = list(recipes)
     combinations = [dict(zip(keys, values, strict=True)) for values in itertools.product(*recipes.values())]
-    tuning = tuning_seed(spec, architecture, method=method, master_seed=options.master_seed)
+    tuning = tuning_seed(spec, architecture, method=method.name, master_seed=options.master_seed)
     if budget is None:
         sampled = [Candidate(trial, trial - 1, dict(combo)) for trial, combo in enumerate(combinations, start=1)]
     else:
         sampled = random_subgrid(combinations, tuning_seed=tuning, budget=budget)
     candidates = [Candidate(c.trial_number, c.grid_index, dict(inherited), recipe=dict(c.hparams),
                             variant=variant_id(read_only(c.hparams))) for c in sampled]
-    seeds = [model_seed(spec, architecture, pipeline_id=c.variant, method=method, master_seed=options.master_seed)
-             for c in candidates]
-    identities = [_identity(data, {"architecture": architecture, "method": method, "hparams": dict(inherited),
-                                   "recipe": c.recipe, "variant": c.variant, "model_seed": seed}, options)
+    seeds = [model_seed(spec, architecture, pipeline_id=c.variant, method=method.name,
+                        master_seed=options.master_seed) for c in candidates]
+    identities = [_identity(data, model, method, {"architecture": architecture, "method": method.name,
+                                                  "hparams": dict(inherited), "recipe": c.recipe,
+                                                  "variant": c.variant, "model_seed": seed}, options)
                   for c, seed in zip(candidates, seeds, strict=True)]
-    return SearchPlan(architecture=architecture, method=method, model_seed=None, tuning_seed=tuning,
+    return SearchPlan(architecture=architecture, method=method.name, model_seed=None, tuning_seed=tuning,
                       num_valid=len(combinations), candidates=candidates, identities=identities,
-                      keys=[candidate_hash(identity) for identity in identities], candidate_seeds=seeds)
+                      keys=[candidate_hash(identity) for identity in identities], candidate_seeds=seeds,
+                      model=model, method_spec=method)
 
 
 def _groups(plan: SearchPlan, pending: Sequence[int], group_size: Callable[[list[int]], int],
@@ -170,8 +181,16 @@ def _group_size(data: PreparedData, plan: SearchPlan, options: TrainConfig, reci
                 positions: list[int]) -> int:
     """Candidates of one configuration (`positions`) trained together: `train.group_size`, or auto (on accelerators:
     as many as fit the device's memory)."""
-    return candidates_per_group(data, plan.architecture, plan.candidates[positions[0]].architecture_hparams, options,
+    return candidates_per_group(data, _specs(plan)[0], plan.candidates[positions[0]].architecture_hparams, options,
                                 recipes[positions[0]], most=len(positions), variants=plan.method != "baseline")
+
+
+def _specs(plan: SearchPlan) -> tuple[ModelSpec, MethodSpec]:
+    """The model and method specs of a plan to train (`plan_search`'s or `plan_method_search`'s)."""
+    if plan.model is None or plan.method_spec is None:
+        raise ValueError(f"The plan of {plan.architecture!r} names no registered model and method (a model outside "
+                         "the registry): it can be scored as built, not trained.")
+    return plan.model, plan.method_spec
 
 
 def _record(plan: SearchPlan, position: int, outcome: TrainOutcome, data: PreparedData) -> CandidateResult:
@@ -211,6 +230,7 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
     on. Raises PermissionError (before any training) if the store cannot be written.
     """
     store.ensure_writable()
+    model, method = _specs(plan)
     spec = data.spec
     results: dict[int, CandidateResult] = {}
     for position, key in enumerate(plan.keys):
@@ -225,7 +245,7 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
         superseded = superseded_line(store, spec.key, plan, pending)
         if superseded:
             log(superseded)
-    recipes = [training_recipe(data, plan.method, candidate.recipe) for candidate in plan.candidates]
+    recipes = [training_recipe(data, method, candidate.recipe) for candidate in plan.candidates]
     groups = _groups(plan, pending, functools.partial(_group_size, data, plan, options, recipes), recipes)
     unclaimed = list(enumerate(groups, start=1))
     while unclaimed:  # the first group no other process is training; processes sharing the store split the work
@@ -250,7 +270,7 @@ def run_search(data: PreparedData, plan: SearchPlan, *, store: CandidateStore, o
                 log(f"{plan.architecture}{variants} group {number}/{len(groups)}: trials [{trials}] {hparams}, "
                     f"lr {[m.learning_rate for m in members]}")
             started = time.perf_counter()
-            outcomes = train_group(data, plan.architecture, hparams, members, options, vectorize=len(members) > 1,
+            outcomes = train_group(data, model, hparams, members, options, vectorize=len(members) > 1,
                                    log=log if options.progress else None, recipe=recipes[todo[0]])
             for position, outcome in zip(todo, outcomes, strict=True):
                 result = _record(plan, position, outcome, data)

@@ -11,6 +11,7 @@ from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn
 from sfbench_jax.evaluate.engine import score_windows
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.models.restore import build_for
 
 SMALL = {
@@ -31,7 +32,7 @@ def etth1():
 @pytest.mark.parametrize("case", sorted(SMALL))
 def test_architecture_scores_in_the_fused_engine(etth1, case: str) -> None:
     architecture = case.split("_")[0]
-    model = build_for(etth1, architecture, SMALL[case], seed=0)
+    model = build_for(etth1, MODELS[architecture], SMALL[case], seed=0)
     model.eval()
     predict, state = predict_fn(model)
     options = EvalConfig(seed=7, k=24, chunk_size=8, progress=False)

@@ -24,6 +24,7 @@ from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, score_windows
 from sfbench_jax.evaluate.engine import resolved_layout
 from sfbench_jax.faults.registry import FAULTS, SCENARIOS
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.models.restore import build_for
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 from sfbench_jax.plugins.entry_points import register_specs
@@ -59,7 +60,7 @@ def plugin_fault() -> Iterator[object]:
 def _model(data, name: str):
     if name == "seasonal_naive":
         return SeasonalNaive(season_length=24, input_len=96, horizon=96, target_indices=range(7))
-    model = build_for(data, name, SMALL[name], seed=0)
+    model = build_for(data, MODELS[name], SMALL[name], seed=0)
     model.eval()
     return model
 

@@ -14,6 +14,7 @@ from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import evaluate_predictor, predict_fn
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 from sfbench_jax.pipeline.cell import select_model
+from sfbench_jax.pipeline.resolved import resolve_cell
 
 # Published SeasonalNaive results (reference implementation, six digits; Table 4 shows them to three):
 # MSE_c, D_w, MSE_w, worst scenario, selected season. Pinned to PINNED_ABS.
@@ -43,7 +44,7 @@ def test_reference_mode_reproduces_the_published_digits(prepared: dict, key: str
     mse_c, d_w, mse_w, worst, season = PUBLISHED[key]
     data = prepared[key]
     cfg = RunConfig(dataset=DatasetConfig(name=key))
-    selected = select_model(data, cfg, None, log=lambda message: None).winner.hparams["season_length"]
+    selected = select_model(data, resolve_cell(cfg), None, log=lambda message: None).winner.hparams["season_length"]
     assert selected == season
     result = _evaluate(data, selected, "reference")
     scores = result.scores

@@ -19,6 +19,7 @@ import pytest
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.plugins import code_identity
 from sfbench_jax.train import CandidateStore, plan_search, run_search
 
@@ -43,7 +44,7 @@ def fresh_identity():
 def sweep(data, store: CandidateStore, architecture: str = "dlinear", **kwargs) -> tuple[list, list[str]]:
     """One cell's sweep as `sfbench` runs it; returns the records and the lines it logged."""
     lines: list[str] = []
-    plan = plan_search(data, architecture, options=OPTIONS, grid=GRID, fixed=FIXED, **kwargs)
+    plan = plan_search(data, MODELS[architecture], options=OPTIONS, grid=GRID, fixed=FIXED, **kwargs)
     return run_search(data, plan, store=store, options=OPTIONS, log=lines.append), lines
 
 
@@ -185,7 +186,7 @@ def test_a_helper_module_edit_in_a_plug_in_retrains_its_candidates(etth1, tmp_pa
 
         def run() -> list[str]:
             lines.clear()
-            plan = plan_search(etth1, "helper_tiny", options=OPTIONS, grid=GRID, fixed=options_fixed)
+            plan = plan_search(etth1, MODELS["helper_tiny"], options=OPTIONS, grid=GRID, fixed=options_fixed)
             run_search(etth1, plan, store=store, options=OPTIONS, log=lines.append)
             return list(lines)
 
@@ -220,11 +221,12 @@ def test_an_external_models_target_code_is_part_of_its_identity(etth1, tmp_path:
     monkeypatch.syspath_prepend(str(tmp_path))
     fixed = {"target": "ext_forecast_pkg.forecast:predict"}
     try:
-        first = plan_search(etth1, "external", options=OPTIONS, fixed=fixed)
+        first = plan_search(etth1, MODELS["external"], options=OPTIONS, fixed=fixed)
         (package / "helper.py").write_text("LAST = -2\n")
-        assert plan_search(etth1, "external", options=OPTIONS, fixed=fixed).keys == first.keys  # once per process
+        again = plan_search(etth1, MODELS["external"], options=OPTIONS, fixed=fixed)
+        assert again.keys == first.keys  # once per process
         code_identity.clear_caches()
-        second = plan_search(etth1, "external", options=OPTIONS, fixed=fixed)
+        second = plan_search(etth1, MODELS["external"], options=OPTIONS, fixed=fixed)
         assert second.keys != first.keys
         from sfbench_jax.train.sweep import code_changes
 

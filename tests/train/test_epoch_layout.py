@@ -14,6 +14,7 @@ import pytest
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train.fit import (
     EpochProgram,
     GroupMember,
@@ -48,7 +49,7 @@ HPARAMS = {"dlinear": {}, "patchtst": {"n_layers_enc": 1}}
 
 
 def _cuda_text(data, architecture: str, group_size: int) -> str:
-    fn, args = epoch_function(data, architecture, group_size, hparams=HPARAMS[architecture], platform="cuda")
+    fn, args = epoch_function(data, MODELS[architecture], group_size, hparams=HPARAMS[architecture], platform="cuda")
     return fn.trace(*args).lower(lowering_platforms=("cuda",)).as_text()
 
 
@@ -69,10 +70,10 @@ def test_a_whole_epoch_moves_nothing_and_both_layouts_give_the_same_numbers(etth
     members = [GroupMember(1e-3, 3), GroupMember(5e-4, 4)]
     runs = {}
     for platform in ("cpu", "cuda"):  # "cuda": the accelerator layout, compiled and run on this CPU
-        program = EpochProgram(etth1, "dlinear", {}, members, options, vectorize=True, platform=platform)
+        program = EpochProgram(etth1, MODELS["dlinear"], {}, members, options, vectorize=True, platform=platform)
         assert program.geometry.layout == ("cpu" if platform == "cpu" else "accelerator")
         # the trainer's own program is the one epoch_function gives
-        assert program.fn is epoch_function(etth1, "dlinear", 2, options=options, platform=platform)[0]
+        assert program.fn is epoch_function(etth1, MODELS["dlinear"], 2, options=options, platform=platform)[0]
         arguments = program.arguments(0, [True, True])  # placed on the device first
         assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(arguments))
         with jax.transfer_guard("disallow"):
@@ -97,15 +98,16 @@ def test_a_whole_epoch_moves_nothing_and_both_layouts_give_the_same_numbers(etth
 def test_auto_group_size_is_what_the_memory_budget_holds(etth1) -> None:
     options = TrainConfig(steps_per_epoch=STEPS, num_devices=1)  # the 2-candidate program is the test above's
     # the accelerator layout's programs (compiled for this CPU): what auto sizes on a GPU
-    need = {group: epoch_memory_bytes(etth1, "dlinear", {}, options, group, platform="cuda") for group in (1, 2, 4)}
+    need = {group: epoch_memory_bytes(etth1, MODELS["dlinear"], {}, options, group, platform="cuda")
+            for group in (1, 2, 4)}
     assert need[1] < need[2] < need[4]  # the compiled epoch's memory analysis grows with the group
 
     def fitting(budget: int) -> int:
-        return fitting_group_size(etth1, "dlinear", {}, options, most=4, budget=budget, platform="cuda")
+        return fitting_group_size(etth1, MODELS["dlinear"], {}, options, most=4, budget=budget, platform="cuda")
 
     assert fitting(need[4]) == 4 and fitting(need[2]) == 2 and fitting(need[1] - 1) == 1  # the programs reused
     # a CPU reports no memory; there auto keeps its choice: one baseline candidate, all of a method's variants
     assert device_memory_budget() is None
-    assert candidates_per_group(etth1, "dlinear", {}, TrainConfig(), most=6) == 1
-    assert candidates_per_group(etth1, "dlinear", {}, TrainConfig(group_size=None), most=6, variants=True) == 40
-    assert candidates_per_group(etth1, "dlinear", {}, TrainConfig(group_size=4), most=6) == 4
+    assert candidates_per_group(etth1, MODELS["dlinear"], {}, TrainConfig(), most=6) == 1
+    assert candidates_per_group(etth1, MODELS["dlinear"], {}, TrainConfig(group_size=None), most=6, variants=True) == 40
+    assert candidates_per_group(etth1, MODELS["dlinear"], {}, TrainConfig(group_size=4), most=6) == 4

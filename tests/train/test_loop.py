@@ -19,7 +19,7 @@ from flax import nnx
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.models.registry import build_model
+from sfbench_jax.models.registry import MODELS, build_model
 from sfbench_jax.train.fit import GroupMember, epoch_geometry, train_group
 from sfbench_jax.train.loop import CandidateInputs, EpochData, initial_state, make_epoch_fn, split_model
 
@@ -153,8 +153,8 @@ def test_vectorised_equals_sequential_with_early_stopping(etth1) -> None:
     # lr 0.01 stops by patience after two epochs, 1e30 diverges at once; the others run to the limit
     members = [GroupMember(1e-3, 5), GroupMember(0.01, 5), GroupMember(1e30, 5), GroupMember(1e-4, 9)]
     options = TrainConfig(max_epochs=4, patience=1, steps_per_epoch=STEPS)
-    vectorised = train_group(etth1, "dlinear", hparams, members, options, vectorize=True)
-    sequential = train_group(etth1, "dlinear", hparams, members, options, vectorize=False)
+    vectorised = train_group(etth1, MODELS["dlinear"], hparams, members, options, vectorize=True)
+    sequential = train_group(etth1, MODELS["dlinear"], hparams, members, options, vectorize=False)
     assert vectorised[0].group_size == 4 and sequential[0].group_size == 1
     stopped, diverged = vectorised[1].stopping, vectorised[2].stopping
     assert (stopped.epochs_run, stopped.best_epoch, stopped.stop_reason) == (2, 0, "patience")
@@ -171,8 +171,8 @@ def test_a_diverged_member_leaves_a_narrower_group_that_goes_on_as_before(etth1)
     hparams = {"moving_avg": 21, "individual": False, "init_weights": True}
     members = [GroupMember(1e30, 5), GroupMember(1e-3, 5)]
     options = TrainConfig(max_epochs=2, patience=1, steps_per_epoch=STEPS)
-    vectorised = train_group(etth1, "dlinear", hparams, members, options, vectorize=True)
-    sequential = train_group(etth1, "dlinear", hparams, members, options, vectorize=False)
+    vectorised = train_group(etth1, MODELS["dlinear"], hparams, members, options, vectorize=True)
+    sequential = train_group(etth1, MODELS["dlinear"], hparams, members, options, vectorize=False)
     diverged = vectorised[0].stopping
     assert (diverged.epochs_run, diverged.stop_reason, diverged.failed) == (1, "non_finite", True)
     assert vectorised[0].checkpoint is None and sequential[0].stopping == diverged
@@ -184,8 +184,8 @@ def test_vectorised_equals_sequential_with_dropout_and_batchnorm(etth1) -> None:
     hparams = {"n_block": 2, "ff_dim": 64, "norm_type": "B", "activation": "relu", "dropout": 0.1}
     members = [GroupMember(1e-3, 1), GroupMember(5e-4, 2)]
     options = TrainConfig(max_epochs=2, patience=5, steps_per_epoch=STEPS)
-    vectorised = train_group(etth1, "tsmixer", hparams, members, options, vectorize=True)
-    sequential = train_group(etth1, "tsmixer", hparams, members, options, vectorize=False)
+    vectorised = train_group(etth1, MODELS["tsmixer"], hparams, members, options, vectorize=True)
+    sequential = train_group(etth1, MODELS["tsmixer"], hparams, members, options, vectorize=False)
     assert all(math.isfinite(v) for outcome in vectorised for v in outcome.val_curve)
     _assert_same(vectorised, sequential)
 
@@ -194,6 +194,7 @@ _DEVICE_SCRIPT = """
 import pickle, sys
 from sfbench_jax.data import load, prepare
 from sfbench_jax.config import TrainConfig
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train.fit import GroupMember, train_group
 data = prepare(load("etth1"))
 hparams = {"moving_avg": 21, "individual": False, "init_weights": True}
@@ -201,12 +202,12 @@ members = [GroupMember(1e-3, 5), GroupMember(0.01, 5), GroupMember(1e-4, 9)]
 outcomes = {}
 for devices in (1, 2, 3):  # 3 members on 2 devices: padded with an inactive copy
     options = TrainConfig(max_epochs=4, patience=1, steps_per_epoch=24, num_devices=devices)
-    outcomes[devices] = train_group(data, "dlinear", hparams, members, options, vectorize=True)
-outcomes["sequential"] = train_group(data, "dlinear", hparams, members, options, vectorize=False)
+    outcomes[devices] = train_group(data, MODELS["dlinear"], hparams, members, options, vectorize=True)
+outcomes["sequential"] = train_group(data, MODELS["dlinear"], hparams, members, options, vectorize=False)
 # a pair split over two devices whose diverged member leaves it: the survivor goes on alone, on one device
 pair, short = [GroupMember(1e30, 5), GroupMember(1e-3, 5)], TrainConfig(max_epochs=2, patience=1, steps_per_epoch=24)
-outcomes["pair"] = train_group(data, "dlinear", hparams, pair, short, vectorize=True)
-outcomes["pair_sequential"] = train_group(data, "dlinear", hparams, pair, short, vectorize=False)
+outcomes["pair"] = train_group(data, MODELS["dlinear"], hparams, pair, short, vectorize=True)
+outcomes["pair_sequential"] = train_group(data, MODELS["dlinear"], hparams, pair, short, vectorize=False)
 with open(sys.argv[1], "wb") as handle:
     pickle.dump(outcomes, handle)
 """
@@ -237,4 +238,4 @@ def test_group_split_over_devices_equals_sequential(tmp_path: Path) -> None:
 def test_more_devices_than_available_is_an_error(etth1) -> None:
     options = TrainConfig(max_epochs=1, steps_per_epoch=2, num_devices=len(jax.local_devices()) + 1)
     with pytest.raises(ValueError, match=r"train.num_devices=\d+ but only \d+ cpu device"):
-        train_group(etth1, "dlinear", {}, [GroupMember(1e-3, 1), GroupMember(1e-4, 1)], options)
+        train_group(etth1, MODELS["dlinear"], {}, [GroupMember(1e-3, 1), GroupMember(1e-4, 1)], options)

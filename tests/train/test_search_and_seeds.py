@@ -24,7 +24,7 @@ def _derive(base: int, key: str) -> int:
 @pytest.mark.parametrize(("architecture", "count"), [("dlinear", 84), ("gru", 72), ("moderntcn", 192),
                                                       ("patchtst", 384), ("tsmixer", 324)])
 def test_expansion_matches_registry_order_and_counts(architecture: str, count: int) -> None:
-    combos = expand_space(architecture, search_space(architecture), input_len=96)
+    combos = expand_space(MODELS[architecture], search_space(MODELS[architecture]), input_len=96)
     assert len(combos) == count
     assert combos == expand_grid(architecture, input_len=96)
     keys = list(MODELS[architecture].grid)
@@ -66,13 +66,13 @@ def test_budget_is_capped_by_the_valid_count() -> None:
 
 
 def test_pinned_hyperparameters_restrict_the_space() -> None:
-    space = search_space("gru", fixed={"n_layers": 2, "lr": 0.001})
-    combos = expand_space("gru", space, input_len=96)
+    space = search_space(MODELS["gru"], fixed={"n_layers": 2, "lr": 0.001})
+    combos = expand_space(MODELS["gru"], space, input_len=96)
     expected = [dict(zip(space, values, strict=True)) for values in itertools.product(*space.values())]
     assert combos == expected  # with two layers every dropout is valid
     assert len(combos) == 4 * 2 * 2 and {c["lr"] for c in combos} == {0.001}
     # one layer: dropout 0.1 is removed before sampling
-    one_layer = expand_space("gru", search_space("gru", fixed={"n_layers": 1}), input_len=96)
+    one_layer = expand_space(MODELS["gru"], search_space(MODELS["gru"], fixed={"n_layers": 1}), input_len=96)
     assert all(c["dropout"] == 0.0 for c in one_layer) and len(one_layer) == 4 * 2 * 3
 
 
@@ -83,4 +83,4 @@ def test_pinned_hyperparameters_restrict_the_space() -> None:
 ])
 def test_search_space_errors(grid: dict | None, fixed: dict | None, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        search_space("gru", grid, fixed)
+        search_space(MODELS["gru"], grid, fixed)

@@ -19,6 +19,7 @@ import pytest
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, validation_mse
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train import (
     CandidateResult,
     CandidateStore,
@@ -51,8 +52,9 @@ def test_identity_hash_is_stable_and_sensitive() -> None:
 
 
 def test_plan_identities_include_data_and_protocol(etth1) -> None:
-    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=3))
-    other = plan_search(etth1, "dlinear", options=TrainConfig(max_epochs=3, steps_per_epoch=16, candidate_budget=3))
+    plan = plan_search(etth1, MODELS["dlinear"], options=replace(OPTIONS, candidate_budget=3))
+    other = plan_search(etth1, MODELS["dlinear"],
+                        options=TrainConfig(max_epochs=3, steps_per_epoch=16, candidate_budget=3))
     assert plan.keys != other.keys and [c.hparams for c in plan.candidates] == [c.hparams for c in other.candidates]
     identity = plan.identities[0]
     assert identity["data_sha256"] == etth1.series.content_sha256
@@ -60,7 +62,8 @@ def test_plan_identities_include_data_and_protocol(etth1) -> None:
 
 
 def test_failed_candidate_is_recorded_and_the_sweep_goes_on(etth1, tmp_path: Path) -> None:
-    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=5), grid={"lr": [1e30, 1e-3]},
+    plan = plan_search(etth1, MODELS["dlinear"], options=replace(OPTIONS, candidate_budget=5),
+                       grid={"lr": [1e30, 1e-3]},
                        fixed=FIXED)
     store = CandidateStore(tmp_path / "store")
     results = run_search(etth1, plan, store=store, options=OPTIONS)
@@ -77,16 +80,17 @@ def test_failed_candidate_is_recorded_and_the_sweep_goes_on(etth1, tmp_path: Pat
 
 
 def test_checkpoint_round_trip_reproduces_the_validation_loss(etth1, tmp_path: Path) -> None:
-    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=1), fixed={**FIXED, "lr": 5e-4})
+    plan = plan_search(etth1, MODELS["dlinear"], options=replace(OPTIONS, candidate_budget=1),
+                       fixed={**FIXED, "lr": 5e-4})
     store = CandidateStore(tmp_path / "store")
     (result,) = run_search(etth1, plan, store=store, options=OPTIONS)
     stored = json.loads((store.candidate_dir("etth1", "dlinear", result.candidate_hash) / "result.json").read_text())
     assert CandidateResult.from_json(stored) == result and len(result.val_curve) == 2
-    model = restore_model(etth1, "dlinear", FIXED, result.model_seed, store.restore(result))
+    model = restore_model(etth1, MODELS["dlinear"], FIXED, result.model_seed, store.restore(result))
     predict, state = predict_fn(model)
     assert validation_mse(predict, state, etth1) == pytest.approx(result.best_val_loss, rel=1e-6)
     with pytest.raises(ValueError, match=r"Checkpoint parameters '\w+' has shape \(96,\), the model expects \(7, 96\)"):
-        restore_model(etth1, "dlinear", {**FIXED, "individual": True}, result.model_seed, store.restore(result))
+        restore_model(etth1, MODELS["dlinear"], {**FIXED, "individual": True}, result.model_seed, store.restore(result))
 
 
 def test_selection_tie_break() -> None:
@@ -106,7 +110,7 @@ def test_selection_tie_break() -> None:
 def test_unwritable_store_fails_before_training(etth1, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    plan = plan_search(etth1, "dlinear", options=replace(OPTIONS, candidate_budget=1))
+    plan = plan_search(etth1, MODELS["dlinear"], options=replace(OPTIONS, candidate_budget=1))
     with pytest.raises(PermissionError, match="Cannot create the candidate store.*train.store_dir=PATH"):
         run_search(etth1, plan, store=CandidateStore(blocker / "store"), options=OPTIONS)
 
@@ -116,10 +120,11 @@ import sys
 from pathlib import Path
 from sfbench_jax.data import load, prepare
 from sfbench_jax.config import TrainConfig
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train import CandidateStore, plan_search, run_search
 data = prepare(load("etth1"))
 options = TrainConfig(max_epochs=3, patience=3, steps_per_epoch=60, candidate_budget=6, progress=False)
-plan = plan_search(data, "dlinear", options=options)
+plan = plan_search(data, MODELS["dlinear"], options=options)
 run_search(data, plan, store=CandidateStore(Path(sys.argv[1])), options=options)
 """
 
@@ -153,7 +158,7 @@ def test_killed_sweep_resumes_without_retraining(etth1, tmp_path: Path) -> None:
                    for key in before}
 
     options = TrainConfig(max_epochs=3, patience=3, steps_per_epoch=60, candidate_budget=6, progress=False)
-    plan = plan_search(etth1, "dlinear", options=options)
+    plan = plan_search(etth1, MODELS["dlinear"], options=options)
     log: list[str] = []
     results = run_search(etth1, plan, store=CandidateStore(store_root), options=options, log=log.append)
     assert f"{len(before)} already in the store, {6 - len(before)} to train" in log[0]

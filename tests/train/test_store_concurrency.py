@@ -22,6 +22,7 @@ import pytest
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.evaluate import predict_fn, validation_mse
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train import CandidateResult, CandidateStore, plan_search, restore_model, run_search
 from sfbench_jax.train.store import Claim
 
@@ -37,11 +38,12 @@ import sys, time
 from pathlib import Path
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train import CandidateStore, plan_search, run_search
 store_root, barrier, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 data = prepare(load("etth1"))
 options = TrainConfig(max_epochs=2, patience=2, steps_per_epoch=30, candidate_budget={budget}, progress=False)
-plan = plan_search(data, "dlinear", options=options)
+plan = plan_search(data, MODELS["dlinear"], options=options)
 (barrier / f"ready-{{name}}").touch()
 deadline = time.monotonic() + 300
 while not (barrier / "go").exists():
@@ -123,11 +125,11 @@ def test_two_processes_train_each_candidate_once(etth1, tmp_path: Path) -> None:
     store = CandidateStore(store_root)
     for record in records:  # every checkpoint is complete and is the recorded best epoch
         hparams = {key: value for key, value in record.hparams.items() if key != "lr"}
-        model = restore_model(etth1, "dlinear", hparams, record.model_seed, store.restore(record))
+        model = restore_model(etth1, MODELS["dlinear"], hparams, record.model_seed, store.restore(record))
         assert validation_mse(*predict_fn(model), etth1) == pytest.approx(record.best_val_loss, rel=1e-5)
 
     log: list[str] = []  # a third run finds everything
-    plan = plan_search(etth1, "dlinear", options=OPTIONS)
+    plan = plan_search(etth1, MODELS["dlinear"], options=OPTIONS)
     assert sorted(r.candidate_hash for r in run_search(etth1, plan, store=store, options=OPTIONS, log=log.append)) \
         == sorted(r.candidate_hash for r in records)
     assert f"{BUDGET} already in the store, 0 to train" in log[0]
@@ -135,7 +137,7 @@ def test_two_processes_train_each_candidate_once(etth1, tmp_path: Path) -> None:
 
 def test_a_claimed_candidate_is_left_to_its_holder_and_trained_last(etth1, tmp_path: Path) -> None:
     store_root = tmp_path / "store"
-    plan = plan_search(etth1, "dlinear", options=OPTIONS)
+    plan = plan_search(etth1, MODELS["dlinear"], options=OPTIONS)
     held = plan.keys[0]
     holder_log = tmp_path / "holder.log"
     with holder_log.open("w") as out:
@@ -156,7 +158,7 @@ def test_a_claimed_candidate_is_left_to_its_holder_and_trained_last(etth1, tmp_p
 
 
 def test_leftovers_of_a_killed_writer_are_replaced(etth1, tmp_path: Path) -> None:
-    plan = plan_search(etth1, "dlinear", options=ONE_SHORT_CANDIDATE)
+    plan = plan_search(etth1, MODELS["dlinear"], options=ONE_SHORT_CANDIDATE)
     store = CandidateStore(tmp_path / "store")
     folder = store.candidate_dir("etth1", "dlinear", plan.keys[0])
     for leftover in ("checkpoint", "checkpoint.orbax-checkpoint-tmp-1700000000"):  # a writer killed mid-save
@@ -184,7 +186,7 @@ class FinishedWhileWaiting(CandidateStore):
 def test_a_group_finished_while_waiting_for_its_claim_is_not_trained_again(etth1, tmp_path: Path) -> None:
     """The case the two-process test above meets by chance (CI's slow step runs that one): when the claim is
     granted, the search looks in the store again and takes what another process finished meanwhile."""
-    plan = plan_search(etth1, "dlinear", options=ONE_SHORT_CANDIDATE)
+    plan = plan_search(etth1, MODELS["dlinear"], options=ONE_SHORT_CANDIDATE)
     elsewhere = CandidateStore(tmp_path / "elsewhere")
     (trained,) = run_search(etth1, plan, store=elsewhere, options=ONE_SHORT_CANDIDATE)
     store = FinishedWhileWaiting(tmp_path / "store", elsewhere.candidate_dir("etth1", "dlinear", plan.keys[0]))

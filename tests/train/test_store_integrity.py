@@ -19,6 +19,7 @@ from hydra import compose, initialize_config_module
 from sfbench_jax.cli.main import to_run_config
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline.runner import run
 from sfbench_jax.train import CandidateStore, plan_search, run_search
 from sfbench_jax.train.store import checkpoint_files
@@ -36,7 +37,7 @@ def etth1():
 def trained_store(etth1, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store holding one finished DLinear candidate (trained once for the module)."""
     root = tmp_path_factory.mktemp("store") / "store"
-    plan = plan_search(etth1, "dlinear", options=OPTIONS, fixed=FIXED)
+    plan = plan_search(etth1, MODELS["dlinear"], options=OPTIONS, fixed=FIXED)
     run_search(etth1, plan, store=CandidateStore(root), options=OPTIONS)
     return root
 
@@ -63,7 +64,8 @@ def _scramble_largest_checkpoint_file(folder: Path) -> None:
 
 
 def _search(etth1, store: CandidateStore):
-    return run_search(etth1, plan_search(etth1, "dlinear", options=OPTIONS, fixed=FIXED), store=store, options=OPTIONS)
+    plan = plan_search(etth1, MODELS["dlinear"], options=OPTIONS, fixed=FIXED)
+    return run_search(etth1, plan, store=store, options=OPTIONS)
 
 
 def test_checkpoint_checksums_are_recorded_and_verified(etth1, store: CandidateStore) -> None:

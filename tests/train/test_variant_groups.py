@@ -17,7 +17,8 @@ import pytest
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.methods.registry import get_method, method_grid
+from sfbench_jax.methods.registry import METHODS, method_grid
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train import CandidateStore, run_search, select_winner
 from sfbench_jax.train.fit import (
     EpochProgram,
@@ -45,7 +46,7 @@ def etth1():
 
 
 def _members(data, method: str, recipes: list[dict], lr: float = 1e-3) -> tuple[list[GroupMember], TrainingRecipe]:
-    built = [training_recipe(data, method, recipe) for recipe in recipes]
+    built = [training_recipe(data, METHODS[method], recipe) for recipe in recipes]
     return ([GroupMember(lr, 100 + i, transform=recipe.transform) for i, recipe in enumerate(built)], built[0])
 
 
@@ -69,8 +70,8 @@ def _assert_same(ours, theirs, *, rtol: float) -> None:
 def test_a_vectorised_variant_group_equals_its_variants_one_after_another(etth1, method, recipes) -> None:
     members, recipe = _members(etth1, method, recipes)
     options = TrainConfig(max_epochs=2, patience=2, steps_per_epoch=STEPS, num_devices=1)
-    vectorised = train_group(etth1, "dlinear", HPARAMS, members, options, vectorize=True, recipe=recipe)
-    sequential = train_group(etth1, "dlinear", HPARAMS, members, options, vectorize=False, recipe=recipe)
+    vectorised = train_group(etth1, MODELS["dlinear"], HPARAMS, members, options, vectorize=True, recipe=recipe)
+    sequential = train_group(etth1, MODELS["dlinear"], HPARAMS, members, options, vectorize=False, recipe=recipe)
     assert vectorised[0].group_size == len(recipes)
     assert all(math.isfinite(v) for outcome in vectorised for v in outcome.val_curve)
     # the variants really differ: their values reach the program
@@ -89,8 +90,8 @@ def test_recipe_values_as_data_round_like_constants(etth1) -> None:
                        train_starts=jax.numpy.asarray(etth1.train_starts.astype(np.int32)),
                        val_starts=jax.numpy.asarray(val_starts), shuffle_key=shuffle_key(spec.seeds.data_seed))
     for recipe in ARL:
-        transform = training_recipe(etth1, "adaptive_robust_loss", recipe).transform
-        train_gd, eval_gd, params, stats, other = split_model(build_for(etth1, "dlinear", HPARAMS, 7))
+        transform = training_recipe(etth1, METHODS["adaptive_robust_loss"], recipe).transform
+        train_gd, eval_gd, params, stats, other = split_model(build_for(etth1, MODELS["dlinear"], HPARAMS, 7))
         state = initial_state(params, stats, transform.initial_latents(spec.horizon, len(spec.target_indices)))
         candidate = CandidateInputs(state=state, other=other, dropout_key=dropout_key(7),
                                     learning_rate=np.float32(1e-3), active=np.bool_(True))
@@ -104,24 +105,23 @@ def test_recipe_values_as_data_round_like_constants(etth1) -> None:
 def test_variants_group_by_recipe_structure_and_compile_once(etth1) -> None:
     members, recipe = _members(etth1, "adaptive_robust_loss", ARL)
     options = TrainConfig(max_epochs=1, steps_per_epoch=STEPS, num_devices=1)
-    programs = [EpochProgram(etth1, "dlinear", HPARAMS, [member], options, vectorize=False, recipe=recipe)
+    programs = [EpochProgram(etth1, MODELS["dlinear"], HPARAMS, [member], options, vectorize=False, recipe=recipe)
                 for member in members]
     assert all(program.fn is programs[0].fn for program in programs)  # one program for every variant
-    profiles = [training_recipe(etth1, "fault_augmentation", {"profile": profile, "p": 1.0, "s_max": 1.0,
+    profiles = [training_recipe(etth1, METHODS["fault_augmentation"], {"profile": profile, "p": 1.0, "s_max": 1.0,
                                                                 "frac_max": 0.25})
                 for profile in ("holdout_simple", "holdout_varying")]
     assert profiles[0].structure != profiles[1].structure  # the transfer families shape the program
     mixed = [GroupMember(1e-3, 1, transform=profiles[1].transform)]
     with pytest.raises(ValueError, match="in more than recipe values; train it in its own group"):
-        EpochProgram(etth1, "dlinear", HPARAMS, mixed, options, vectorize=False, recipe=profiles[0])
+        EpochProgram(etth1, MODELS["dlinear"], HPARAMS, mixed, options, vectorize=False, recipe=profiles[0])
 
 
 def _search(data, store_root: Path, group_size: int, budget: int = 6):
     options = TrainConfig(max_epochs=3, patience=1, steps_per_epoch=STEPS, group_size=group_size, num_devices=1,
                           candidate_budget=budget, progress=False)
-    plan = plan_method_search(data, "dlinear", "adaptive_robust_loss",
+    plan = plan_method_search(data, MODELS["dlinear"], METHODS["adaptive_robust_loss"],
                               recipes=method_grid("adaptive_robust_loss", None),
-                              variant_id=get_method("adaptive_robust_loss").variant_id,
                               inherited={**HPARAMS, "lr": 0.005}, options=options, budget=budget)
     log: list[str] = []
     results = run_search(data, plan, store=CandidateStore(store_root), options=options, log=log.append)
@@ -150,7 +150,8 @@ import json, sys, tempfile
 from pathlib import Path
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.methods.registry import get_method, method_grid
+from sfbench_jax.methods.registry import METHODS, method_grid
+from sfbench_jax.models.registry import MODELS
 from sfbench_jax.train import CandidateStore, run_search, select_winner
 from sfbench_jax.train.sweep import plan_method_search
 data = prepare(load("etth1"))
@@ -158,9 +159,8 @@ out = {}
 for label, group_size, devices in (("two_devices", 7, 2), ("one_device", 7, 1), ("sequential", 1, 1)):
     options = TrainConfig(max_epochs=5, patience=1, steps_per_epoch=10, group_size=group_size, num_devices=devices,
                           candidate_budget=7, progress=False)
-    plan = plan_method_search(data, "dlinear", "adaptive_robust_loss",
+    plan = plan_method_search(data, MODELS["dlinear"], METHODS["adaptive_robust_loss"],
                               recipes=method_grid("adaptive_robust_loss", None),
-                              variant_id=get_method("adaptive_robust_loss").variant_id,
                               inherited={"moving_avg": 25, "individual": False, "init_weights": False, "lr": 0.05},
                               options=options, budget=7)
     with tempfile.TemporaryDirectory() as root:
