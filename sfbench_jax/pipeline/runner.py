@@ -18,7 +18,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,6 +180,36 @@ def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, sel
     return files
 
 
+def write_sealed(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, selection: Selection, work: Path,
+                 timings: dict[str, float], anchor: EvaluatedModel | None, *, notes: tuple[str, ...] = (),
+                 job_files: Iterable[str] = ()) -> dict[str, Path]:
+    """`write_outputs` into a claimed run folder's `work` folder, then its seal: the record names exactly the files
+    this run wrote (and the `job_files` written before)."""
+    files = write_outputs(cfg, data, model, selection, work, timings, anchor, contract_notes=notes)
+    seal_run(work, names=[*job_files, *(path.name for path in files.values())])
+    return files
+
+
+def save_run(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, selection: Selection, output_dir: Path,
+             timings: dict[str, float], anchor: EvaluatedModel | None, *,
+             notes: tuple[str, ...] = ()) -> RunResult:
+    """An evaluated cell (the Python API's `Result.save`) written into `output_dir` as a sealed run folder, the way
+    `run` writes one: the folder claimed under its writer lock (`cfg.overwrite` replaces a completed run in one
+    atomic swap), the files written and sealed, the lock released.
+
+    Raises:
+        RunFolderBusyError / RunFolderTakenError / PermissionError: as `run`, before anything is written.
+    """
+    folder = claim_run_folder(Path(output_dir), overwrite=cfg.overwrite)
+    try:
+        files = write_sealed(cfg, data, model, selection, folder.work, timings, anchor, notes=notes)
+        replaced = folder.commit()
+    finally:
+        unlock_run_folder(folder.target)
+    return RunResult(models=[model], files={name: folder.target / path.name for name, path in files.items()},
+                     candidates=selection.candidates, replaced=replaced)
+
+
 class PhaseClock:
     """Wall seconds of the phases of a run, in order (`lap("select")` closes the phase "select")."""
 
@@ -283,8 +313,7 @@ def _run_claimed(cfg: RunConfig, folder: RunFolder, clock: PhaseClock, log: Call
     anchor = evaluate_anchor(data, cfg, model)
     clock.lap("anchor")
     timings = clock.timings(model)
-    files = write_outputs(cfg, data, model, selection, folder.work, timings, anchor, contract_notes=notes)
-    seal_run(folder.work, names=[*job_files, *(path.name for path in files.values())])  # what this run wrote
+    files = write_sealed(cfg, data, model, selection, folder.work, timings, anchor, notes=notes, job_files=job_files)
     replaced = folder.commit()
     scores = model.evaluation.scores
     log(phase_line(timings))
