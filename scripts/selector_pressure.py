@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sfbench_jax.pipeline.rebuild import SELECTION_MODES, NotStoredError, reselect_runs
 from sfbench_jax.report.realisations import canonical_rows
-from sfbench_jax.run_folder.stored_runs import gather_runs
+from sfbench_jax.run_folder.loading import gather_runs
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,14 @@
-"""The default suite's time discipline, as a pytest plug-in (`tests/conftest.py` loads it; docs/testing.md, "Time").
+"""The default suite's time discipline, as a pytest plug-in (`tests/conftest.py` loads it; docs/testing.md, "Time and
+coverage").
 
-* A time budget per test: a test without the `slow` mark whose call phase (the test body, not its fixtures) runs
-  longer than `DEFAULT_BUDGET_S` seconds fails, naming its time, the budget and the two ways out (make it cheaper,
-  or mark it `slow`, which `.ci/run` still runs). `SFBENCH_TEST_BUDGET_S=SECONDS` loosens (or tightens) it on a
-  machine of another speed; `SFBENCH_TEST_BUDGET_S=0` switches it off.
+* A time budget per test, enforced where the machine is known: a test without the `slow` mark whose call phase (the
+  test body, not its fixtures) runs longer than `DEFAULT_BUDGET_S` seconds of wall time fails under
+  `SFBENCH_TEST_BUDGET_ENFORCE=1` (`.ci/run` sets it: CI's machine is known and idle), naming its time, its CPU
+  time, the budget and the two ways out (make it cheaper, or mark it `slow`, which `.ci/run` still runs). Elsewhere
+  (a contributor's machine, busy or not) such a test passes and is listed at the end of the run with its wall and
+  CPU time (the process's CPU time, JAX's compile threads included, and that of the child processes the test waited
+  for), so a test that grew is seen before CI fails it, and a busy machine fails nobody. `SFBENCH_TEST_BUDGET_S=SECONDS`
+  moves the budget on a machine of another speed; `SFBENCH_TEST_BUDGET_S=0` switches it off.
 * Shared fixtures stay on one worker: under pytest-xdist (`-n 2`), the default `load` distribution hands out the
   tests one by one, except the modules of a group in `GROUPS` (the tests of a session fixture built once and
   waited on) and the modules of `COSTLY_MODULE_FIXTURES` (a costly module fixture, which each worker would
@@ -19,16 +24,20 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-#: Seconds a default (not `slow`) test's body may take. The longest default test bodies take about 25 s on CI's
-#: 2-core machine (which runs this suite about 1.2x slower than the development machine), so a test that fails it
-#: has grown, or the machine is loaded: the budget is loose enough for a busy machine's noise (a 30 s budget failed
-#: four tests of 29-31 s on an idle CI run) and tight enough that no one test takes a large share of the suite.
+#: Seconds of wall time a default (not `slow`) test's body may take. The longest default test bodies take about 25 s
+#: on CI's idle 2-core machine (which runs this suite about 1.2x slower than the development machine), so a test
+#: that CI fails has grown: the budget is loose enough for a machine's noise (a 30 s budget failed four tests of
+#: 29-31 s on an idle CI run) and tight enough that no one test takes a large share of the suite. On a loaded machine
+#: the wall time says little (a test took over 40 s at load ~7 on 2 cores), hence enforced on CI only.
 DEFAULT_BUDGET_S = 40.0
 BUDGET_VARIABLE = "SFBENCH_TEST_BUDGET_S"
+#: `1`: a test over the budget fails (CI); unset or `0`: it is listed at the end of the run and passes.
+ENFORCE_VARIABLE = "SFBENCH_TEST_BUDGET_ENFORCE"
 
 #: xdist group -> (the shared fixtures whose tests it holds, the test modules it holds). A module is the unit, because
 #: the controller that hands out the tests sees only their ids; `pytest_collection_modifyitems` checks that every
@@ -75,8 +84,31 @@ def budget_seconds() -> float:
     return seconds
 
 
+def budget_enforced() -> bool:
+    """Whether a test over the budget fails (`SFBENCH_TEST_BUDGET_ENFORCE=1`, as `.ci/run` sets it) or is only
+    listed (unset, empty or `0`)."""
+    value = os.environ.get(ENFORCE_VARIABLE, "").strip()
+    if value not in ("", "0", "1"):
+        raise pytest.UsageError(f"{ENFORCE_VARIABLE}={value!r} is neither 1 nor 0; write {ENFORCE_VARIABLE}=1 to fail "
+                                "a test over the per-test time budget (as CI does), or leave it unset to list it.")
+    return value == "1"
+
+
+def cpu_seconds() -> float:
+    """CPU time so far of this process (all its threads: JAX's compile threads too) and of its children that have
+    ended and been waited for (`subprocess.run`'s); the children's part is 0 where `resource` is missing."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return time.process_time()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_BUDGET] = budget_seconds()
+    config.stash[_ENFORCED] = budget_enforced()
+    _OVER_BUDGET_LINES.clear()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -135,6 +167,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    start = cpu_seconds()
+    try:
+        yield
+    finally:
+        item.stash[_CPU_SECONDS] = cpu_seconds() - start
+
+
+def over_budget_line(nodeid: str, wall: float, cpu: float, budget: float) -> str:
+    """The first words of what is said about a test over the budget: its wall and CPU time and the budget."""
+    return (f"{nodeid} took {wall:.1f} s ({cpu:.1f} CPU-seconds), over the default suite's budget of {budget:g} s "
+            "per test")
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
     report = outcome.get_result()
@@ -142,11 +189,39 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     if (call.when != "call" or not report.passed or not budget or call.duration <= budget
             or item.get_closest_marker("slow") is not None):
         return
+    line = over_budget_line(item.nodeid, call.duration, item.stash.get(_CPU_SECONDS, float("nan")), budget)
+    if not item.config.stash[_ENFORCED]:
+        report.user_properties.append((_OVER_BUDGET_PROPERTY, line))  # listed at the end (xdist carries it back)
+        return
     report.outcome = "failed"
-    report.longrepr = (f"{item.nodeid} took {call.duration:.1f} s, over the default suite's budget of {budget:g} s "
-                       "per test: make it cheaper (smaller shapes, a shared fixture), or mark it "
+    report.longrepr = (f"{line}: make it cheaper (smaller shapes, a shared fixture), or mark it "
                        f"@pytest.mark.slow (CI runs those after the default suite); on a slower machine set "
-                       f"{BUDGET_VARIABLE} (docs/testing.md, 'Time').")
+                       f"{BUDGET_VARIABLE} (docs/testing.md, 'Time and coverage').")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep the over-budget lines of the tests that passed (under xdist, the controller receives the workers')."""
+    lines = [value for name, value in report.user_properties if name == _OVER_BUDGET_PROPERTY]
+    if lines:
+        _OVER_BUDGET_LINES.extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """List the tests over the budget that passed because it is not enforced here."""
+    if not _OVER_BUDGET_LINES:
+        return
+    terminalreporter.write_sep("=", f"{len(_OVER_BUDGET_LINES)} test(s) over the per-test time budget (not enforced "
+                                    f"here; CI fails them: {ENFORCE_VARIABLE}=1)")
+    for line in _OVER_BUDGET_LINES:
+        terminalreporter.write_line(line)
+    terminalreporter.write_line("CPU time near the wall time: the test itself grew (make it cheaper, or mark it "
+                                "@pytest.mark.slow); far below it: this machine was busy (docs/testing.md, 'Time and "
+                                "coverage').")
 
 
 _BUDGET = pytest.StashKey[float]()
+_ENFORCED = pytest.StashKey[bool]()
+_CPU_SECONDS = pytest.StashKey[float]()
+_OVER_BUDGET_PROPERTY = "over_time_budget"
+#: The over-budget lines of this run's passed tests (a module global: the hook that sees a report has no config).
+_OVER_BUDGET_LINES: list[str] = []

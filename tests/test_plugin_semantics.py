@@ -43,8 +43,8 @@ FAULT_MODULE = """
     import jax.numpy as jnp
     import numpy as np
 
-    from sfbench_jax.faults.scored import draw_severity_units, sample_channel_fault
-    from sfbench_jax.faults.severity import units_to_severity
+    from sfbench_jax.faults.scored import sample_channel_fault
+    from sfbench_jax.faults.severity import draw_severity_units, units_to_severity
     from sfbench_jax.faults.spec import FaultSpec
 
 

@@ -31,8 +31,10 @@ from sfbench_cli import sfbench_command as _sfbench_command
 from sfbench_jax.cli.sfbench_collect import main as collect_main
 from sfbench_jax.cli.sfbench_report import main as report_main
 from sfbench_jax.evaluate.scores import robustness_scores
-from sfbench_jax.run_folder.record import RECORD_FILE, DamagedRunError, write_record
-from sfbench_jax.run_folder.stored_runs import load_run
+from sfbench_jax.run_folder.damage import DamagedRunError
+from sfbench_jax.run_folder.loading import load_run
+from sfbench_jax.run_folder.names import RECORD_FILE
+from sfbench_jax.run_folder.record import write_record
 
 #: The cheap real run of these tests (SeasonalNaive on ETTh1, 1,000 windows).
 COMMON = ["model=seasonal_naive", "eval=quick", "dataset=etth1", "eval.bootstrap_draws=200", "figures=false"]
@@ -279,7 +281,7 @@ def test_a_writer_through_a_symlink_is_refused_while_the_real_folder_is_written(
     # came from the link's parent folder): both exited 0 and the first completed run was destroyed. Here this
     # process is the writer of real/run (it takes the folder as the runner does, then runs its job), and a real
     # `sfbench` into the alias starts while it holds the folder.
-    from sfbench_jax.run_folder.record import lock_run_folder, unlock_run_folder
+    from sfbench_jax.run_folder.locks import lock_run_folder, unlock_run_folder
 
     real = tmp_path / "real" / "run"
     real.mkdir(parents=True)
@@ -376,7 +378,7 @@ def test_a_chain_of_doubly_linked_folders_is_walked_once_per_folder(sweep: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 43, item 12: folders each holding two links to the next (no cycle) were walked once per path: 2^depth
     # listings (128 s at depth 16, never ending at depth 30) in every reader. Each resolved folder is entered once.
-    from sfbench_jax.run_folder import stored_runs
+    from sfbench_jax.run_folder import finding
 
     depth = 12
     levels = [tmp_path / f"level{i}" for i in range(depth + 1)]
@@ -387,14 +389,14 @@ def test_a_chain_of_doubly_linked_folders_is_walked_once_per_folder(sweep: Path,
             (level / name).symlink_to(deeper, target_is_directory=True)
     shutil.copytree(_jobs(sweep)[0], levels[-1] / "run")
     listed: list[Path] = []
-    real_subfolders = stored_runs._subfolders
+    real_subfolders = finding._subfolders
 
     def listing(folder: Path) -> list[Path]:  # the real listing, counted
         listed.append(folder.resolve())
         return real_subfolders(folder)
 
-    monkeypatch.setattr(stored_runs, "_subfolders", listing)
-    found = stored_runs.find_runs([levels[0]])
+    monkeypatch.setattr(finding, "_subfolders", listing)
+    found = finding.find_runs([levels[0]])
     assert found.folders == ((levels[-1] / "run").resolve(),) and not found.refused
     assert len(listed) == len(set(listed)) == depth + 2  # every level once, and the run folder
 
@@ -403,7 +405,7 @@ def test_a_run_being_written_is_named_with_its_writer_by_every_reader(sweep: Pat
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     # Issue 43, item 17: a reader called a run being written "damaged ... delete the folder", and the readers gave
     # different exit codes for it. Here this process is the writer: it holds the folder's lock, no record yet.
-    from sfbench_jax.run_folder.record import lock_run_folder, unlock_run_folder
+    from sfbench_jax.run_folder.locks import lock_run_folder, unlock_run_folder
 
     copied = _copy(sweep, tmp_path / "sweep")
     job = _jobs(copied)[0]

@@ -21,15 +21,11 @@ import pytest
 from sfbench_cli import run_sfbench as _sfbench
 from sfbench_cli import sfbench_command as _sfbench_command
 
-from sfbench_jax.run_folder.record import (
-    RECORD_FILE,
-    DamagedRunError,
-    RunFolderTakenError,
-    claim_run_folder,
-    verify_record,
-    write_record,
-)
-from sfbench_jax.run_folder.stored_runs import gather_runs, load_run
+from sfbench_jax.run_folder.claim import RunFolderTakenError, claim_run_folder
+from sfbench_jax.run_folder.damage import DamagedRunError
+from sfbench_jax.run_folder.loading import gather_runs, load_run
+from sfbench_jax.run_folder.names import RECORD_FILE
+from sfbench_jax.run_folder.record import verify_record, write_record
 
 #: The cheap real run of these tests (SeasonalNaive on ETTh1, 1,000 windows).
 COMMON = ["model=seasonal_naive", "eval=quick", "dataset=etth1", "eval.bootstrap_draws=200"]
@@ -131,7 +127,7 @@ def test_overwrite_swaps_the_new_run_in_and_keeps_the_old_one_aside(completed_ru
 
 
 def test_commit_without_an_atomic_swap_still_never_mixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import sfbench_jax.run_folder.record as run_folder
+    import sfbench_jax.run_folder.claim as run_folder
 
     target = tmp_path / "run"
     target.mkdir()

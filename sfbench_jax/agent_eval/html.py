@@ -17,13 +17,12 @@ Floors: `evaluation_html(..., floor_records=...)` shows the floors' pass rates i
 model's, marked as floors, and the floors' McNemar table (``floor_rows`` takes rows with the `report.COLUMNS`
 keys directly, without the McNemar table).
 
-The page is self-contained (inline style and a few lines of sorting script, no request at view time); every
-stored string is escaped.
+The page is self-contained (inline style and a few lines of sorting and filter script, no request at view time;
+the page kit both HTML pages share, `sfbench_jax.api.html_page`); every stored string is escaped.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -38,6 +37,7 @@ from sfbench_jax.agent_eval.runner import run_file_stem
 from sfbench_jax.agent_eval.scenario import ScenarioError
 from sfbench_jax.agent_eval.taxonomy import FAILURE_MODES, PASS_RULE
 from sfbench_jax.agent_eval.trace import read_trace
+from sfbench_jax.api.html_page import esc, page_html, sortable_table, write_page
 
 __all__ = ["evaluation_html", "p_text", "read_run_traces", "write_evaluation_html", "write_report_page"]
 
@@ -49,11 +49,6 @@ RATE_COLUMNS = (("pass@1", "pass_at_1"), ("pass-all-n", "pass_all_n"))
 PROCESS_COLUMNS = (("answer-only pass@1 (lenient)", "answer_only_pass_at_1"), ("required-tool recall", "tool_recall"),
                    ("distractor rate", "distractor_rate"), ("unrecovered errors", "unrecovered_error_rate"))
 COUNT_COLUMNS = ("scenarios", "runs", "runs_per_scenario", "excluded_runs", "variant")
-
-
-def esc(value: Any) -> str:
-    """Stored text, escaped for HTML."""
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def shown_json(value: Any) -> str:
@@ -91,14 +86,6 @@ def metric_cell(value: Any) -> str:
     return f'<td data-value="{value!r}">{value:.3f}</td>'
 
 
-def sortable(table_id: str, headers: Sequence[str], rows: Sequence[str], caption: str = "") -> str:
-    """A table whose headers sort it."""
-    head = "".join(f'<th scope="col">{esc(name)}</th>' for name in headers)
-    caption_html = f"<caption>{esc(caption)}</caption>" if caption else ""
-    return (f'<div class="scroll"><table class="sortable" id="{esc(table_id)}">{caption_html}<thead><tr>{head}'
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
-
-
 def summary_row(row: Mapping[str, Any], kind: str = "model") -> str:
     """One `report.summarise` row (or a floor's row with the same keys)."""
     cells = [f"<td>{esc(row.get(name))}</td>" for name in ("agent", "model", "mode", "split", "task_type")]
@@ -131,12 +118,12 @@ def rates_section(records: Sequence[Mapping[str, Any]], floor_rows: Sequence[Map
     rows += [summary_row(row, "floor") for row in floor_rows]
     floors = "" if floor_rows else '<p class="note" id="floors">No floors were given for this page.</p>'
     assets = [summary_row(row) for row in asset_class_rows(records)]
-    return ("<h2>Pass rates</h2>" + f'<p id="pass-rule"><b>Pass rule:</b> {esc(PASS_RULE)}.</p>' + sortable(
+    return ("<h2>Pass rates</h2>" + f'<p id="pass-rule"><b>Pass rule:</b> {esc(PASS_RULE)}.</p>' + sortable_table(
         "pass-rates", SUMMARY_HEADERS, rows,
         "Wilson 95% intervals below each rate (pass@1 over scored runs, pass-all-n over scenarios); beside them "
         "the answer-only rate (validators alone, lenient) and the process metrics: required-tool recall, "
         "distractor rate, share of runs leaving an invocation error unrecovered; rows marked floor are the "
-        "floors beside the model.") + floors + sortable(
+        "floors beside the model.") + floors + sortable_table(
         "asset-classes", SUMMARY_HEADERS[:4] + ("asset class",) + SUMMARY_HEADERS[5:], assets,
         "Per asset class: pass@1 and pass-all-n with their Wilson 95% intervals."))
 
@@ -182,7 +169,7 @@ def mcnemar_section(records: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return (f'<h2 id="mcnemar-heading">{heading}</h2><p class="note">Only one agent/model/mode in these runs: '
                 "nothing to compare.</p>")
-    return f'<h2 id="mcnemar-heading">{heading}</h2>' + sortable(
+    return f'<h2 id="mcnemar-heading">{heading}</h2>' + sortable_table(
         "mcnemar", ("A", "B", "paired scenarios", "A solved", "B solved", "only A / only B", "exact p"), rows,
         "Paired on scenarios (solved on every scored repeat); McNemar's exact two-sided p-value.")
 
@@ -202,7 +189,7 @@ def floors_mcnemar_section(records: Sequence[Mapping[str, Any]], floor_records: 
     if not rows:
         return ('<h2>McNemar against the floors</h2><p class="note" id="floors-mcnemar-none">No floor runs on these '
                 "scenarios.</p>")
-    return "<h2>McNemar against the floors</h2>" + sortable(
+    return "<h2>McNemar against the floors</h2>" + sortable_table(
         "floors-mcnemar", ("model", "floor", "paired scenarios", "model pass@1", "floor pass@1",
                            "only model / only floor", "exact p"), rows,
         "Each model against each floor agent on the scenarios both scored (solved on every scored repeat); "
@@ -220,7 +207,7 @@ def failure_modes_section(records: Sequence[Mapping[str, Any]]) -> str:
     rows = [f'<tr data-mode="{esc(key)}"><td>{esc(key)}</td>'
             + "".join(f'<td data-value="{row.get(key, 0)}">{esc(row.get(key, 0))}</td>' for row in table) + "</tr>"
             for key in keys]
-    return "<h2>Failure modes</h2>" + sortable(
+    return "<h2>Failure modes</h2>" + sortable_table(
         "failure-modes", ("count", *(f"{r['agent']}/{r['model']}/{r['mode']}" for r in table)), rows,
         "Each flag counts the scored runs that carry it (answer_without_process: the answer passed, the process "
         "did not); calls_<status> counts tool calls by outcome.")
@@ -287,8 +274,8 @@ def scenarios_section(records: Sequence[Mapping[str, Any]]) -> str:
         rows.append(f'<tr data-scenario="{esc(scenario_id)}" data-task-type="{esc(first["task_type"])}" '
                     f'data-asset-class="{esc(first.get("asset_class", ""))}" '
                     f'data-outcomes="{esc(" ".join(sorted(outcomes)))}">' + "".join(cells) + "</tr>")
-    return "<h2>Scenarios</h2>" + sortable("scenarios", ("scenario", "task type", "asset class", *groups), rows,
-                                           "Each run's outcome (click for its replay).")
+    return "<h2>Scenarios</h2>" + sortable_table("scenarios", ("scenario", "task type", "asset class", *groups),
+                                                 rows, "Each run's outcome (click for its replay).")
 
 
 def anchor(run_id: str) -> str:
@@ -385,13 +372,9 @@ def replay_html(record: Mapping[str, Any], events: Sequence[Mapping[str, Any]] |
             f"<p class='process'>{esc(process_text)}</p></details>")
 
 
-STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222}
-h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}
-th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top}th{background:#f4f4f4;cursor:pointer}
-caption{text-align:left;color:#555}.scroll{overflow-x:auto;max-width:100%}.ci{color:#777;font-size:11px}td[data-value]{text-align:right}
-.pass{color:#17661b}.fail{color:#a11}.excluded{color:#a60}.note{color:#666;font-style:italic}.meta{color:#777}
+#: The agent page's own classes (the style both pages share is `api.html_page.STYLE`).
+PAGE_STYLE = """
+.pass{color:#17661b}.fail{color:#a11}.excluded{color:#a60}
 .replay{border:1px solid #ddd;margin:.4em 0;padding:.3em .6em}.replay summary{cursor:pointer}
 .steps{padding-left:1.5em}.step{margin:.4em 0}.call.ok{border-left:3px solid #393;padding-left:.4em}
 .call.bad{border-left:3px solid #d33;padding-left:.4em}.turn{border-left:3px solid #36c;padding-left:.4em}
@@ -399,16 +382,6 @@ caption{text-align:left;color:#555}.scroll{overflow-x:auto;max-width:100%}.ci{co
 #filters{margin:.6em 0}#filters label{margin-right:1em}
 .cols{display:flex;gap:1em}.cols>div{flex:1;min-width:0}pre{background:#f7f7f7;padding:.4em;overflow:auto;
 max-height:20em;font-size:12px;white-space:pre-wrap;word-break:break-all}blockquote{margin:.3em 1em;color:#333}
-"""
-
-SORT_SCRIPT = """
-document.querySelectorAll('table.sortable th').forEach(function(th){th.addEventListener('click',function(){
-var body=th.closest('table').tBodies[0],i=Array.prototype.indexOf.call(th.parentNode.children,th);
-var up=th.dataset.order!=='asc';th.dataset.order=up?'asc':'desc';
-var key=function(r){var c=r.children[i];if(!c)return '';var v=c.dataset.value;return v!==undefined&&v!==''?
-parseFloat(v):c.textContent;};
-Array.from(body.rows).sort(function(a,b){var x=key(a),y=key(b);var d=(typeof x==='number'&&typeof y==='number')?
-x-y:String(x).localeCompare(String(y));return up?d:-d;}).forEach(function(r){body.appendChild(r);});});});
 """
 
 
@@ -460,9 +433,7 @@ def evaluation_html(records: Sequence[Mapping[str, Any]], traces: Mapping[str, S
             + mcnemar_section(records) + failure_modes_section(records) + filters_html(records)
             + scenarios_section(records)
             + '<h2>Trace replay</h2><div id="replays">' + "".join(replays) + "</div>")
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            '<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f"<style>{STYLE}</style></head><body>{body}<script>{SORT_SCRIPT}{FILTER_SCRIPT}</script></body></html>")
+    return page_html(title, body, style=PAGE_STYLE, script=FILTER_SCRIPT)
 
 
 def read_run_traces(run_dirs: Sequence[Path], records: Sequence[Mapping[str, Any]]
@@ -483,13 +454,9 @@ def write_evaluation_html(run_dirs: Sequence[Path], records: Sequence[Mapping[st
                           scenarios: Mapping[str, Any], floor_rows: Sequence[Mapping[str, Any]] = (),
                           floor_records: Sequence[Mapping[str, Any]] = ()) -> Path:
     """Write the page of these records (traces read from the run folders) to `target` atomically."""
-    from sfbench_jax.api.files import write_text
-
     text = evaluation_html(records, read_run_traces(run_dirs, records), scenarios, floor_rows=floor_rows,
                            floor_records=floor_records)
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return write_text(text, target)
+    return write_page(text, target)
 
 
 def write_report_page(run_dirs: Sequence[Path], records: Sequence[Mapping[str, Any]], out_dir: Path, *,

@@ -5,7 +5,10 @@ What lives here: the table `_EXPORTS` of every public name and the submodule tha
 is imported on first use (PEP 562 `__getattr__`), so importing a light submodule, or this package, imports neither
 JAX nor the pipeline. The submodules: `views` (JSON-friendly views of the registries and of stored runs), `runs`
 (stored runs as a tool reads them: finding them, the rebuild policy, their errors), `abandon` (an evaluation its
-caller gave up on stops at its next chunk), `files` (atomic file writes). To add a name: define or re-export it in a
+caller gave up on stops at its next chunk), `files` (atomic file writes), and the Python front door that
+`import sfbench_jax as sfb` exposes (docs/python_api.md): `scoring` (`evaluate`, `train`, `TrainedModel`, and the
+`EvalConfig` / `TrainConfig` they take), `results` (`Result`, `load_runs`), `user_models` (a user's predict function or
+NNX module, checked). To add a name: define or re-export it in a
 submodule, add it to `_EXPORTS`, `__all__` and the `TYPE_CHECKING` imports below (the type checker reads those).
 """
 
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sfbench_jax.api.abandon import EvaluationAbandoned, abandonable
     from sfbench_jax.api.files import write_text
+    from sfbench_jax.api.results import Result, load_runs
     from sfbench_jax.api.runs import (
         DamagedRunError,
         FoundRuns,
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
         check_manifest,
         find_runs,
     )
+    from sfbench_jax.api.scoring import EvalConfig, TrainConfig, TrainedModel, evaluate, train
     from sfbench_jax.api.views import (
         ANCHOR_MODEL,
         curves_summary,
@@ -67,29 +72,44 @@ _EXPORTS: dict[str, str] = {
     "abandonable": "abandon",
     # files
     "write_text": "files",
+    # the Python front door (`import sfbench_jax as sfb`)
+    "EvalConfig": "scoring",
+    "TrainConfig": "scoring",
+    "TrainedModel": "scoring",
+    "evaluate": "scoring",
+    "train": "scoring",
+    "Result": "results",
+    "load_runs": "results",
 }
 
 __all__ = [  # the names of `_EXPORTS` (a test checks that they agree)
     "ANCHOR_MODEL",
     "DamagedRunError",
+    "EvalConfig",
     "EvaluationAbandoned",
     "FoundRuns",
     "NotStoredError",
     "RebuildPolicy",
+    "Result",
     "RunInProgressError",
+    "TrainConfig",
+    "TrainedModel",
     "UntrustedRunError",
     "abandonable",
     "check_manifest",
     "curves_summary",
+    "evaluate",
     "find_runs",
     "find_stored_run",
     "list_datasets",
     "list_methods",
     "list_models",
     "list_scenarios",
+    "load_runs",
     "seasonal_naive_curves",
     "seasonal_naive_robustness",
     "stored_run_curves",
+    "train",
     "write_text",
 ]
 

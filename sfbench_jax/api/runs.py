@@ -6,8 +6,8 @@ module imports the pipeline (and JAX), so a caller that must start light imports
 from __future__ import annotations
 
 from sfbench_jax.pipeline.rebuild import NotStoredError, RebuildPolicy, UntrustedRunError, check_manifest
-from sfbench_jax.run_folder.record import DamagedRunError, RunInProgressError
-from sfbench_jax.run_folder.stored_runs import FoundRuns, find_runs
+from sfbench_jax.run_folder.damage import DamagedRunError, RunInProgressError
+from sfbench_jax.run_folder.finding import FoundRuns, find_runs
 
 __all__ = ["DamagedRunError", "FoundRuns", "NotStoredError", "RebuildPolicy", "RunInProgressError",
            "UntrustedRunError", "check_manifest", "find_runs"]

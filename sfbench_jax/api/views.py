@@ -165,7 +165,8 @@ def find_stored_run(runs_dir: Path, dataset: str, run: str) -> Path:
     Raises:
         FileNotFoundError: no such run; the message lists the dataset's run names found there.
     """
-    from sfbench_jax.run_folder.stored_runs import find_run_folders, load_run
+    from sfbench_jax.run_folder.finding import find_run_folders
+    from sfbench_jax.run_folder.loading import load_run
 
     folders = find_run_folders([runs_dir]) if Path(runs_dir).is_dir() else []
     of_dataset = [folder for folder in folders if load_run(folder).row["dataset"] == dataset]
@@ -187,7 +188,7 @@ def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | 
     from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
     from sfbench_jax.pipeline.rebuild import check_manifest, restore_run, run_config
     from sfbench_jax.pipeline.runner import load_data
-    from sfbench_jax.run_folder.stored_runs import load_run
+    from sfbench_jax.run_folder.loading import load_run
 
     if policy is not None:
         policy.confine(Path(run_dir), "the run folder")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sfbench_jax.config import RunConfig
-from sfbench_jax.run_folder.stored_runs import (
+from sfbench_jax.run_folder.manifest import (
     RENAMED_SETTINGS as RENAMED,  # the project's one rename table (old -> new)
 )
 

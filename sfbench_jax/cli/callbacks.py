@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sfbench_jax.methods import METHODS
 from sfbench_jax.report.collect import Cell, MissingCellsError, check_sweep_folder, collect, write_expected_cells
-from sfbench_jax.run_folder.record import check_folder_locking
+from sfbench_jax.run_folder.locks import check_folder_locking
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:

@@ -1,6 +1,6 @@
 """`sfbench`: compose conf/config.yaml, convert it to RunConfig, run the pipeline in the Hydra run dir.
 
-A run folder that holds a completed run is never written into (`sfbench_jax.run_folder.record`): `ClaimRunFolder`, a
+A run folder that holds a completed run is never written into (`sfbench_jax.run_folder.claim`): `ClaimRunFolder`, a
 Hydra callback, refuses it before Hydra creates the folder or writes its `.hydra/` and log there, so a refused
 command leaves the folder untouched; with `overwrite=true` it sends Hydra's own files to the staging folder the
 new run is written into, so they are swapped in with the run. An unusable `hydra.run.dir` is reported there too,
@@ -53,18 +53,15 @@ from sfbench_jax.config import (
 from sfbench_jax.methods import get_method
 from sfbench_jax.pipeline.outputs.startup import mark_startup
 from sfbench_jax.report.collect import CELL_FILE, FAILED_FILE
-from sfbench_jax.run_folder.record import (
+from sfbench_jax.run_folder.claim import check_run_folder, real_folder, staging_folder, target_of_staging
+from sfbench_jax.run_folder.locks import (
     NoFolderLockError,
     RunFolderBusyError,
-    check_run_folder,
-    holds_completed_run,
     lock_run_folder,
-    real_folder,
     remove_if_empty,
-    staging_folder,
-    target_of_staging,
     unlock_run_folder,
 )
+from sfbench_jax.run_folder.record import holds_completed_run
 from sfbench_jax.storage.atomic import write_json
 
 mark_startup("imports")  # the manifest's start-up phases: interpreter and imports up to here

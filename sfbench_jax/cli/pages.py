@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from sfbench_jax.run_folder.stored_runs import RunConflictError
+from sfbench_jax.run_folder.loading import RunConflictError
 
 
 def html_target(output: Path | None) -> Path:

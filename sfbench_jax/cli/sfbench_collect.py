@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from sfbench_jax.report.collect import Cell, MissingCellsError, collect
-from sfbench_jax.run_folder.record import DamagedRunError
-from sfbench_jax.run_folder.stored_runs import DamagedRunsError, ExtraRunsError
+from sfbench_jax.run_folder.damage import DamagedRunError, DamagedRunsError
+from sfbench_jax.run_folder.finding import ExtraRunsError
 
 
 def parse_expect(tokens: list[str]) -> list[Cell]:

@@ -5,7 +5,7 @@ NAME is one of the outputs of `sfbench_jax.report.catalog.OUTPUTS` (table4, tabl
 table17, table19, table20, figure2, figure3, figure4, figure5, figure6, curves, extras, longform) or `all`. A FOLDER
 that a multirun wrote is first checked against the jobs it expected: a missing or failed job is named and
 nothing is written. Every run is verified first (its completion record and its summary against its per-window
-losses, `run_folder.stored_runs.load_run`). Exit status 0 when everything was written, 1 when runs are missing (or
+losses, `run_folder.loading.load_run`). Exit status 0 when everything was written, 1 when runs are missing (or
 still being written, the writer named) or cannot support an output (the reason is printed), 2 on bad arguments or a
 damaged run (named in one line with the file; no table is written).
 
@@ -23,8 +23,9 @@ from sfbench_jax.cli.report_options import report_options
 from sfbench_jax.report.catalog import OUTPUTS, Analysis, Restorer, build_output
 from sfbench_jax.report.collect import EXPECTED_FILE, check_sweep
 from sfbench_jax.report.realisations import NotApplicable
-from sfbench_jax.run_folder.record import DamagedRunError, RunInProgressError
-from sfbench_jax.run_folder.stored_runs import DamagedRunsError, ExtraRunsError, RunConflictError, gather_runs
+from sfbench_jax.run_folder.damage import DamagedRunError, DamagedRunsError, RunInProgressError
+from sfbench_jax.run_folder.finding import ExtraRunsError
+from sfbench_jax.run_folder.loading import RunConflictError, gather_runs
 
 #: Names that are commands over the runs rather than tables (`sfbench_jax.cli.pages`).
 PAGE_COMMANDS = ("html", "mlflow")

@@ -17,7 +17,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from sfbench_jax.run_folder.record import holds_completed_run, target_of_staging
+from sfbench_jax.run_folder.claim import target_of_staging
+from sfbench_jax.run_folder.record import holds_completed_run
 
 
 def tracking_settings(config: DictConfig) -> tuple[str, str | None, str]:

@@ -23,13 +23,13 @@ from sfbench_jax.faults.severity import (
     ceil_duration,
     channel_count,
     scaled_units,
+    severity_or_draw,
     units_to_severity,
 )
 from sfbench_jax.faults.streams import (
     CHANNEL_KEY_OFFSET,
     NOISE_OFFSET,
     POSITION_OFFSET,
-    SEVERITY_OFFSET,
     START_OFFSET,
     bits_to_int,
     bits_to_normal,
@@ -289,15 +289,6 @@ def apply_missing_data(x: Window, params: MissingFault, ctx: FaultContext) -> Fa
 # JAX-mode samplers: (stream words, ctx, severity units or None) -> params
 
 
-def draw_severity_units(words: jax.Array) -> jax.Array:
-    """The first draw of a stream: a 24-bit severity `j` (s = j / 2**24 in [0, 1))."""
-    return (stream_bits(words, SEVERITY_OFFSET, ()) >> 8).astype(jnp.int32)
-
-
-def _severity(words: jax.Array, units: jax.Array | None) -> jax.Array:
-    return draw_severity_units(words) if units is None else jnp.asarray(units, jnp.int32)
-
-
 def draw_selection(words: jax.Array, units: jax.Array, ctx: FaultContext) -> jax.Array:
     """The k(s) faulted channels: a uniformly random subset of the pool, as a bool mask `(m,)`."""
     count = channel_count(units, pool_size=ctx.pool_size, max_fraction=ctx.max_channel_fraction,
@@ -308,26 +299,26 @@ def draw_selection(words: jax.Array, units: jax.Array, ctx: FaultContext) -> jax
 
 def sample_channel_fault(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> ChannelFault:
     """Drift / attenuation parameters."""
-    units = _severity(words, units)
+    units = severity_or_draw(words, units)
     return ChannelFault(units, draw_selection(words, units, ctx))
 
 
 def sample_noise(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> NoiseDraw:
     """Noise parameters: severity, channels and the stream the normals are expanded from."""
-    units = _severity(words, units)
+    units = severity_or_draw(words, units)
     return NoiseDraw(units, draw_selection(words, units, ctx), words)
 
 
 def sample_spike(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> SpikeFault:
     """Spike parameters: a position in [1, n-1] per channel."""
-    units = _severity(words, units)
+    units = severity_or_draw(words, units)
     bits = stream_bits(words, POSITION_OFFSET, (ctx.num_channels,))
     return SpikeFault(units, draw_selection(words, units, ctx), bits_to_int(bits, 1, ctx.input_len))
 
 
 def sample_time_warp(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> TimeWarpFault:
     """TimeStretch / TimeCompress parameters: one start in [1, n-D]."""
-    units = _severity(words, units)
+    units = severity_or_draw(words, units)
     high = ctx.input_len - time_warp_duration(ctx.input_len) + 1
     start = bits_to_int(stream_bits(words, START_OFFSET, ()), 1, high)
     return TimeWarpFault(units, draw_selection(words, units, ctx), start)
@@ -335,7 +326,7 @@ def sample_time_warp(words: StreamWords, ctx: FaultContext, units: jax.Array | N
 
 def sample_stuck_sensor(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> StuckFault:
     """StuckSensor parameters: a start in [1, n-L] per channel."""
-    units = _severity(words, units)
+    units = severity_or_draw(words, units)
     duration = stuck_duration(units, ctx.input_len)
     bits = stream_bits(words, POSITION_OFFSET, (ctx.num_channels,))
     starts = bits_to_int(bits, 1, ctx.input_len - duration + 1)
@@ -344,7 +335,7 @@ def sample_stuck_sensor(words: StreamWords, ctx: FaultContext, units: jax.Array 
 
 def sample_missing_data(words: StreamWords, ctx: FaultContext, units: jax.Array | None = None) -> MissingFault:
     """MissingData parameters: one start in [1, n-L]."""
-    units = _severity(words, units)
+    units = severity_or_draw(words, units)
     duration = missing_duration(units, ctx.input_len)
     start = bits_to_int(stream_bits(words, START_OFFSET, ()), 1, ctx.input_len - duration + 1)
     return MissingFault(units, start)

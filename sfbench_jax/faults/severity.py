@@ -4,6 +4,9 @@ Severities live on the reference's 24-bit grid: `s = j / 2**24` with integer *se
 `j in [0, 2**24]` (`j = 2**24` is s = 1, which evaluation never draws). Working in units keeps the
 channel-count rule and the durations exactly equal to the reference's double-precision arithmetic
 without 64-bit floats on the device.
+
+A fault's severity is drawn here too: the first draw of its (scenario, window) stream (`draw_severity_units`), or
+the fixed severity a severity curve asks for (`severity_or_draw`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from sfbench_jax.faults.streams import SEVERITY_OFFSET, stream_bits
 
 SEVERITY_BITS = 24
 SEVERITY_ONE = 1 << SEVERITY_BITS  # units of s = 1
@@ -36,6 +41,16 @@ def units_to_severity(units: jax.Array) -> jax.Array:
     """Units -> float32 severity `j / 2**24` (exact)."""
     severity: jax.Array = units.astype(jnp.float32) * jnp.float32(1.0 / SEVERITY_ONE)
     return severity
+
+
+def draw_severity_units(words: jax.Array) -> jax.Array:
+    """The first draw of a stream: a 24-bit severity `j` (s = j / 2**24 in [0, 1))."""
+    return (stream_bits(words, SEVERITY_OFFSET, ()) >> 8).astype(jnp.int32)
+
+
+def severity_or_draw(words: jax.Array, units: jax.Array | None) -> jax.Array:
+    """A sampler's severity units: `units` when given (a severity curve's fixed severity), else drawn from `words`."""
+    return draw_severity_units(words) if units is None else jnp.asarray(units, jnp.int32)
 
 
 def scaled_units(units: jax.Array, numerator: int, shift_bits: int) -> jax.Array:

@@ -12,7 +12,7 @@ Contract of the functions (all pure, traced by JAX, one window at a time; the en
 
 * `sample(words, ctx, units) -> params`: `words` are the two uint32 stream words of the (scenario, window)
   key (`faults.streams.stream_bits(words, offset, shape)` draws from them); `units` is a fixed severity in
-  units of 2**-24 (int32) or None to draw it (`faults.scored.draw_severity_units`). `params` is a NamedTuple
+  units of 2**-24 (int32) or None to draw it (`faults.severity.draw_severity_units`). `params` is a NamedTuple
   of fixed-shape arrays with a `severity_units` int32 () field; a channel-scoped fault's also has
   `selected` bool (m,) (the channels it changes: a channel-independent model is re-run only on those).
 * `prepare(params, ctx) -> params'`: per-window work done once before `apply` (default: none).

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 
 from sfbench_jax.faults.context import FaultContext, FaultedWindow, StreamWords, Window
-from sfbench_jax.faults.scored import ChannelFault, _severity, draw_selection
-from sfbench_jax.faults.severity import units_to_severity
+from sfbench_jax.faults.scored import ChannelFault, draw_selection
+from sfbench_jax.faults.severity import severity_or_draw, units_to_severity
 from sfbench_jax.faults.streams import POSITION_OFFSET, UNIFORM_OFFSET, bits_to_int, stream_bits
 
 PACKET_START_MAX = 0.25
@@ -114,14 +114,14 @@ def apply_packet_loss(x: Window, params: PacketLossFault, ctx: FaultContext) -> 
 def sample_transfer_channels(words: StreamWords, ctx: FaultContext,
                              units: jax.Array | None = None) -> ChannelFault:
     """Severity and channels for the six channel-only families."""
-    units = _severity(words, units)
+    units = severity_or_draw(words, units)
     return ChannelFault(units, draw_selection(words, units, ctx))
 
 
 def sample_packet_loss(words: StreamWords, ctx: FaultContext,
                        units: jax.Array | None = None) -> PacketLossFault:
     """Packet-loss parameters: anchors in [1, n-1] and one uniform per (step, channel)."""
-    units = _severity(words, units)
+    units = severity_or_draw(words, units)
     anchors = bits_to_int(stream_bits(words, POSITION_OFFSET, (ctx.num_channels,)), 1, ctx.input_len)
     bits = stream_bits(words, UNIFORM_OFFSET, (ctx.input_len, ctx.num_channels))
     uniforms = (bits >> 8).astype(jnp.float32) * jnp.float32(2.0 ** -24)

@@ -259,6 +259,13 @@ def evaluate_selection(data: PreparedData, cfg: RunConfig, selection: Selection,
                        store: CandidateStore | None) -> EvaluatedModel:
     """Evaluate the winner under the eight scenarios (with its clean validation MSE)."""
     predict, state = winner_predictor(data, selection, store)
+    return evaluate_winner(data, cfg, selection, predict, state)
+
+
+def evaluate_winner(data: PreparedData, cfg: RunConfig, selection: Selection, predict: Predictor,
+                    state: Any) -> EvaluatedModel:
+    """Evaluate the selection's winner, given as `(predict, state)`, under the eight scenarios (with its clean
+    validation MSE and the selection record); the Python API's own models (`sfbench_jax.api`) come this way."""
     winner = selection.winner
     evaluated = evaluate_model(data, cfg, predict, state, hyperparameters={**winner.hparams, **winner.recipe})
     return dataclasses.replace(evaluated, variant=winner.variant, selection_metric=selection.selection_metric,

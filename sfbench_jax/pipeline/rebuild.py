@@ -44,16 +44,11 @@ from sfbench_jax.pipeline.cell import Selection, candidate_store, evaluate_model
 from sfbench_jax.pipeline.outputs.tables import candidates_table, per_window_table, summary_table
 from sfbench_jax.pipeline.runner import evaluate_anchor, load_data
 from sfbench_jax.predictors.protocol import CLEAN_CONTEXT, run_predictor
-from sfbench_jax.run_folder.record import claim_run_folder, unlock_run_folder
-from sfbench_jax.run_folder.stored_runs import (
-    CANDIDATES_FILE,
-    MANIFEST_FILE,
-    PER_WINDOW_FILE,
-    SUMMARY_FILE,
-    StoredRun,
-    load_run,
-    seal_run,
-)
+from sfbench_jax.run_folder.claim import claim_run_folder
+from sfbench_jax.run_folder.loading import StoredRun, load_run
+from sfbench_jax.run_folder.locks import unlock_run_folder
+from sfbench_jax.run_folder.names import CANDIDATES_FILE, MANIFEST_FILE, PER_WINDOW_FILE, SUMMARY_FILE
+from sfbench_jax.run_folder.record import seal_run
 from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
 from sfbench_jax.train import CandidateStore
 

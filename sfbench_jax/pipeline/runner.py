@@ -4,8 +4,8 @@ check the config against the registries -> load and validate the data, check the
 that needs data: `check_run_data`, before the folder is claimed) -> prepare windows -> select the model on clean
 validation (every model the same way; trainable ones through the resumable candidate store) -> evaluate the winner under
 the eight scenarios -> write summary.csv, per_window.parquet, candidates.csv, training_curves.parquet (trained models),
-manifest.json and the heatmap, and last the completion record that vouches for exactly them (`run_folder.record`,
-`run_folder.stored_runs.seal_run`). The run claims its folder before any training, under an exclusive writer lock held
+manifest.json and the heatmap, and last the completion record that vouches for exactly them
+(`run_folder.record.seal_run`). The run claims its folder before any training, under an exclusive writer lock held
 until the seal (a second writer is refused): a folder holding a completed run is refused, or with `overwrite` replaced
 in one atomic swap at the end; a sweep job's `cell.json` is kept. The summary's reference-normalised scores (mCE,
 relative mCE) need the dataset's SeasonalNaive winner on the same windows and faults: it is selected and evaluated in
@@ -18,7 +18,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,19 +44,19 @@ from sfbench_jax.pipeline.outputs.tables import (
     summary_table,
     training_curves_table,
 )
-from sfbench_jax.run_folder.record import JOB_FILE, RunFolder, claim_run_folder, unlock_run_folder
-from sfbench_jax.run_folder.stored_runs import (
+from sfbench_jax.run_folder.claim import RunFolder, claim_run_folder
+from sfbench_jax.run_folder.locks import unlock_run_folder
+from sfbench_jax.run_folder.names import (
     CANDIDATES_FILE,
+    JOB_FILE,
     MANIFEST_FILE,
     PER_WINDOW_FILE,
     SUMMARY_FILE,
     TRAINING_CURVES_FILE,
-    seal_run,
 )
+from sfbench_jax.run_folder.record import seal_run
 from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
 from sfbench_jax.train import CandidateResult, check_search_space, expand_space, search_space
-
-#: The reference model of the normalised scores (protocol 6.5).
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,36 @@ def write_outputs(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, sel
     return files
 
 
+def write_sealed(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, selection: Selection, work: Path,
+                 timings: dict[str, float], anchor: EvaluatedModel | None, *, notes: tuple[str, ...] = (),
+                 job_files: Iterable[str] = ()) -> dict[str, Path]:
+    """`write_outputs` into a claimed run folder's `work` folder, then its seal: the record names exactly the files
+    this run wrote (and the `job_files` written before)."""
+    files = write_outputs(cfg, data, model, selection, work, timings, anchor, contract_notes=notes)
+    seal_run(work, names=[*job_files, *(path.name for path in files.values())])
+    return files
+
+
+def save_run(cfg: RunConfig, data: PreparedData, model: EvaluatedModel, selection: Selection, output_dir: Path,
+             timings: dict[str, float], anchor: EvaluatedModel | None, *,
+             notes: tuple[str, ...] = ()) -> RunResult:
+    """An evaluated cell (the Python API's `Result.save`) written into `output_dir` as a sealed run folder, the way
+    `run` writes one: the folder claimed under its writer lock (`cfg.overwrite` replaces a completed run in one
+    atomic swap), the files written and sealed, the lock released.
+
+    Raises:
+        RunFolderBusyError / RunFolderTakenError / PermissionError: as `run`, before anything is written.
+    """
+    folder = claim_run_folder(Path(output_dir), overwrite=cfg.overwrite)
+    try:
+        files = write_sealed(cfg, data, model, selection, folder.work, timings, anchor, notes=notes)
+        replaced = folder.commit()
+    finally:
+        unlock_run_folder(folder.target)
+    return RunResult(models=[model], files={name: folder.target / path.name for name, path in files.items()},
+                     candidates=selection.candidates, replaced=replaced)
+
+
 class PhaseClock:
     """Wall seconds of the phases of a run, in order (`lap("select")` closes the phase "select")."""
 
@@ -281,8 +311,7 @@ def _run_claimed(cfg: RunConfig, folder: RunFolder, clock: PhaseClock, log: Call
     anchor = evaluate_anchor(data, cfg, model)
     clock.lap("anchor")
     timings = clock.timings(model)
-    files = write_outputs(cfg, data, model, selection, folder.work, timings, anchor, contract_notes=notes)
-    seal_run(folder.work, names=[*job_files, *(path.name for path in files.values())])  # what this run wrote
+    files = write_sealed(cfg, data, model, selection, folder.work, timings, anchor, notes=notes, job_files=job_files)
     replaced = folder.commit()
     scores = model.evaluation.scores
     log(phase_line(timings))

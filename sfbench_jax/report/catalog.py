@@ -47,7 +47,7 @@ from sfbench_jax.report.realisations import (
     with_method_columns,
 )
 from sfbench_jax.report.sensitivity import eval_seed_stability, fixed_fraction_rows, fixed_fraction_summary
-from sfbench_jax.run_folder.stored_runs import RunSet
+from sfbench_jax.run_folder.loading import RunSet
 from sfbench_jax.storage.atomic import write_csv, write_text
 
 
@@ -63,7 +63,7 @@ class ReportOptions:
         architecture: the model of Figures 3/4 (default: SeasonalNaive when present, else the first architecture).
         severities: the grid of the severity curves.
         curve_k: test windows of the severity curves (default: the run's K).
-        pair_bootstrap_draws: resamples of the pair bootstrap (spec: 1000).
+        pair_bootstrap_draws: resamples of the pair bootstrap (the protocol's 1,000: protocol 6.4).
     """
 
     where: Mapping[str, str] = field(default_factory=dict)

@@ -5,10 +5,10 @@ sweep, ...). Nothing is published while a job is missing.
 Each job folder holds `cell.json` (written when the job starts, with the job's overrides), then either a finished run
 (`summary.csv`, `manifest.json`, ..., and last its completion record `run_record.json`) or `job_failed.json` (the
 recorded error); a folder with neither is an unfinished (e.g. killed) job. Every finished run is verified
-(`run_folder.stored_runs.load_run`) before it is merged: a damaged one stops the collection, named, and no table is
+(`run_folder.loading.load_run`) before it is merged: a damaged one stops the collection, named, and no table is
 written. What was expected comes from the sweep definition (`expected_cells.json`, written when the multirun starts:
 every job's overrides and (dataset, architecture, method) cell) or from the caller (cells). Runs are keyed by every
-setting that changes their numbers (`run_folder.stored_runs`), so a sweep over `eval.seed`, `eval.channel_fraction` or
+setting that changes their numbers (`run_folder.keys`), so a sweep over `eval.seed`, `eval.channel_fraction` or
 `eval.rng_mode` keeps one row per job. A missing job is never dropped silently: collection writes `collect_report.json`
 naming every missing job by the settings that tell it apart and why it is missing, and raises `MissingCellsError`. """
 
@@ -24,17 +24,13 @@ import pandas as pd
 
 from sfbench_jax.data.registry import DISPLAY_ORDER
 from sfbench_jax.report.architectures import ARCHITECTURE_ORDER, ordered
-from sfbench_jax.run_folder.record import DamagedRunError, holds_completed_run, live_writer
-from sfbench_jax.run_folder.stored_runs import (
-    SETTINGS_WITHOUT_EFFECT,
-    SUMMARY_FILE,
-    DamagedRunsError,
-    ExtraRunsError,
-    Refused,
-    RunSet,
-    gather_runs,
-    is_run_folder,
-)
+from sfbench_jax.run_folder.damage import DamagedRunError, DamagedRunsError
+from sfbench_jax.run_folder.finding import ExtraRunsError, Refused, is_run_folder
+from sfbench_jax.run_folder.keys import SETTINGS_WITHOUT_EFFECT
+from sfbench_jax.run_folder.loading import RunSet, gather_runs
+from sfbench_jax.run_folder.locks import live_writer
+from sfbench_jax.run_folder.names import SUMMARY_FILE
+from sfbench_jax.run_folder.record import holds_completed_run
 from sfbench_jax.storage.atomic import write_csv, write_json
 
 CELL_FILE, FAILED_FILE = "cell.json", "job_failed.json"
@@ -93,7 +89,7 @@ def _override_name(item: str) -> str:
 
 def effective_overrides(items: Iterable[str]) -> tuple[str, ...]:
     """Overrides without the settings that never change a number (`overwrite`, `figures`, `cache_dir`, chunking,
-    ...: `stored_runs.SETTINGS_WITHOUT_EFFECT`): a job run with `overwrite=true` or `figures=false` is the same
+    ...: `run_folder.keys.SETTINGS_WITHOUT_EFFECT`): a job run with `overwrite=true` or `figures=false` is the same
     job of its sweep."""
     return tuple(item for item in items if _override_name(item) not in SETTINGS_WITHOUT_EFFECT)
 

@@ -16,7 +16,7 @@ from sfbench_jax.evaluate.normalised import RhoFit, effective_robustness, normal
 from sfbench_jax.faults.registry import SCENARIO_KEYS
 from sfbench_jax.report.published import PUBLISHED_BASELINES
 from sfbench_jax.report.realisations import REALISATION_COLUMNS, is_perturbed_selection, with_method_columns
-from sfbench_jax.run_folder.stored_runs import RunSet, StoredRun
+from sfbench_jax.run_folder.loading import RunSet, StoredRun
 
 
 def stored_losses(run: StoredRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,19 +3,19 @@ multirun's collection): Table 4 with its 95% intervals (sortable), the per-scena
 stored severity curves with their bands, the method deltas with pair-bootstrap intervals (sign and significance
 marked), the extra scenarios, and every run's provenance with its verification status.
 
-The page is self-contained: styles and the few lines of sorting script are inline, figures are inline SVG written by
-matplotlib, and nothing is fetched when it is viewed. Every number is a stored number read through the verifying reader
-(`run_folder.stored_runs.load_run` / `gather_runs`) and the same report frames the Markdown and CSV tables use
-(`report.paper`, `report.deltas`): nothing is recomputed differently here. A damaged run folder or an expected job
-without a run is named at the top of the page and in the runs table, never left out silently.
+The page is self-contained: styles and the few lines of sorting script are inline (the page kit both HTML pages
+share, `storage/html_page.py`), figures are inline SVG written by matplotlib, and nothing is fetched when it is
+viewed. Every number is a stored number read through the verifying reader (`run_folder.loading.load_run` /
+`gather_runs`) and the same report frames the Markdown and CSV tables use (`report.paper`, `report.deltas`): nothing
+is recomputed differently here. A damaged run folder or an expected job without a run is named at the top of the
+page and in the runs table, never left out silently.
 
-Page building is small pure functions from frames to HTML text (`html.escape` for every stored string);
+Page building is small pure functions from frames to HTML text (`esc` for every stored string);
 `read_page_runs` and `write_html_report` are the only functions that touch the disk.
 """
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import math
@@ -37,9 +37,11 @@ from sfbench_jax.report.collect import (
     read_jobs,
 )
 from sfbench_jax.report.realisations import NotApplicable
-from sfbench_jax.run_folder.record import DamagedRunError
-from sfbench_jax.run_folder.stored_runs import RunSet, StoredRun, find_run_folders, gather_runs, load_run
-from sfbench_jax.storage.atomic import write_text
+from sfbench_jax.run_folder.damage import DamagedRunError
+from sfbench_jax.run_folder.finding import find_run_folders
+from sfbench_jax.run_folder.loading import RunSet, StoredRun, gather_runs, load_run
+from sfbench_jax.storage import html_page
+from sfbench_jax.storage.html_page import esc, page_html, sortable_table
 
 #: The page must stay small enough to mail and open anywhere.
 MAX_PAGE_BYTES = 5 * 1024 * 1024
@@ -126,11 +128,6 @@ def value_attribute(value: Any) -> str:
     return "" if number is None else repr(number)
 
 
-def esc(value: Any) -> str:
-    """Stored text, escaped for HTML."""
-    return html.escape("" if value is None else str(value), quote=True)
-
-
 def number_cell(value: Any, low: Any = None, high: Any = None, *, extra: str = "", css: str = "") -> str:
     """A table cell with a number, its interval below it when given, and the exact value in `data-value`."""
     interval = ""
@@ -144,14 +141,6 @@ def number_cell(value: Any, low: Any = None, high: Any = None, *, extra: str = "
 def text_cell(value: Any) -> str:
     """A table cell with text (sorted as text)."""
     return f"<td>{esc(value)}</td>"
-
-
-def table(table_id: str, headers: Sequence[str], rows: Sequence[str], caption: str = "") -> str:
-    """A sortable table (click a header)."""
-    head = "".join(f'<th scope="col" title="sort">{esc(name)}</th>' for name in headers)
-    caption_html = f"<caption>{esc(caption)}</caption>" if caption else ""
-    return (f'<div class="scroll"><table class="sortable" id="{esc(table_id)}">{caption_html}<thead><tr>{head}'
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def note(text: str) -> str:
@@ -245,7 +234,7 @@ def table4_section(analysis: Any) -> str:
         baselines = analysis.baselines
     except NotApplicable as reason:
         return "<h2>Table 4</h2>" + note(f"No architecture block: {reason}")
-    parts = ["<h2>Table 4</h2>", table(
+    parts = ["<h2>Table 4</h2>", sortable_table(
         "table4-architectures", ["dataset", "architecture", "D_w", "MSE_c", "MSE_w"],
         table4_architecture_rows(baselines),
         "Architectures: baseline winners at the canonical realisation; 95% window-bootstrap intervals below each "
@@ -256,7 +245,7 @@ def table4_section(analysis: Any) -> str:
     except NotApplicable as reason:
         return "".join(parts) + note(f"No method block: {reason}")
     intervals = pair_bootstrap_table(pairs, draws=analysis.options.pair_bootstrap_draws)
-    parts.append(table("table4-methods", ["dataset", "method", "pairs", "ΔD_w", "ΔMSE_c", "ΔMSE_w"],
+    parts.append(sortable_table("table4-methods", ["dataset", "method", "pairs", "ΔD_w", "ΔMSE_c", "ΔMSE_w"],
                        table4_method_rows(dataset_means(pairs), intervals),
                        "Methods: dataset means of the method-minus-baseline deltas over the (architecture) pairs; "
                        "pair-bootstrap 95% intervals below each value."))
@@ -297,7 +286,7 @@ def deltas_section(analysis: Any) -> str:
             cells.append(number_cell(mean, low, high, extra=esc(mark), css=css))
         rows.append(f'<tr data-dataset="{esc(row["dataset"])}" data-method="{esc(row["method"])}">'
                     + "".join(cells) + "</tr>")
-    return ("<h2>Method deltas</h2>" + table(
+    return ("<h2>Method deltas</h2>" + sortable_table(
         "method-deltas", ["dataset", "method", "selection", "pairs", *PAIR_BOOTSTRAP_COLUMNS], rows,
         "Method minus baseline, mean over the pairs with the pair-bootstrap 95% interval: ▼ lower (better), "
         "▲ higher (worse), * the interval excludes 0."))
@@ -356,7 +345,7 @@ def extras_section(runs: RunSet) -> str:
                 number_cell(run.row[f"d_{key}"])]) + "</tr>")
     if not rows:
         return "<h2>Extra scenarios</h2>" + note("No run scored an extra scenario (eval.scenarios).")
-    return "<h2>Extra scenarios</h2>" + table(
+    return "<h2>Extra scenarios</h2>" + sortable_table(
         "extra-scenarios", ["run", "dataset", "architecture", "method", "scenario", "MSE", "D"], rows,
         "Scored beside the paper's eight scenarios; never part of D_w, MSE_w, D-bar or mPC.")
 
@@ -404,7 +393,7 @@ def damaged_row(folder: str, reason: str, columns: int) -> str:
 
 def refusal_label(reason: str) -> str:
     """How a run the reader could not read is labelled: "being written" (a running sfbench holds it, see
-    `run_folder.record.RunInProgressError`) or "damaged"."""
+    `run_folder.damage.RunInProgressError`) or "damaged"."""
     return "being written" if " is being written now by a running sfbench " in reason else "damaged"
 
 
@@ -418,40 +407,18 @@ def runs_section(page: PageRuns) -> str:
     rows += [damaged_row(folder, reason, len(RUN_HEADERS)) for folder, reason in page.damaged]
     duplicates = "".join(f"<li>{esc(b)} repeats {esc(a)} (same settings, same numbers)</li>"
                          for a, b in page.runs.duplicates)
-    return ("<h2>Runs and provenance</h2>" + table("runs", RUN_HEADERS, rows, "Every run folder found, as stored.")
+    return ("<h2>Runs and provenance</h2>"
+            + sortable_table("runs", RUN_HEADERS, rows, "Every run folder found, as stored.")
             + (f"<ul>{duplicates}</ul>" if duplicates else ""))
 
 
-STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.5em 0;font-size:13px}caption{text-align:left;color:#555;padding:.3em 0}
-th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top}th{background:#f4f4f4;cursor:pointer}
-td[data-value]{text-align:right;font-variant-numeric:tabular-nums}.ci{color:#777;font-size:11px}
+#: The report page's own classes (the style both pages share is `storage.html_page.STYLE`).
+PAGE_STYLE = """
 .best{font-weight:bold}.better{color:#17661b}.worse{color:#a11}.significant{font-weight:bold}
 .alert{background:#fde8e8;border:1px solid #d33;padding:.6em}.ok{background:#e8f6e8;border:1px solid #393;padding:.6em}
-.ignores-input{color:#a11;font-weight:bold}.verified{color:#17661b}.damaged{color:#a11;font-weight:bold}.note{color:#666;font-style:italic}
-.figure svg{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
-details code{white-space:pre-wrap;word-break:break-all;font-size:11px}
+.ignores-input{color:#a11;font-weight:bold}.verified{color:#17661b}.damaged{color:#a11;font-weight:bold}
+.figure svg{max-width:100%;height:auto}details code{white-space:pre-wrap;word-break:break-all;font-size:11px}
 """
-
-#: Sorting: click a header; numbers by `data-value`, text by content; a second click reverses.
-SORT_SCRIPT = """
-document.querySelectorAll('table.sortable th').forEach(function(th){th.addEventListener('click',function(){
-var table=th.closest('table'),body=table.tBodies[0],i=Array.prototype.indexOf.call(th.parentNode.children,th);
-var up=th.dataset.order!=='asc';th.dataset.order=up?'asc':'desc';
-var key=function(r){var c=r.children[i];if(!c)return '';var v=c.dataset.value;return v!==undefined&&v!==''?
-parseFloat(v):c.textContent;};
-Array.from(body.rows).sort(function(a,b){var x=key(a),y=key(b);var d=(typeof x==='number'&&typeof y==='number')?
-x-y:String(x).localeCompare(String(y));return up?d:-d;}).forEach(function(r){body.appendChild(r);});});});
-"""
-
-
-def page_html(title: str, body: str) -> str:
-    """A complete, self-contained page."""
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            '<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f"<style>{STYLE}</style></head><body>{body}<script>{SORT_SCRIPT}</script></body></html>")
 
 
 def report_html(page: PageRuns, curves: pd.DataFrame | None = None, options: Any = None) -> str:
@@ -467,7 +434,7 @@ def report_html(page: PageRuns, curves: pd.DataFrame | None = None, options: Any
         sections = [table4_section(analysis), heatmap_section(analysis), curves_section(
             pd.DataFrame() if curves is None else curves), deltas_section(analysis), extras_section(page.runs)]
     body = header + problems_section(page) + "".join(sections) + runs_section(page)
-    return page_html("sfbench report", body)
+    return page_html("sfbench report", body, style=PAGE_STYLE)
 
 
 def write_page(text: str, target: Path) -> Path:
@@ -480,8 +447,7 @@ def write_page(text: str, target: Path) -> Path:
     if size > MAX_PAGE_BYTES:
         raise ValueError(f"The page would be {size / 2**20:.1f} MB (limit 5 MB); report fewer runs at a time "
                          "(pass a narrower --runs folder).")
-    Path(target).parent.mkdir(parents=True, exist_ok=True)
-    return write_text(text, Path(target))
+    return html_page.write_page(text, target)
 
 
 def write_html_report(folders: Sequence[Path], target: Path) -> Path:

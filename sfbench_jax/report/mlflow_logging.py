@@ -1,6 +1,6 @@
 """Logging stored runs to an MLflow tracking server (the optional `[mlflow]` extra), for users who track there.
 
-The run folder stays the source of truth: a run is logged from its verified folder (`run_folder.stored_runs.load_run`),
+The run folder stays the source of truth: a run is logged from its verified folder (`run_folder.loading.load_run`),
 after it is complete, never instead of it. Per run: the resolved config as params (dotted names), every finite
 numeric summary column (scores, their 95% intervals, the extra scenarios) as metrics, as artifacts only the files
 its completion record covers (and the record itself: `recorded_artifacts`, each opened without following a link and
@@ -44,8 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from sfbench_jax.report.collect import EXPECTED_FILE
-from sfbench_jax.run_folder.record import RECORD_FILE, DamagedRunError, read_record
-from sfbench_jax.run_folder.stored_runs import StoredRun, flatten, gather_runs
+from sfbench_jax.run_folder.damage import DamagedRunError
+from sfbench_jax.run_folder.keys import flatten
+from sfbench_jax.run_folder.loading import StoredRun, gather_runs
+from sfbench_jax.run_folder.names import RECORD_FILE
+from sfbench_jax.run_folder.record import read_record
 
 RUN_KEY_TAG, SWEEP_TAG, COMPLETE_TAG = "sfbench.run_key", "sfbench.sweep_dir", "sfbench.logged"
 SWEEP_KEY_TAG = "sfbench.sweep_key"
@@ -455,7 +458,7 @@ def log_stored_folders(folders: Sequence[Path], *, uri: str | None = None,
 
 def log_run_folder(directory: Path, *, uri: str | None = None, experiment: str = DEFAULT_EXPERIMENT) -> LoggedRun:
     """Log one completed run folder (the end of a single `sfbench` run with `tracking=mlflow`)."""
-    from sfbench_jax.run_folder.stored_runs import load_run
+    from sfbench_jax.run_folder.loading import load_run
 
     run = load_run(directory)
     result: LoggedRun = _logging(uri, experiment, lambda client, number: log_run(client, number, run))

@@ -108,7 +108,7 @@ def test_multirun_skips_a_pair_the_benchmark_does_not_define(tmp_path: Path) -> 
 
 
 #: Holds the writer lock of the run folder argv[1] until its standard input closes.
-HOLD_LOCK = ("import sys; from sfbench_jax.run_folder.record import lock_run_folder; lock_run_folder(sys.argv[1]); "
+HOLD_LOCK = ("import sys; from sfbench_jax.run_folder.locks import lock_run_folder; lock_run_folder(sys.argv[1]); "
              "print('held', flush=True); sys.stdin.read()")
 
 

@@ -93,6 +93,6 @@ def report_dir(analysis_root: Path, tmp_path_factory: pytest.TempPathFactory) ->
 def analysis(analysis_root: Path):
     """The `Analysis` of the reported runs (the frames the tables and figures read)."""
     from sfbench_jax.report.catalog import Analysis
-    from sfbench_jax.run_folder.stored_runs import gather_runs
+    from sfbench_jax.run_folder.loading import gather_runs
 
     return Analysis(gather_runs([analysis_root / name for name in REPORTED]))

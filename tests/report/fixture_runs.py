@@ -66,7 +66,7 @@ STAND_IN = ("adversarial_training", "stand_in_season_48", ["model=seasonal_naive
 def relabel(run_dir: Path, method: str, variant: str) -> None:
     """Set a stand-in run's `method` and `variant` summary columns (the only edit the fixture makes) and write
     its completion record again through the writers' own last step, so the relabelled run verifies."""
-    from sfbench_jax.run_folder.stored_runs import seal_run
+    from sfbench_jax.run_folder.record import seal_run
 
     summary = pd.read_csv(run_dir / "summary.csv")
     summary["method"], summary["variant"] = method, variant

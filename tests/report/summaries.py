@@ -27,7 +27,7 @@ def rewrite_consistently(run_dir: Path, *, scale: float) -> None:
     """Scale a stored run's per-window losses, recompute its summary's scores from them as the engine does and
     write its completion record again (through `seal_run`, the writers' last step)."""
     from sfbench_jax.evaluate.scores import robustness_scores
-    from sfbench_jax.run_folder.stored_runs import seal_run
+    from sfbench_jax.run_folder.record import seal_run
 
     per_window = pd.read_parquet(run_dir / "per_window.parquet")
     keys = [c.removeprefix("mse_") for c in per_window.columns if c.startswith("mse_") and c != "mse_clean"]

@@ -14,7 +14,7 @@ import pytest
 
 from sfbench_jax.cli.sfbench_collect import main as collect_main
 from sfbench_jax.report.collect import Cell, collect, read_expected_jobs
-from sfbench_jax.run_folder.stored_runs import RunConflictError, gather_runs
+from sfbench_jax.run_folder.loading import RunConflictError, gather_runs
 
 from .conftest import run_command
 from .fixture_runs import EVAL_SEEDS

@@ -16,7 +16,7 @@ import pytest
 
 from sfbench_jax.data.registry import DATASETS
 from sfbench_jax.report.deltas import MissingBaselineError, paired_rows
-from sfbench_jax.run_folder.stored_runs import gather_runs
+from sfbench_jax.run_folder.loading import gather_runs
 
 from .conftest import report_command
 

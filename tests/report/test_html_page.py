@@ -14,7 +14,7 @@ from sfbench_jax.report.html import (
     problems_section,
     runs_section,
 )
-from sfbench_jax.run_folder.stored_runs import RunSet, StoredRun
+from sfbench_jax.run_folder.loading import RunSet, StoredRun
 
 
 def test_delta_sign_and_significance() -> None:

@@ -1,6 +1,6 @@
 """A run stored before a setting was renamed (`eval.rng` -> `eval.rng_mode`, `train.devices` -> `train.num_devices`,
 README "Renamed settings") still loads: its key and its rebuilt configuration are those of the same run stored under the
-new names (`run_folder.stored_runs.RENAMED_SETTINGS`, the one place old names are read)."""
+new names (`run_folder.manifest.RENAMED_SETTINGS`, the one place old names are read)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ import pytest
 from sfbench_jax.config import EvalConfig, RunConfig, TrainConfig
 from sfbench_jax.pipeline.rebuild import run_config
 from sfbench_jax.pipeline.runner import run
-from sfbench_jax.run_folder.stored_runs import MANIFEST_FILE, RENAMED_SETTINGS, load_run, seal_run
+from sfbench_jax.run_folder.loading import load_run
+from sfbench_jax.run_folder.manifest import RENAMED_SETTINGS
+from sfbench_jax.run_folder.names import MANIFEST_FILE
+from sfbench_jax.run_folder.record import seal_run
 
 
 @pytest.fixture(scope="module")

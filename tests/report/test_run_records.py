@@ -16,8 +16,10 @@ import pytest
 
 from sfbench_jax.cli.sfbench_collect import main as collect_main
 from sfbench_jax.cli.sfbench_report import main as report_main
-from sfbench_jax.run_folder.record import RECORD_FILE, DamagedRunError, write_record
-from sfbench_jax.run_folder.stored_runs import load_run
+from sfbench_jax.run_folder.damage import DamagedRunError
+from sfbench_jax.run_folder.loading import load_run
+from sfbench_jax.run_folder.names import RECORD_FILE
+from sfbench_jax.run_folder.record import write_record
 
 from .conftest import report_command
 from .test_collect import JOB_FOLDERS, _copy_sweep
