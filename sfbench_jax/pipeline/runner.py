@@ -58,8 +58,6 @@ from sfbench_jax.run_folder.record import seal_run
 from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
 from sfbench_jax.train import CandidateResult, check_search_space, expand_space, search_space
 
-#: The reference model of the normalised scores (protocol 6.5).
-
 
 @dataclass(frozen=True)
 class RunResult:

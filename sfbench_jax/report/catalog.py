@@ -63,7 +63,7 @@ class ReportOptions:
         architecture: the model of Figures 3/4 (default: SeasonalNaive when present, else the first architecture).
         severities: the grid of the severity curves.
         curve_k: test windows of the severity curves (default: the run's K).
-        pair_bootstrap_draws: resamples of the pair bootstrap (spec: 1000).
+        pair_bootstrap_draws: resamples of the pair bootstrap (the protocol's 1,000: protocol 6.4).
     """
 
     where: Mapping[str, str] = field(default_factory=dict)

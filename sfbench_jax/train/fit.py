@@ -31,6 +31,8 @@ from sfbench_jax.models.revin import RevINConfig
 from sfbench_jax.train.early_stopping import StoppingState, advance
 from sfbench_jax.train.loop import (
     EPOCH_PROGRAM_CACHE_SIZE,
+    CandidateInputs,
+    EpochData,
     EpochGeometry,
     candidate_mesh,
     candidate_shardings,
@@ -275,8 +277,11 @@ class EpochProgram:
         targets = (data.spec.horizon, len(data.spec.target_indices))
         states = [initial_state(params, batch_stats, transform.initial_latents(*targets))
                   for (_, _, params, batch_stats, _), transform in zip(splits, transforms, strict=True)]
-        values = [transform.recipe_values() for transform in transforms]
-        others = [other for *_, other in splits]
+        candidates = [CandidateInputs(state=state, other=other, dropout_key=dropout_key(member.seed),
+                                      learning_rate=jax.device_put(np.float32(member.learning_rate)),
+                                      active=jax.device_put(np.bool_(True)), recipe_values=transform.recipe_values())
+                      for state, (*_, other), member, transform in zip(states, splits, padded, transforms,
+                                                                       strict=True)]
         mesh = candidate_mesh(num_devices) if num_devices > 1 else None
         self.num_devices = num_devices
         self.fn = make_epoch_fn(train_graphdef, eval_graphdef, geometry, min_delta=options.min_delta,
@@ -286,14 +291,10 @@ class EpochProgram:
         self._split = split
         batch = geometry.batch_size
         val_starts = data.val_starts_drop_last(batch).reshape(geometry.val_batches, batch)
-        self.shared = tuple(jax.device_put(a, replicated) for a in (
-            data.standardised, data.train_starts.astype(np.int32), val_starts.astype(np.int32)))
-        self.shuffle = jax.device_put(shuffle_key(data.spec.seeds.data_seed), replicated)
-        self.states = self._place(states)
-        self.others = self._place(others)
-        self.keys = self._place([dropout_key(member.seed) for member in padded])
-        self.lrs = self._place([np.float32(member.learning_rate) for member in padded])
-        self.values = self._place(values)
+        self.shared = EpochData(*(jax.device_put(a, replicated) for a in (
+            data.standardised, data.train_starts.astype(np.int32), val_starts.astype(np.int32),
+            shuffle_key(data.spec.seeds.data_seed))))
+        self.candidates = self._place(candidates)
         self._replicated = replicated
         self.compiled: Any = None
         self.compile_seconds = 0.0
@@ -302,15 +303,15 @@ class EpochProgram:
             self.compiled = compiled_epoch(self.fn, self.arguments(0, [True] * self.size))
             self.compile_seconds = time.perf_counter() - started
 
-    def arguments(self, epoch: int, active: Sequence[bool], index: int = 0) -> tuple:
-        """The epoch program's arguments, all on the device: the state, keys, learning rate and recipe values of
-        candidate `index` (the whole group when vectorised), the shared inputs, the epoch number and the flags."""
+    def arguments(self, epoch: int, active: Sequence[bool],
+                  index: int = 0) -> tuple[CandidateInputs, EpochData, jax.Array]:
+        """The epoch program's arguments, all on the device: the inputs of candidate `index` (the whole group when
+        vectorised) with the flags `active`, the shared inputs and the epoch number."""
         flags = self._active(active if self.vectorize else [True])
-        return (self.states[index], self.others[index], *self.shared, self.shuffle, self.keys[index],
-                self._epoch(epoch), self.lrs[index], flags, self.values[index])
+        return self.candidates[index]._replace(active=flags), self.shared, self._epoch(epoch)
 
-    def _place(self, per_candidate: list[Any]) -> list[Any]:
-        """Per-candidate pytrees on the device: stacked and split over the mesh as one entry when vectorised,
+    def _place(self, per_candidate: list[CandidateInputs]) -> list[CandidateInputs]:
+        """Per-candidate inputs on the device: stacked and split over the mesh as one entry when vectorised,
         one entry per candidate otherwise."""
         if self.vectorize:
             return [jax.device_put(stack_candidates(per_candidate), self._split)]
@@ -329,11 +330,7 @@ class EpochProgram:
         # leave them on the wider group's mesh, and the narrow program refuses them)
         placement = narrow._split if narrow._split is not None else jax.local_devices()[0]
 
-        def take(entries: list[Any]) -> list[Any]:
-            return [jax.device_put(jax.tree.map(lambda a: a[slots], entries[0]), placement)]
-
-        narrow.states, narrow.others, narrow.keys = take(self.states), take(self.others), take(self.keys)
-        narrow.lrs, narrow.values = take(self.lrs), take(self.values)
+        narrow.candidates = [jax.device_put(jax.tree.map(lambda a: a[slots], self.candidates[0]), placement)]
         narrow.compile_seconds += self.compile_seconds
         return narrow
 
@@ -352,7 +349,8 @@ class EpochProgram:
         flags in and these three small vectors out, once per epoch (sequential candidates are all dispatched
         before their losses are read)."""
         if self.vectorize:
-            self.states[0], metrics = self.compiled(*self.arguments(epoch, active))
+            state, metrics = self.compiled(*self.arguments(epoch, active))
+            self.candidates[0] = self.candidates[0]._replace(state=state)
             metrics = jax.device_get(metrics)
             train_loss, val_loss, improved = (np.asarray(values)[: self.size] for values in
                                               (metrics.train_loss, metrics.val_loss, metrics.improved))
@@ -363,7 +361,8 @@ class EpochProgram:
         running = [index for index, flag in enumerate(active) if flag]  # a stopped candidate is not run at all
         dispatched = {}
         for index in running:
-            self.states[index], dispatched[index] = self.compiled(*self.arguments(epoch, [True], index))
+            state, dispatched[index] = self.compiled(*self.arguments(epoch, [True], index))
+            self.candidates[index] = self.candidates[index]._replace(state=state)
         for index, metrics in jax.device_get(dispatched).items():
             train[index], val[index], improved[index] = metrics.train_loss, metrics.val_loss, metrics.improved
         return train, val, improved
@@ -371,10 +370,11 @@ class EpochProgram:
     def best_checkpoints(self) -> list[dict[str, dict[str, np.ndarray]]]:
         """Best-epoch parameters and batch statistics per candidate, on the host (only those come over)."""
         if self.vectorize:
-            best = jax.device_get((self.states[0].best_params, self.states[0].best_batch_stats))
+            state = self.candidates[0].state
+            best = jax.device_get((state.best_params, state.best_batch_stats))
             per_candidate = [jax.tree.map(lambda a, i=i: a[i], best) for i in range(self.size)]
         else:
-            per_candidate = [jax.device_get((s.best_params, s.best_batch_stats)) for s in self.states]
+            per_candidate = [jax.device_get((c.state.best_params, c.state.best_batch_stats)) for c in self.candidates]
         return [{"params": state_to_flat(params), "batch_stats": state_to_flat(stats)}
                 for params, stats in per_candidate]
 

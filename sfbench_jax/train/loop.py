@@ -7,6 +7,10 @@ step per batch, then runs the clean validation pass (mean of batch means over th
 validation batches, eval mode) and keeps the best parameters (strict improvement, first
 occurrence). The host only reads the validation losses and decides early stopping.
 
+An epoch takes three inputs: `CandidateInputs` (what is one candidate's own: its state, RNG streams, dropout key,
+learning rate, active flag and recipe values), `EpochData` (what every candidate shares: the series, the window
+starts and the shuffle key) and the epoch number.
+
 `make_epoch_fn(..., num_candidates=G)` vmaps the same single-candidate epoch over G candidates that
 share the model's static structure (same architecture hyperparameters and method transform structure;
 learning rates, seeds, parameters and the method's recipe values differ). With a `mesh`, the candidate
@@ -76,6 +80,47 @@ class TrainState(NamedTuple):
     best_params: Any
     best_batch_stats: Any
     best_loss: jax.Array
+
+
+class CandidateInputs(NamedTuple):
+    """One candidate's own inputs to an epoch (each with a leading candidate axis when vectorised).
+
+    Attributes:
+        state: the candidate's `TrainState`.
+        other: the model's RNG stream state (`split_model`'s `other`; reseeded from explicit keys at every step).
+        dropout_key: the candidate's dropout key (`training_seeds.dropout_key`); the method's keys fold from it.
+        learning_rate: float32 learning rate.
+        active: bool; False freezes the candidate (a stopped member of a vectorised group, or padding).
+        recipe_values: the method transform's float32 recipe values (`transform.recipe_values()`; `{}` or None
+            for a transform without any).
+    """
+
+    state: TrainState
+    other: Any
+    dropout_key: jax.Array
+    learning_rate: jax.Array
+    active: jax.Array
+    recipe_values: Any = None
+
+
+class EpochData(NamedTuple):
+    """What every candidate of an epoch shares (replicated over a mesh).
+
+    Attributes:
+        series: `(rows, m)` float32 standardised series.
+        train_starts: `(N,)` int32 start rows of the fixed training windows.
+        val_starts: `(V, B)` int32 start rows of the drop-last validation batches.
+        shuffle_key: the data seed's shuffle key; epoch e's permutation is drawn from `fold_in(shuffle_key, e)`.
+    """
+
+    series: jax.Array
+    train_starts: jax.Array
+    val_starts: jax.Array
+    shuffle_key: jax.Array
+
+
+#: Which inputs of `epoch(candidate, data, epoch)` carry the candidate axis (vmap's in_axes; the mesh's split).
+CANDIDATE_IN_AXES = (0, None, None)
 
 
 class EpochMetrics(NamedTuple):
@@ -177,15 +222,11 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     min_delta, group width and mesh; JAX keeps its compiled programs per argument shape, so learning-rate
     and seed siblings compile once).
 
-    The returned function is
-    `epoch(state, other, series, train_starts, val_starts, shuffle_key, dropout_key, epoch, lr, active,
-    recipe_values) -> (state, EpochMetrics)` with `series (rows, m)`, `train_starts (N,)`, `val_starts (V, B)`,
-    `shuffle_key` (shared), `epoch` an int32 scalar and, per candidate, `state`, `other`,
-    `dropout_key`, `lr` (float32), `active` (bool) and `recipe_values` (the transform's float32 recipe values,
-    `transform.recipe_values()`; None or `{}` for a transform without any). With `num_candidates=G` every
-    per-candidate argument carries a leading axis of size G. `mesh` (one axis, `CANDIDATE_AXIS`, whose size divides G)
-    splits that axis over the mesh's devices; per-candidate arguments are then expected sharded along it
-    and the shared ones replicated (`candidate_shardings`). `transform` is the method's step transform
+    The returned function is `epoch(candidate, data, epoch) -> (state, EpochMetrics)` with `candidate` a
+    `CandidateInputs`, `data` an `EpochData` and `epoch` an int32 scalar. With `num_candidates=G` every field of
+    `candidate` carries a leading axis of size G. `mesh` (one axis, `CANDIDATE_AXIS`, whose size divides G) splits
+    that axis over the mesh's devices; `candidate` is then expected sharded along it and `data` and `epoch`
+    replicated (`candidate_shardings`). `transform` is the method's step transform
     (`sfbench_jax.methods.training`): the batch the step trains on, and the training/validation loss; pass
     its `template()` so that variants differing only in recipe values share the program.
     """
@@ -193,9 +234,9 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     direction = adam_direction()
     loss_fn = functools.partial(_training_loss, train_graphdef)
 
-    def epoch_fn(state: TrainState, other: Any, series: jax.Array, train_starts: jax.Array,
-                 val_starts: jax.Array, shuffle_key: jax.Array, dropout_key: jax.Array, epoch: jax.Array,
-                 lr: jax.Array, active: jax.Array, recipe_values: Any = None) -> tuple[TrainState, EpochMetrics]:
+    def epoch_fn(candidate: CandidateInputs, data: EpochData, epoch: jax.Array) -> tuple[TrainState, EpochMetrics]:
+        state, other, dropout_key, lr, active, recipe_values = candidate
+        series, train_starts, val_starts, shuffle_key = data
         bound = transform.bind(recipe_values)  # this candidate's recipe values (traced) in the shared structure
         order = jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), geometry.num_train_windows)
         batches = order[: geometry.steps_per_epoch * batch].reshape(geometry.steps_per_epoch, batch)
@@ -274,13 +315,12 @@ def _compiled(epoch_fn: Callable[..., Any], num_candidates: int | None,
     """`epoch_fn` jitted: alone, vectorised over `num_candidates`, or also split over `mesh`'s devices."""
     if num_candidates is None:
         return jax.jit(epoch_fn)
-    per_candidate = (0, 0, None, None, None, None, 0, None, 0, 0, 0)
-    vectorised = jax.vmap(epoch_fn, in_axes=per_candidate)
+    vectorised = jax.vmap(epoch_fn, in_axes=CANDIDATE_IN_AXES)
     if mesh is None:
         return jax.jit(vectorised)
     if num_candidates % mesh.size:
         raise ValueError(f"{num_candidates} candidates cannot be split evenly over {mesh.size} devices.")
-    specs = tuple(P() if axis is None else P(CANDIDATE_AXIS) for axis in per_candidate)
+    specs = tuple(P() if axis is None else P(CANDIDATE_AXIS) for axis in CANDIDATE_IN_AXES)
     # check_vma=False: the models build constants (e.g. a recurrent zero state) that are not marked as
     # varying over the candidate axis; every candidate is independent, so there is nothing to check.
     return jax.jit(jax.shard_map(vectorised, mesh=mesh, in_specs=specs, out_specs=P(CANDIDATE_AXIS),

@@ -78,7 +78,7 @@ def test_a_whole_epoch_moves_nothing_and_both_layouts_give_the_same_numbers(etth
         with jax.transfer_guard("disallow"):
             state, metrics = program.compiled(*arguments)
             jax.block_until_ready((state, metrics))
-            program.states[0] = state  # on the device; the epoch program moved nothing
+            program.candidates[0] = program.candidates[0]._replace(state=state)  # on the device; nothing moved
             # the host loop between epochs: the epoch number and the flags in, three (G,) vectors out (explicit)
             second = program.run_epoch(1, [True, False])
         assert not HOST_TRAFFIC.search(program.compiled.as_text())

@@ -21,7 +21,7 @@ from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.models.registry import build_model
 from sfbench_jax.train.fit import GroupMember, epoch_geometry, train_group
-from sfbench_jax.train.loop import initial_state, make_epoch_fn, split_model
+from sfbench_jax.train.loop import CandidateInputs, EpochData, initial_state, make_epoch_fn, split_model
 
 STEPS = 24
 
@@ -82,11 +82,12 @@ def _compiled_epoch(data, architecture: str, hparams: dict, *, seed: int, lr: fl
     geometry = epoch_geometry(data, TrainConfig(steps_per_epoch=STEPS))
     fn = make_epoch_fn(train_gd, eval_gd, geometry)
     batch = spec.batch_size
-    shared = (jnp.asarray(data.standardised), jnp.asarray(data.train_starts),
-              jnp.asarray(data.val_starts_drop_last(batch).reshape(-1, batch)))
+    shared = EpochData(series=jnp.asarray(data.standardised), train_starts=jnp.asarray(data.train_starts),
+                       val_starts=jnp.asarray(data.val_starts_drop_last(batch).reshape(-1, batch)),
+                       shuffle_key=jax.random.key(spec.seeds.data_seed))
     call = lambda state, epoch, active: fn(
-        state, other, *shared, jax.random.key(spec.seeds.data_seed),
-        jax.random.fold_in(jax.random.key(seed), 1), jnp.int32(epoch), jnp.float32(lr), jnp.bool_(active))
+        CandidateInputs(state=state, other=other, dropout_key=jax.random.fold_in(jax.random.key(seed), 1),
+                        learning_rate=jnp.float32(lr), active=jnp.bool_(active)), shared, jnp.int32(epoch))
     return fn, call, initial_state(params, batch_stats)
 
 

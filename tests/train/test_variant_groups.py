@@ -28,7 +28,7 @@ from sfbench_jax.train.fit import (
     train_group,
     training_recipe,
 )
-from sfbench_jax.train.loop import initial_state, make_epoch_fn, split_model
+from sfbench_jax.train.loop import CandidateInputs, EpochData, initial_state, make_epoch_fn, split_model
 from sfbench_jax.train.sweep import plan_method_search
 from sfbench_jax.train.training_seeds import dropout_key, shuffle_key
 
@@ -84,17 +84,19 @@ def test_recipe_values_as_data_round_like_constants(etth1) -> None:
     20 Adam steps), for every adaptive-loss variant."""
     geometry = epoch_geometry(etth1, TrainConfig(steps_per_epoch=STEPS))
     spec, batch = etth1.spec, etth1.spec.batch_size
-    shared = (jax.numpy.asarray(etth1.standardised), jax.numpy.asarray(etth1.train_starts.astype(np.int32)),
-              jax.numpy.asarray(etth1.val_starts_drop_last(batch).reshape(-1, batch).astype(np.int32)))
+    val_starts = etth1.val_starts_drop_last(batch).reshape(-1, batch).astype(np.int32)
+    shared = EpochData(series=jax.numpy.asarray(etth1.standardised),
+                       train_starts=jax.numpy.asarray(etth1.train_starts.astype(np.int32)),
+                       val_starts=jax.numpy.asarray(val_starts), shuffle_key=shuffle_key(spec.seeds.data_seed))
     for recipe in ARL:
         transform = training_recipe(etth1, "adaptive_robust_loss", recipe).transform
         train_gd, eval_gd, params, stats, other = split_model(build_for(etth1, "dlinear", HPARAMS, 7))
         state = initial_state(params, stats, transform.initial_latents(spec.horizon, len(spec.target_indices)))
-        arguments = (state, other, *shared, shuffle_key(spec.seeds.data_seed), dropout_key(7), np.int32(0),
-                     np.float32(1e-3), np.bool_(True))
-        constants = make_epoch_fn(train_gd, eval_gd, geometry, transform=transform)(*arguments)
+        candidate = CandidateInputs(state=state, other=other, dropout_key=dropout_key(7),
+                                    learning_rate=np.float32(1e-3), active=np.bool_(True))
+        constants = make_epoch_fn(train_gd, eval_gd, geometry, transform=transform)(candidate, shared, np.int32(0))
         data = make_epoch_fn(train_gd, eval_gd, geometry, transform=transform.template())(
-            *arguments, transform.recipe_values())
+            candidate._replace(recipe_values=transform.recipe_values()), shared, np.int32(0))
         for a, b in zip(jax.tree.leaves(constants), jax.tree.leaves(data), strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
 
