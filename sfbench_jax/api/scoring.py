@@ -155,9 +155,10 @@ def train(model: str, *, dataset: str = DEFAULT_DATASET, method: str = "baseline
     settings = options(TrainConfig, train)
     if settings.store_dir is None or store is not None:
         settings = dataclasses.replace(settings, store_dir=str(Path(store if store is not None else default_store())))
-    model_grid = dict(grid) if grid else preset_grid(get_spec(model).grid)
+    model_grid, pins = dict(grid) if grid else preset_grid(get_spec(model).grid), dict(hparams or {})
     cfg = run_config(dataset, data_root, cache_dir, train=settings,
-                     model=ModelConfig(name=model, grid=model_grid, hparams=dict(hparams or {})),
+                     model=ModelConfig(name=model, grid=model_grid, hparams=pins, target=pins.get("target"),
+                                       weights=pins.get("weights")),
                      method=MethodConfig(name=method, grid=preset_grid(get_method(method).grid)))
     notes = check_run_config(cfg)
     data = load_data(cfg)
