@@ -119,6 +119,13 @@ class Horizon24(nnx.Module):
         return jnp.swapaxes(self.map(jnp.swapaxes(x, 1, 2)), 1, 2)
 
 
+class BatchCentred(nnx.Module):
+    """The last value minus the batch's mean: a forecast that depends on the other windows of its batch."""
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return jnp.repeat(x[:, -1:, :] - x.mean(axis=0)[-1:], 96, axis=1)
+
+
 def test_the_import_is_cheap_and_bad_input_is_refused_in_one_line() -> None:
     imported = subprocess.run([sys.executable, "-c", "import sys, sfbench_jax as sfb; print(sorted(m for m in "
                                "('jax', 'flax', 'pandas', 'sfbench_jax.api') if m in sys.modules), sfb.__all__)"],
@@ -142,6 +149,7 @@ def test_the_import_is_cheap_and_bad_input_is_refused_in_one_line() -> None:
            "(2, 96, 7)" in refusal(lambda x: x[:, :5], eval={"k": 8})
     assert "maps standardised windows (2, 96, 7) of etth1 to (2, 24, 7) float32; it must return a float forecast " \
            "(windows, horizon, targets) = (2, 96, 7)" in refusal(Horizon24(), eval={"k": 8})
+    assert "forecast of a window depends on which windows share its batch" in refusal(BatchCentred())
 
 
 _TRAIN_BLOCK = re.compile(r"^```python train\n(.*?)^```$", re.MULTILINE | re.DOTALL)
