@@ -493,11 +493,11 @@ def test_the_mcp_server_starts_without_the_pipeline() -> None:
 
 
 def test_the_door_starts_without_jax() -> None:
-    """`import sfbench_jax.api` and its light submodule `files` import neither JAX nor the pipeline."""
+    """`import sfbench_jax.api` and its light submodule `html_page` import neither JAX nor the pipeline."""
     import subprocess
     import sys
 
-    probe = ("import sys, sfbench_jax.api, sfbench_jax.api.files; "
+    probe = ("import sys, sfbench_jax.api, sfbench_jax.api.html_page; "
              "print([m for m in ('jax', 'sfbench_jax.pipeline') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", f"importing the door imports {out.strip()}"
