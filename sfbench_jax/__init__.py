@@ -49,7 +49,7 @@ class _Package(types.ModuleType):
     """This package: the engine's packages named like a verb are made `VerbPackage`s as they are set on it."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in VERBS and type(value) is types.ModuleType:
+        if name in VERBS and isinstance(value, types.ModuleType) and not isinstance(value, VerbPackage):
             value.__class__ = VerbPackage
         super().__setattr__(name, value)
 
