@@ -71,8 +71,8 @@ import numpy as np
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import evaluate_predictor, predict_fn
-from sfbench_jax.evaluate.engine import fault_context, faulted_window_checksums
+from sfbench_jax.evaluation import evaluate_predictor, predict_fn
+from sfbench_jax.evaluation.engine import fault_context, faulted_window_checksums
 from sfbench_jax.faults import SCENARIOS, perturb
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
@@ -380,7 +380,7 @@ def severity_curve_cost(data: PreparedData, options: EvalConfig, repeats: int) -
     the window bootstrap) relative to one plain evaluation of the same model (clean + 8 scenarios at the drawn
     severities, with the bootstrap): compile seconds, then per round the evaluation and the curves back to back;
     the ratio is the median of the paired ratios."""
-    from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
+    from sfbench_jax.evaluation.curves import DEFAULT_SEVERITIES, severity_curves
 
     spec = data.spec
     model = SeasonalNaive(season_length=24 if spec.horizon == 96 else 1, input_len=spec.input_len,
@@ -459,7 +459,7 @@ def _evaluation_settings(model: Any, predict: Callable, state: Any, options: Eva
     the channel-sparse default for a channel-independent model."""
     from flax import nnx
 
-    from sfbench_jax.evaluate.predict import predict_with
+    from sfbench_jax.evaluation.predict import predict_with
     from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
 
     full = dataclasses.replace(options, channel_sparse=False)

@@ -18,7 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sfbench_jax"
 #: lower ones, transitively lower ones listed too, so the table is the layer order (docs/architecture.md writes it
 #: out) and no layer is partly above another. The agent side is the exception: `mcp/` and `agent_eval/` reach the
 #: benchmark only through its door, `api/` (which re-exports what they need).
-_ENGINE = {"config", "data", "evaluate", "faults", "methods", "models", "plugins", "predictors", "storage", "train"}
+_ENGINE = {"config", "data", "evaluation", "faults", "methods", "models", "plugins", "predictors", "storage",
+           "training"}
 ALLOWED_IMPORTS = {
     "__init__": {"api"},  # the package's root: `import sfbench_jax as sfb` reaches the front door's names lazily
     "plugins": set(),
@@ -29,9 +30,9 @@ ALLOWED_IMPORTS = {
     "config": {"data", "faults", "plugins"},
     "models": {"data", "plugins", "predictors"},
     "methods": {"data", "faults", "models", "plugins", "predictors"},
-    "evaluate": {"config", "data", "faults", "plugins", "predictors"},
-    "train": {"config", "data", "methods", "models", "plugins", "predictors", "storage"},
-    "run_folder": {"config", "data", "evaluate", "faults", "plugins", "predictors", "storage"},
+    "evaluation": {"config", "data", "faults", "plugins", "predictors"},
+    "training": {"config", "data", "methods", "models", "plugins", "predictors", "storage"},
+    "run_folder": {"config", "data", "evaluation", "faults", "plugins", "predictors", "storage"},
     "pipeline": _ENGINE | {"run_folder"},
     "report": _ENGINE | {"pipeline", "run_folder"},
     "api": _ENGINE | {"pipeline", "report", "run_folder"},
@@ -488,7 +489,7 @@ def test_the_mcp_server_starts_without_the_pipeline() -> None:
     """Importing the MCP server (and the door) runs no module of the pipeline and not the door's heavy `views`."""
     for start in ("sfbench_jax.mcp.server", "sfbench_jax.api"):
         heavy = sorted(name for name in imported_on_import(start)
-                       if name.startswith(("sfbench_jax.pipeline", "sfbench_jax.api.views", "sfbench_jax.train")))
+                       if name.startswith(("sfbench_jax.pipeline", "sfbench_jax.api.views", "sfbench_jax.training")))
         assert not heavy, f"importing {start} imports {heavy}: import them inside the functions that need them"
 
 

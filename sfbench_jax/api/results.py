@@ -18,7 +18,7 @@ import pandas as pd
 
 from sfbench_jax.config import RunConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import Evaluation
+from sfbench_jax.evaluation import Evaluation
 from sfbench_jax.pipeline.cell import EvaluatedModel, Selection
 from sfbench_jax.pipeline.outputs.tables import per_window_table, summary_table
 from sfbench_jax.pipeline.runner import save_run

@@ -40,7 +40,7 @@ from sfbench_jax.pipeline.runner import (
     load_data,
     log_to_stderr,
 )
-from sfbench_jax.train import CandidateStore
+from sfbench_jax.training import CandidateStore
 
 #: The dataset `sfbench` uses when none is named.
 DEFAULT_DATASET = "etth1"

@@ -26,13 +26,13 @@ from flax import nnx
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import predict_fn, validation_mses
+from sfbench_jax.evaluation import predict_fn, validation_mses
 from sfbench_jax.models.external import ExternalModel
 from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline.cell import Selection
 from sfbench_jax.pipeline.contracts import BATCH_TOLERANCE, probe_windows
 from sfbench_jax.predictors.protocol import ModelState, PredictFn, Predictor
-from sfbench_jax.train import Candidate, SearchPlan, candidate_hash, plan_search, select_winner, untrained_record
+from sfbench_jax.training import Candidate, SearchPlan, candidate_hash, plan_search, select_winner, untrained_record
 
 #: The registry's host model that a predict function is (its summary name unless `name=` says otherwise).
 EXTERNAL = "external"
@@ -51,7 +51,7 @@ class UserModel:
     Attributes:
         name: its `architecture` in the summary.
         hyperparameters: what the summary and the manifest record of it (`model.hparams`).
-        predict, state: the engine's pure predictor and its state (`evaluate.predict_fn`).
+        predict, state: the engine's pure predictor and its state (`evaluation.predict_fn`).
         target: the `module:qualname` of a predict function (None for a module).
     """
 
@@ -121,7 +121,7 @@ def function_model(predict: Any, data: PreparedData, *, name: str) -> UserModel:
 
 
 def module_model(module: nnx.Module, data: PreparedData, *, name: str) -> UserModel:
-    """An NNX module, put in eval mode and split once (`evaluate.predict_fn`), its output shape checked by abstract
+    """An NNX module, put in eval mode and split once (`evaluation.predict_fn`), its output shape checked by abstract
     evaluation on the dataset's windows."""
     spec = data.spec
     predict, state = predict_fn(module)
@@ -175,7 +175,7 @@ def weights_digest(module: nnx.Module) -> str:
 
 def user_selection(user: UserModel, data: PreparedData, options: TrainConfig) -> Selection:
     """The one-candidate selection of a user's model, scored on clean validation as built (as the pipeline scores a
-    model without weights to train): the `external` model's plan is the registry's (`train.plan_search`, the
+    model without weights to train): the `external` model's plan is the registry's (`training.plan_search`, the
     candidate `sfbench model=external` plans), any other model's a plan of its own."""
     if user.name == EXTERNAL:
         plan = plan_search(data, EXTERNAL, options=options, fixed=user.hyperparameters)

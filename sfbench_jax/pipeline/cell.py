@@ -11,8 +11,8 @@ evaluation of its winner: the same path for every model and method.
   (ensemble, randomized smoothing) and pick the lowest clean validation MSE of the wrapper.
 
 The winner is then rebuilt as a predictor and scored by the fused engine. This module joins training and
-evaluation (it sits above both); what each step does lives in `sfbench_jax.train`, `sfbench_jax.methods`
-and `sfbench_jax.evaluate`.
+evaluation (it sits above both); what each step does lives in `sfbench_jax.training`, `sfbench_jax.methods`
+and `sfbench_jax.evaluation`.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from flax import nnx
 
 from sfbench_jax.config import MethodConfig, RunConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
+from sfbench_jax.evaluation import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
 from sfbench_jax.methods import get_method, method_grid
 from sfbench_jax.methods.spec import read_only
 from sfbench_jax.models.registry import get_spec
 from sfbench_jax.models.restore import build_for, restore_model
 from sfbench_jax.pipeline.contracts import ignores_its_input, probe_windows
 from sfbench_jax.predictors.protocol import Predictor
-from sfbench_jax.train import (
+from sfbench_jax.training import (
     CandidateResult,
     CandidateStore,
     SearchPlan,
@@ -46,7 +46,7 @@ from sfbench_jax.train import (
     selection_key,
     untrained_record,
 )
-from sfbench_jax.train.sweep import plan_method_search
+from sfbench_jax.training.sweep import plan_method_search
 
 #: How many distinct validation windows an input-blind forecast is confirmed on.
 INPUT_PROBE_WINDOWS = 16

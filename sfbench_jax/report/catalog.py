@@ -21,7 +21,7 @@ import pandas as pd
 
 from sfbench_jax.config import ANCHOR_MODEL
 from sfbench_jax.data.registry import DISPLAY_ORDER
-from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES
+from sfbench_jax.evaluation.curves import DEFAULT_SEVERITIES
 from sfbench_jax.faults.registry import scenario_group
 from sfbench_jax.methods import METHODS
 from sfbench_jax.report import extras, longform, paper
