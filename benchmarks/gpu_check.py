@@ -4,12 +4,12 @@ Two uses:
 
 * ``python benchmarks/gpu_check.py --lower-only cuda --chunk N --out DIR`` (no GPU needed): writes the StableHLO
   text of the programs a CUDA device compiles, traced by the engine's own functions in the accelerator layout
-  (`evaluate.engine.traceable_chunk`, `train.fit.epoch_function`; no copy is made for the check):
+  (`evaluation.engine.traceable_chunk`, `training.fit.epoch_function`; no copy is made for the check):
   ``DIR/evaluate_<model>.stablehlo.txt`` (one evaluation chunk of N windows per device: fault draws, forward,
   losses) for seasonal_naive, dlinear, patchtst and tsmixer on ETTh1, and ``DIR/epoch_<model>_g8.stablehlo.txt``
   (one training epoch of 8 vectorised candidates) for dlinear and patchtst. It prints each program's structure
   (`program_structure`: `case` ops, `while` loops and their trip counts) and writes it to ``DIR/structure.json``.
-  tests/evaluate/test_layouts.py asserts the structure the accelerator layout promises (docs/speed.md, "Layouts").
+  tests/evaluation/test_layouts.py asserts the structure the accelerator layout promises (docs/speed.md, "Layouts").
 * ``python benchmarks/gpu_check.py`` on a machine with a GPU: measures, in one process and in under 8 minutes,
   the fault pass against the per-scenario vmapped baseline (ETTh1 and Traffic-shaped, K = 10,000), the
   SeasonalNaive evaluation (K = 10,000 x 8, 1,000 bootstrap draws), every architecture's evaluation at K = 10,000
@@ -47,8 +47,8 @@ import numpy as np
 from sfbench_jax.config import EvalConfig, TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import predict_fn
-from sfbench_jax.evaluate.engine import score_program, traceable_chunk
+from sfbench_jax.evaluation import predict_fn
+from sfbench_jax.evaluation.engine import score_program, traceable_chunk
 from sfbench_jax.models.layers import traced_for
 from sfbench_jax.models.registry import MODELS, build_model
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
@@ -131,7 +131,7 @@ def evaluation_program_text(data: PreparedData, name: str, chunk: int, platform:
 
 def epoch_program_text(data: PreparedData, name: str, candidates: int, platform: str) -> str:
     """The StableHLO of one training epoch of `candidates` vectorised candidates of `name`."""
-    from sfbench_jax.train.fit import epoch_function
+    from sfbench_jax.training.fit import epoch_function
 
     fn, arguments = epoch_function(data, MODELS[name], candidates, platform=platform)
     return _lowered_text(fn, arguments, platform)
@@ -196,7 +196,7 @@ def model_row(key: str, name: str, hparams: dict[str, Any] | None, k: int, repea
     batch of `forward_batch` windows against the matrix-multiply rate measured in this process."""
     import scoring_core
 
-    from sfbench_jax.evaluate import evaluate_predictor
+    from sfbench_jax.evaluation import evaluate_predictor
 
     data = prepare(load(key))
     options = EvalConfig(k=k, progress=False).for_dataset(data.spec)
@@ -217,7 +217,7 @@ def model_row(key: str, name: str, hparams: dict[str, Any] | None, k: int, repea
 
 
 def _evaluation_seconds(predict: Any, state: Any, data: PreparedData, options: EvalConfig) -> float:
-    from sfbench_jax.evaluate import evaluate_predictor
+    from sfbench_jax.evaluation import evaluate_predictor
 
     evaluation = evaluate_predictor(predict, state, data, options)
     return float(evaluation.engine.run_seconds + evaluation.bootstrap_seconds)
@@ -233,7 +233,7 @@ def forward_batch(data: PreparedData) -> int:
 def epoch_row(name: str, repeats: int) -> dict[str, Any]:
     """Seconds of one training epoch of `name` (ETTh1) with 1, 8 and the automatic number of candidates, and the
     8 candidates' speed-up over training them one after another."""
-    from sfbench_jax.train.fit import candidates_per_group, epoch_function
+    from sfbench_jax.training.fit import candidates_per_group, epoch_function
 
     data = prepare(load("etth1"))
     automatic = candidates_per_group(data, MODELS[name], {}, TrainConfig(), most=AUTO_MOST)

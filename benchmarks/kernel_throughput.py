@@ -17,6 +17,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import sys
@@ -65,67 +66,91 @@ def _rul_case(architecture: str, batch: int) -> tuple[Callable, tuple, str]:
     return predict, (params, series, ends), "windows"
 
 
+#: A case's builder: the batch scale divisor (4 with --quick) -> (batched function, its arguments, item unit).
+CaseBuilder = Callable[[int], tuple[Callable, tuple, str]]
+
+
+def _rul_mlp(scale: int) -> tuple[Callable, tuple, str]:
+    return _rul_case("mlp", 8192 // scale)
+
+
+def _rul_cnn(scale: int) -> tuple[Callable, tuple, str]:
+    return _rul_case("cnn", 8192 // scale)
+
+
+def _envelope(scale: int) -> tuple[Callable, tuple, str]:
+    signals = jax.random.normal(_key(2), (64 // scale, 12_000), jnp.float32)
+    return (jax.vmap(lambda x: bearing.envelope_spectrum_core(x, 12_000.0, 2_000.0, 4_000.0)),
+            (signals,), "spectra")
+
+
+def _diagnose(scale: int) -> tuple[Callable, tuple, str]:
+    signals = jax.random.normal(_key(3), (32 // scale, 60_000), jnp.float32)
+    fn = jax.vmap(lambda x: bearing.diagnose_bearing_core(
+        x, 12_000.0, 1797.0, 2_000.0, 4_000.0, segment_length=12_000).label)
+    return fn, (signals,), "records"
+
+
+def _exp_fade(scale: int) -> tuple[Callable, tuple, str]:
+    cells = 4096 // scale
+    k = jnp.tile(jnp.arange(1.0, 169.0, dtype=jnp.float32), (cells, 1))
+    rate = jax.random.uniform(_key(4), (cells, 1), jnp.float32, 1e-3, 4e-3)
+    cap = 1.9 * jnp.exp(-rate * k) + 0.005 * jax.random.normal(_key(5), k.shape)
+    return (jax.vmap(lambda c, y: battery.exp_fade_rul_core(c, y, 1.4, 120)),
+            (k, cap), "fits")
+
+
+def _linear_fade(scale: int) -> tuple[Callable, tuple, str]:
+    cells = 4096 // scale
+    k = jnp.tile(jnp.arange(1.0, 169.0, dtype=jnp.float32), (cells, 1))
+    cap = 1.9 - 3e-3 * k + 0.005 * jax.random.normal(_key(6), k.shape)
+    return (jax.vmap(lambda c, y: battery.linear_fade_rul_core(c, y, 1.4, 120)),
+            (k, cap), "fits")
+
+
+def _anomaly(scale: int) -> tuple[Callable, tuple, str]:
+    series = jax.random.normal(_key(7), (1024 // scale, 168), jnp.float32)
+    fn = jax.vmap(lambda x: battery.rolling_zscore_anomaly_core(
+        x, 3.0, window=10, min_persistence=3, baseline="gated").flags)
+    return fn, (series,), "series"
+
+
+def _mann_kendall(scale: int) -> tuple[Callable, tuple, str]:
+    series = jax.random.normal(_key(8), (256 // scale, 200), jnp.float32)
+    return jax.vmap(lambda y: trends.mann_kendall_core(y, 0.05)), (series,), "tests"
+
+
+def _phm08(scale: int) -> tuple[Callable, tuple, str]:
+    truth = jax.random.uniform(_key(9), (4096 // scale, 100), jnp.float32, 0.0, 150.0)
+    pred = truth + 15.0 * jax.random.normal(_key(10), truth.shape)
+    return jax.vmap(metrics.phm08_score_core), (truth, pred), "unit sets"
+
+
+def _iso_zone(scale: int) -> tuple[Callable, tuple, str]:
+    v = jax.random.uniform(_key(11), (1_000_000 // scale,), jnp.float32, 0.0, 20.0)
+    codes = jnp.ones(v.shape, jnp.int32)
+    return vibration.iso10816_1_zone_core, (v, codes), "readings"
+
+
+#: Every case by name, in the table's order.
+CASES: dict[str, CaseBuilder] = {
+    "rul_mlp": _rul_mlp,
+    "rul_cnn": _rul_cnn,
+    "envelope": _envelope,
+    "diagnose_bearing": _diagnose,
+    "exp_fade_rul": _exp_fade,
+    "linear_fade_rul": _linear_fade,
+    "rolling_zscore": _anomaly,
+    "mann_kendall": _mann_kendall,
+    "phm08_score": _phm08,
+    "iso10816_zone": _iso_zone,
+}
+
+
 def _cases(quick: bool) -> dict[str, Callable[[], tuple[Callable, tuple, str]]]:
+    """Every case's builder at the chosen batch scale (4x smaller batches with `quick`)."""
     scale = 4 if quick else 1
-
-    def envelope():
-        signals = jax.random.normal(_key(2), (64 // scale, 12_000), jnp.float32)
-        return (jax.vmap(lambda x: bearing.envelope_spectrum_core(x, 12_000.0, 2_000.0, 4_000.0)),
-                (signals,), "spectra")
-
-    def diagnose():
-        signals = jax.random.normal(_key(3), (32 // scale, 60_000), jnp.float32)
-        fn = jax.vmap(lambda x: bearing.diagnose_bearing_core(
-            x, 12_000.0, 1797.0, 2_000.0, 4_000.0, segment_length=12_000).label)
-        return fn, (signals,), "records"
-
-    def exp_fade():
-        cells = 4096 // scale
-        k = jnp.tile(jnp.arange(1.0, 169.0, dtype=jnp.float32), (cells, 1))
-        rate = jax.random.uniform(_key(4), (cells, 1), jnp.float32, 1e-3, 4e-3)
-        cap = 1.9 * jnp.exp(-rate * k) + 0.005 * jax.random.normal(_key(5), k.shape)
-        return (jax.vmap(lambda c, y: battery.exp_fade_rul_core(c, y, 1.4, 120)),
-                (k, cap), "fits")
-
-    def linear_fade():
-        cells = 4096 // scale
-        k = jnp.tile(jnp.arange(1.0, 169.0, dtype=jnp.float32), (cells, 1))
-        cap = 1.9 - 3e-3 * k + 0.005 * jax.random.normal(_key(6), k.shape)
-        return (jax.vmap(lambda c, y: battery.linear_fade_rul_core(c, y, 1.4, 120)),
-                (k, cap), "fits")
-
-    def anomaly():
-        series = jax.random.normal(_key(7), (1024 // scale, 168), jnp.float32)
-        fn = jax.vmap(lambda x: battery.rolling_zscore_anomaly_core(
-            x, 3.0, window=10, min_persistence=3, baseline="gated").flags)
-        return fn, (series,), "series"
-
-    def mann_kendall():
-        series = jax.random.normal(_key(8), (256 // scale, 200), jnp.float32)
-        return jax.vmap(lambda y: trends.mann_kendall_core(y, 0.05)), (series,), "tests"
-
-    def phm08():
-        truth = jax.random.uniform(_key(9), (4096 // scale, 100), jnp.float32, 0.0, 150.0)
-        pred = truth + 15.0 * jax.random.normal(_key(10), truth.shape)
-        return jax.vmap(metrics.phm08_score_core), (truth, pred), "unit sets"
-
-    def iso_zone():
-        v = jax.random.uniform(_key(11), (1_000_000 // scale,), jnp.float32, 0.0, 20.0)
-        codes = jnp.ones(v.shape, jnp.int32)
-        return vibration.iso10816_1_zone_core, (v, codes), "readings"
-
-    return {
-        "rul_mlp": lambda: _rul_case("mlp", 8192 // scale),
-        "rul_cnn": lambda: _rul_case("cnn", 8192 // scale),
-        "envelope": envelope,
-        "diagnose_bearing": diagnose,
-        "exp_fade_rul": exp_fade,
-        "linear_fade_rul": linear_fade,
-        "rolling_zscore": anomaly,
-        "mann_kendall": mann_kendall,
-        "phm08_score": phm08,
-        "iso10816_zone": iso_zone,
-    }
+    return {name: functools.partial(build, scale) for name, build in CASES.items()}
 
 
 def _batch_size(args: tuple) -> int:

@@ -25,7 +25,7 @@ Measures, on one dataset at K windows, in one process (so the ratios compare lik
 * with `--model external`, a PyTorch DLinear scored through the external-predictor adapter (faults fused on
   the device, the model called on the host once per block) next to the same weights in the JAX DLinear, and the
   share of the run spent in the host call (`external_model_cost`; needs PyTorch);
-* with `--smoothing`, randomized smoothing of a DLinear (spec 4.2: N noisy copies of every input, alpha-trimmed
+* with `--smoothing`, randomized smoothing of a DLinear (protocol 4.6: N noisy copies of every input, alpha-trimmed
   mean) at N = 10 and 30 against the plain DLinear evaluation in the same rounds (`smoothing_cost`), next to the
   reference's logged 87 s for a DLinear-sized smoothing evaluation of ETTh1 (GPU, faults on the host);
 * peak resident memory of the process after the engine's work, and after the baseline's (its unchunked
@@ -71,8 +71,8 @@ import numpy as np
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import evaluate_predictor, predict_fn
-from sfbench_jax.evaluate.engine import fault_context, faulted_window_checksums
+from sfbench_jax.evaluation import evaluate_predictor, predict_fn
+from sfbench_jax.evaluation.engine import fault_context, faulted_window_checksums
 from sfbench_jax.faults import SCENARIOS, perturb
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import Fault
@@ -234,60 +234,108 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> dict:
-    """Runs every measurement of the module docstring and prints them; returns the result dict."""
-    args = _parse(argv)
-    data = prepare(load(args.dataset, data_root=DATA_ROOT))
-    seed = data.spec.seeds.canonical_eval_seed
-    options = EvalConfig(seed=seed, k=args.k, block_size=args.block_size, progress=False)
-    baseline_windows = args.baseline_windows or args.k
-    scale = args.k / baseline_windows  # baseline seconds for K windows
+#: Wall and process CPU seconds of one steady-state round of a pass.
+Sample = tuple[float, float]
 
+
+@dataclass(frozen=True)
+class FaultPassTimes:
+    """The fault passes measured in one process: the compiled passes, their paired steady-state samples (the
+    baseline's scaled to K windows), the full evaluation's compile and run seconds, the engine's peak resident
+    memory (before the baseline ran) and the largest relative checksum difference of baseline and fused pass."""
+
+    passes: dict[str, PreparedPass]
+    samples: dict[str, list[Sample]]
+    eval_compile_seconds: float
+    eval_seconds: float
+    engine_peak_rss_mb: float
+    checksum_difference: float
+    baseline_windows: int
+
+    @property
+    def one_device(self) -> str:
+        """The pass timed on one device: the fused pass itself when it runs on one already."""
+        return "fused_one_device" if "fused_one_device" in self.samples else "fused"
+
+    def wall(self, name: str) -> float:
+        """Median wall seconds of a pass."""
+        return statistics.median(s[0] for s in self.samples[name])
+
+    def wall_range(self, name: str) -> list[float]:
+        """Fastest and slowest wall seconds of a pass."""
+        return [round(min(s[0] for s in self.samples[name]), 4), round(max(s[0] for s in self.samples[name]), 4)]
+
+    def cpu(self, name: str) -> float:
+        """Median process CPU seconds of a pass (all cores)."""
+        return statistics.median(s[1] for s in self.samples[name])
+
+
+def measure_fault_passes(data: PreparedData, options: EvalConfig, repeats: int,
+                         baseline_windows: int) -> FaultPassTimes:
+    """The fused pass (and on one device where it shards), the full evaluation, then the baseline on
+    `baseline_windows` windows (checked to do the same work), then `repeats` paired rounds of them all."""
     passes = {"fused": fused_fault_pass(data, options)}
     if passes["fused"].devices > 1:
         passes["fused_one_device"] = fused_fault_pass(data, dataclasses.replace(options, num_devices=1))
-    eval_compile, eval_seconds = full_evaluation_seconds(data, options, args.repeats)
+    eval_compile, eval_seconds = full_evaluation_seconds(data, options, repeats)
     engine_peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the baseline's
-    passes["baseline"] = baseline_fault_pass(data, seed, baseline_windows)
+    passes["baseline"] = baseline_fault_pass(data, data.spec.seeds.canonical_eval_seed, baseline_windows)
     checksum_difference = check_same_work(passes["fused"].checksums, passes["baseline"].checksums)
-    samples = paired_runs(passes, args.repeats)
+    samples = paired_runs(passes, repeats)
+    scale = options.k / baseline_windows  # baseline seconds for K windows
     samples["baseline"] = [(wall * scale, cpu * scale) for wall, cpu in samples["baseline"]]
-    one_device = "fused_one_device" if "fused_one_device" in samples else "fused"
-    wall = {name: statistics.median(s[0] for s in runs) for name, runs in samples.items()}
+    return FaultPassTimes(passes, samples, eval_compile, eval_seconds, engine_peak_rss_mb, checksum_difference,
+                          baseline_windows)
 
-    reference = REFERENCE_PYTORCH_FAULT_SECONDS.get(args.dataset)
-    fused = passes["fused"]
-    result = {
+
+def _fused_entries(args: argparse.Namespace, times: FaultPassTimes) -> dict:
+    fused = times.passes["fused"]
+    return {
         "dataset": args.dataset, "k": args.k, "device": jax.devices()[0].device_kind,
         "backend": jax.default_backend(), "devices_used": fused.devices, "block_size": fused.block_size,
         "repeats": args.repeats,
         "compile_seconds": round(fused.compile_seconds, 3),
-        "fault_seconds": round(wall["fused"], 4),
-        "fault_seconds_range": [round(min(s[0] for s in samples["fused"]), 4),
-                                round(max(s[0] for s in samples["fused"]), 4)],
-        "fault_cpu_seconds": round(statistics.median(s[1] for s in samples["fused"]), 3),  # all cores
-        "fault_seconds_one_device": round(wall[one_device], 4),
-        "windows_x_scenarios_per_second": round(args.k * len(SCENARIOS) / wall["fused"]),
-        "baseline_compile_seconds": round(passes["baseline"].compile_seconds, 3),
-        "baseline_seconds": round(wall["baseline"], 4),
-        "baseline_seconds_range": [round(min(s[0] for s in samples["baseline"]), 4),
-                                   round(max(s[0] for s in samples["baseline"]), 4)],
-        "baseline_cpu_seconds": round(statistics.median(s[1] for s in samples["baseline"]), 3),
-        "baseline_windows_timed": baseline_windows,
+        "fault_seconds": round(times.wall("fused"), 4),
+        "fault_seconds_range": times.wall_range("fused"),
+        "fault_cpu_seconds": round(times.cpu("fused"), 3),  # all cores
+        "fault_seconds_one_device": round(times.wall(times.one_device), 4),
+        "windows_x_scenarios_per_second": round(args.k * len(SCENARIOS) / times.wall("fused")),
+    }
+
+
+def _baseline_entries(times: FaultPassTimes) -> dict:
+    samples = times.samples
+    return {
+        "baseline_compile_seconds": round(times.passes["baseline"].compile_seconds, 3),
+        "baseline_seconds": round(times.wall("baseline"), 4),
+        "baseline_seconds_range": times.wall_range("baseline"),
+        "baseline_cpu_seconds": round(times.cpu("baseline"), 3),
+        "baseline_windows_timed": times.baseline_windows,
         "baseline_ratio": round(paired_ratio(samples["baseline"], samples["fused"]), 2),
-        "baseline_ratio_one_device": round(paired_ratio(samples["baseline"], samples[one_device]), 2),
+        "baseline_ratio_one_device": round(paired_ratio(samples["baseline"], samples[times.one_device]), 2),
         "baseline_cpu_ratio": round(paired_ratio([s[::-1] for s in samples["baseline"]],
                                                  [s[::-1] for s in samples["fused"]]), 2),
-        "baseline_max_relative_checksum_difference": float(f"{checksum_difference:.2e}"),
-        "eval_seconds": round(eval_seconds, 4),
-        "eval_compile_seconds": round(eval_compile, 3),
+        "baseline_max_relative_checksum_difference": float(f"{times.checksum_difference:.2e}"),
+    }
+
+
+def _evaluation_and_reference_entries(args: argparse.Namespace, times: FaultPassTimes) -> dict:
+    reference = REFERENCE_PYTORCH_FAULT_SECONDS.get(args.dataset)
+    return {
+        "eval_seconds": round(times.eval_seconds, 4),
+        "eval_compile_seconds": round(times.eval_compile_seconds, 3),
         "reference_pytorch_fault_seconds_outside_run": reference,
         "reference_pytorch_source": REFERENCE_PYTORCH_SOURCE if reference is not None else None,
         "speedup_vs_reference_outside_run": (None if reference is None else
-                                             round(reference * args.k / 10_000 / wall["fused"], 1)),
-        "peak_rss_mb_engine": round(engine_peak_rss_mb, 1),  # fused passes and evaluation only
+                                             round(reference * args.k / 10_000 / times.wall("fused"), 1)),
+        "peak_rss_mb_engine": round(times.engine_peak_rss_mb, 1),  # fused passes and evaluation only
         "peak_rss_mb_with_baseline": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+
+
+def _optional_costs(data: PreparedData, options: EvalConfig, args: argparse.Namespace) -> dict:
+    """The measurements asked for by --curves, --smoothing and --model."""
+    result: dict = {}
     if args.curves:
         result.update(severity_curve_cost(data, options, args.repeats))
     if args.smoothing:
@@ -296,13 +344,31 @@ def main(argv: list[str] | None = None) -> dict:
         result.update(external_model_cost(data, options, args.repeats))
     elif args.model is not None:
         result.update(model_cost(data, options, args.repeats, args.model, args.hparams))
+    return result
+
+
+def print_result(result: dict, args: argparse.Namespace) -> None:
+    """One JSON object with --json, else a two-column table."""
     if args.json:
         print(json.dumps(result))
-    else:
-        width = max(len(key) for key in result)
-        print(f"scoring core: {args.dataset}, K = {args.k}, {result['backend']} ({result['device']})")
-        for key, value in result.items():
-            print(f"  {key:<{width}}  {value}")
+        return
+    width = max(len(key) for key in result)
+    print(f"scoring core: {args.dataset}, K = {args.k}, {result['backend']} ({result['device']})")
+    for key, value in result.items():
+        print(f"  {key:<{width}}  {value}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Runs every measurement of the module docstring and prints them; returns the result dict."""
+    args = _parse(argv)
+    data = prepare(load(args.dataset, data_root=DATA_ROOT))
+    options = EvalConfig(seed=data.spec.seeds.canonical_eval_seed, k=args.k, block_size=args.block_size,
+                         progress=False)
+    times = measure_fault_passes(data, options, args.repeats, args.baseline_windows or args.k)
+    result = {**_fused_entries(args, times), **_baseline_entries(times),
+              **_evaluation_and_reference_entries(args, times)}
+    result.update(_optional_costs(data, options, args))
+    print_result(result, args)
     return result
 
 
@@ -314,7 +380,7 @@ def severity_curve_cost(data: PreparedData, options: EvalConfig, repeats: int) -
     the window bootstrap) relative to one plain evaluation of the same model (clean + 8 scenarios at the drawn
     severities, with the bootstrap): compile seconds, then per round the evaluation and the curves back to back;
     the ratio is the median of the paired ratios."""
-    from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
+    from sfbench_jax.evaluation.curves import DEFAULT_SEVERITIES, severity_curves
 
     spec = data.spec
     model = SeasonalNaive(season_length=24 if spec.horizon == 96 else 1, input_len=spec.input_len,
@@ -387,6 +453,65 @@ def forward_flops_per_window(predict: Callable, state: Any, x: jax.Array) -> flo
     return max(float(analysis["flops"]), through_loops) / x.shape[0]
 
 
+def _evaluation_settings(model: Any, predict: Callable, state: Any, options: EvalConfig) -> dict[str, tuple]:
+    """`name -> (predict, state, options)` of the paths a model is timed on: always the full computation; the
+    trained form on the full path where the model is evaluated in an inference form (DLinear folded into one map);
+    the channel-sparse default for a channel-independent model."""
+    from flax import nnx
+
+    from sfbench_jax.evaluation.predict import predict_with
+    from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
+
+    full = dataclasses.replace(options, channel_sparse=False)
+    settings = {"full": (predict, state, full)}
+    if hasattr(model, "inference_form"):  # the trained form on the full path
+        graphdef, trained_state = nnx.split(model)
+        settings["trained_form"] = (predict_with(graphdef), trained_state, full)
+    if isinstance(predict, ChannelIndependentPredictor):
+        settings["sparse"] = (predict, state, options)
+    return settings
+
+
+def _timed_evaluations(settings: dict[str, tuple], data: PreparedData,
+                       repeats: int) -> tuple[dict[str, Any], list[dict[str, float]]]:
+    """The first evaluation of every path (it compiles), then `repeats` rounds of the paths back to back: each
+    round's seconds (engine run + bootstrap) per path."""
+    first = {name: evaluate_predictor(p, s, data, o) for name, (p, s, o) in settings.items()}
+    rounds = []
+    for _ in range(repeats):
+        evaluations = {name: evaluate_predictor(p, s, data, o) for name, (p, s, o) in settings.items()}
+        rounds.append({name: e.engine.run_seconds + e.bootstrap_seconds for name, e in evaluations.items()})
+    return first, rounds
+
+
+def _forward_entries(full_forward: Callable, state: Any, first_full: Any, spec: Any, repeats: int) -> dict:
+    """FLOPs per window of the forward, this machine's matrix-multiply rate and the forward's own rate on one
+    block of (1 + 8) x block windows."""
+    block = jax.device_put(np.zeros((9 * first_full.engine.block_size, spec.input_len, spec.num_channels),
+                                    np.float32))
+    flops = forward_flops_per_window(full_forward, state, block)
+    forward = jax.jit(full_forward)
+    forward_seconds = _median_seconds(lambda: forward(state, block).block_until_ready(), repeats)
+    peak = matmul_peak_gflops(repeats)
+    return {"flops": flops, "peak": peak, "forward_gflops": flops * block.shape[0] / forward_seconds / 1e9}
+
+
+def _path_comparisons(settings: dict[str, tuple], seconds: dict[str, float], rounds: list[dict[str, float]],
+                      forecasts: int) -> dict:
+    """The channel-sparse path against the full one, and the trained form against the fastest default path."""
+    result: dict = {}
+    if "sparse" in settings:
+        result |= {"model_sparse_seconds": round(seconds["sparse"], 3),
+                   "model_sparse_windows_per_second": round(forecasts / seconds["sparse"]),
+                   "model_sparse_speedup": round(statistics.median(r["full"] / r["sparse"] for r in rounds), 2)}
+    if "trained_form" in settings:
+        fastest = "sparse" if "sparse" in settings else "full"
+        result |= {"model_trained_form_full_seconds": round(seconds["trained_form"], 3),
+                   "model_speedup_vs_trained_form_full": round(
+                       statistics.median(r["trained_form"] / r[fastest] for r in rounds), 2)}
+    return result
+
+
 def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architecture: str,
                hparams: dict | None = None) -> dict:
     """One architecture's evaluation (default hyperparameters overlaid with `hparams`, random weights):
@@ -395,61 +520,34 @@ def model_cost(data: PreparedData, options: EvalConfig, repeats: int, architectu
     one block of (1 + 8) x block windows, `evaluation_utilisation` = K x 9 forwards' FLOPs over the evaluation's
     seconds on the full path (the work the reference does). A channel-independent model is also run
     channel-sparse (the default) and `sparse_speedup` = full seconds / sparse seconds; a model evaluated in an
-    inference form (DLinear folded into one map) is also run as trained on the full path, the engine before the
-    speed issue, and `speedup_vs_trained_form_full` = its seconds / the default path's. Ratios are paired per
-    round; `max_relative_loss_gap_to_full` is the largest relative difference of a faulted per-window loss
-    between any of these paths and the full path."""
-    from flax import nnx
-
-    from sfbench_jax.evaluate.predict import predict_with
+    inference form (DLinear folded into one map) is also run as trained on the full path, and
+    `speedup_vs_trained_form_full` = its seconds / the default path's. Ratios are paired per round;
+    `max_relative_loss_gap_to_full` is the largest relative difference of a faulted per-window loss between any
+    of these paths and the full path."""
     from sfbench_jax.models.registry import MODELS, build_model
-    from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
 
     spec = data.spec
     model = build_model(architecture, hparams or {}, input_len=spec.input_len, horizon=spec.horizon,
                         num_channels=spec.num_channels, target_indices=spec.target_indices, seed=0)
     predict, state = predict_fn(model, channel_sparse=MODELS[architecture].channel_sparse)  # as the selection does
-    sparse = isinstance(predict, ChannelIndependentPredictor)
-    full = dataclasses.replace(options, channel_sparse=False)
-    settings = {"full": (predict, state, full)}
-    if hasattr(model, "inference_form"):  # the engine before the issue: the trained form on the full path
-        graphdef, trained_state = nnx.split(model)
-        settings["trained_form"] = (predict_with(graphdef), trained_state, full)
-    if sparse:
-        settings["sparse"] = (predict, state, options)
-    first = {name: evaluate_predictor(p, s, data, o) for name, (p, s, o) in settings.items()}
-    rounds = []
-    for _ in range(repeats):
-        evaluations = {name: evaluate_predictor(p, s, data, o) for name, (p, s, o) in settings.items()}
-        rounds.append({name: e.engine.run_seconds + e.bootstrap_seconds for name, e in evaluations.items()})
+    settings = _evaluation_settings(model, predict, state, options)
+    first, rounds = _timed_evaluations(settings, data, repeats)
     seconds = {name: statistics.median(r[name] for r in rounds) for name in settings}
     reference = first["full"].losses.faulted
     gaps = {name: float(np.max(np.abs(e.losses.faulted - reference) / np.abs(reference))) for name, e in first.items()}
-    full_forward = predict.full if sparse else predict
-    block = jax.device_put(np.zeros((9 * first["full"].engine.block_size, spec.input_len, spec.num_channels),
-                                    np.float32))
-    flops = forward_flops_per_window(full_forward, state, block)
-    forward = jax.jit(full_forward)
-    forward_seconds = _median_seconds(lambda: forward(state, block).block_until_ready(), repeats)
-    peak = matmul_peak_gflops(repeats)
+    full_forward = predict.full if "sparse" in settings else predict
+    forward = _forward_entries(full_forward, state, first["full"], spec, repeats)
+    flops, peak = forward["flops"], forward["peak"]
     forecasts = 9 * options.k
     result = {"model": architecture, "model_forward_mflops_per_window": round(flops / 1e6, 3),
               "model_matmul_peak_gflops": round(peak, 1),
-              "model_forward_gflops": round(flops * block.shape[0] / forward_seconds / 1e9, 2),
-              "model_forward_utilisation": round(flops * block.shape[0] / forward_seconds / 1e9 / peak, 3),
+              "model_forward_gflops": round(forward["forward_gflops"], 2),
+              "model_forward_utilisation": round(forward["forward_gflops"] / peak, 3),
               "model_compile_seconds": round(first["full"].engine.compile_seconds, 2),
               "model_full_seconds": round(seconds["full"], 3),
               "model_full_windows_per_second": round(forecasts / seconds["full"]),
               "model_evaluation_utilisation": round(forecasts * flops / seconds["full"] / 1e9 / peak, 3)}
-    if sparse:
-        result |= {"model_sparse_seconds": round(seconds["sparse"], 3),
-                   "model_sparse_windows_per_second": round(forecasts / seconds["sparse"]),
-                   "model_sparse_speedup": round(statistics.median(r["full"] / r["sparse"] for r in rounds), 2)}
-    if "trained_form" in settings:
-        fastest = "sparse" if sparse else "full"
-        result |= {"model_trained_form_full_seconds": round(seconds["trained_form"], 3),
-                   "model_speedup_vs_trained_form_full": round(
-                       statistics.median(r["trained_form"] / r[fastest] for r in rounds), 2)}
+    result |= _path_comparisons(settings, seconds, rounds, forecasts)
     result["model_max_relative_loss_gap_to_full"] = float(f"{max(gaps.values()):.2e}")
     return result
 

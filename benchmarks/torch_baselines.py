@@ -60,15 +60,15 @@ from training import DATA_ROOT, _members, interleaved_epoch_seconds
 from sfbench_jax.config import EvalConfig, TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import evaluate_predictor, predict_fn
-from sfbench_jax.evaluate.engine import fault_context
-from sfbench_jax.evaluate.kernel import window_mse
+from sfbench_jax.evaluation import evaluate_predictor, predict_fn
+from sfbench_jax.evaluation.engine import fault_context
+from sfbench_jax.evaluation.kernel import window_mse
 from sfbench_jax.faults import SCENARIOS, perturb
 from sfbench_jax.faults.streams import pair_key
 from sfbench_jax.models.parity import load_state, parity_error
 from sfbench_jax.models.registry import MODELS, build_model
 from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
-from sfbench_jax.train.fit import EpochProgram
+from sfbench_jax.training.fit import EpochProgram
 
 ARCHITECTURES = ("dlinear", "gru", "moderntcn", "patchtst", "tsmixer")
 TORCH_THREADS = 2

@@ -4,7 +4,7 @@ the same candidates one after another, both on one device) and the device split 
 D devices vs on one device).
 
 Prints a table; `--json` prints one JSON object. Every number comes from the engine's own compiled epoch
-program (`sfbench_jax.train.loop`): an epoch of S steps plus the clean validation pass. Steps per second
+program (`sfbench_jax.training.loop`): an epoch of S steps plus the clean validation pass. Steps per second
 come from the difference between a 2S-step and an S-step epoch (so the validation pass cancels); the
 validation seconds are what remains; seconds per full epoch = full steps / steps per second + validation.
 The S- and 2S-step epochs (and, for the speed-up, all six programs) run interleaved, one epoch of each per
@@ -80,7 +80,7 @@ from sfbench_jax.config import TrainConfig
 from sfbench_jax.data import load, prepare
 from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.models.registry import MODELS
-from sfbench_jax.train.fit import (
+from sfbench_jax.training.fit import (
     AUTO_GROUP_LIMIT,
     EpochProgram,
     GroupMember,
@@ -304,8 +304,8 @@ def _search_once(data, architecture: str, method: str, options: TrainConfig, bud
     import tempfile
 
     from sfbench_jax.methods.registry import method_grid
-    from sfbench_jax.train import CandidateStore, run_search
-    from sfbench_jax.train.sweep import plan_method_search
+    from sfbench_jax.training import CandidateStore, run_search
+    from sfbench_jax.training.sweep import plan_method_search
 
     plan = plan_method_search(data, MODELS[architecture], METHODS[method], recipes=method_grid(method, None),
                               inherited={"lr": 1e-3}, options=options, budget=budget)
@@ -317,7 +317,7 @@ def _search_once(data, architecture: str, method: str, options: TrainConfig, bud
 
 def _agreement(ours: list, theirs: list) -> dict:
     """Whether two searches selected the same variant with the same epochs and best losses (to `VARIANT_RTOL`)."""
-    from sfbench_jax.train import select_winner
+    from sfbench_jax.training import select_winner
 
     selected = [select_winner(r).variant for r in (ours, theirs)]
     difference = max(abs(a.best_val_loss - b.best_val_loss) / abs(b.best_val_loss)

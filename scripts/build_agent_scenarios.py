@@ -892,7 +892,7 @@ def battery_schedule(params: Mapping[str, Any], store: Any) -> dict[str, Any]:
 
 
 def question_answers(name: str, truth: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """What a data scenario asks beyond the builder's facts (issue 44: answers derived from the facts, not a
+    """What a data scenario asks beyond the builder's facts (answers derived from the facts, not a
     tool's output key): a drift over the record, cycles after a first flag, an end-of-life cycle, a fade in
     percent, a total resistance, a decision, a time in another unit. Plain arithmetic on the builder's values."""
     extra: dict[str, Any] = {}

@@ -25,9 +25,9 @@ import numpy as np
 
 from sfbench_jax.config import RNG_MODES, DatasetConfig, EvalConfig, RunConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import predict_fn
-from sfbench_jax.evaluate.engine import score_windows
-from sfbench_jax.evaluate.scores import robustness_scores
+from sfbench_jax.evaluation import predict_fn
+from sfbench_jax.evaluation.engine import score_windows
+from sfbench_jax.evaluation.scores import robustness_scores
 from sfbench_jax.models.seasonal_naive import SeasonalNaive
 from sfbench_jax.pipeline.cell import select_model
 from sfbench_jax.pipeline.resolved import resolve_cell

@@ -38,12 +38,12 @@ MIN_BOOTSTRAP_DRAWS = 40
 MAX_BOOTSTRAP_DRAWS = 100_000
 #: Loss rows the bootstrap resamples: the clean row and one per scored scenario.
 BOOTSTRAP_ROWS = 1 + len(SCENARIO_KEYS)
-#: Host bytes the bootstrap's resampling batches may take (`evaluate.scores.bootstrap_means` sizes them to it).
+#: Host bytes the bootstrap's resampling batches may take (`evaluation.scores.bootstrap_means` sizes them to it).
 BOOTSTRAP_BATCH_BYTES = 32 * 2**20
 #: `eval.layout`: "auto" or one of the layouts (`data.windows.LAYOUTS`).
 EVAL_LAYOUTS = ("auto", *LAYOUTS)
 #: Temporary bytes per window and window byte of the fused kernel: the factor the engine's own block sizing
-#: assumes on accelerators (`evaluate.engine.default_block_size`).
+#: assumes on accelerators (`evaluation.engine.default_block_size`).
 KERNEL_BYTES_PER_WINDOW_BYTE = 16
 
 
@@ -263,7 +263,7 @@ class EvalConfig:
             windows and the scenarios in loops; "accelerator" computes a device's whole chunk at once, every
             scenario a static part of the program, the chunk sized from the device's memory; "auto" (default)
             takes "cpu" on a CPU and "accelerator" elsewhere. Both give the same per-window losses (bit for bit
-            for the models whose per-window arithmetic does not depend on the batch size; tests/evaluate/
+            for the models whose per-window arithmetic does not depend on the batch size; tests/evaluation/
             test_layouts.py).
         bootstrap_draws: bootstrap resamples for the 95% intervals, in [40, 100,000] (`MIN_BOOTSTRAP_DRAWS`,
             `MAX_BOOTSTRAP_DRAWS` say why).

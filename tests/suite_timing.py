@@ -53,8 +53,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: its own group, so one worker builds the fixture once instead of both building it.
 COSTLY_MODULE_FIXTURES = (
     "tests/test_run_record.py", "tests/test_run_folder_readers.py", "tests/test_plugins.py",
-    "tests/test_plugin_contracts.py", "tests/train/test_store_integrity.py", "tests/models/test_external.py",
-    "tests/evaluate/test_curves.py", "tests/agent_eval/test_eval_modes.py", "tests/mcp/test_mcp_curves.py",
+    "tests/test_plugin_contracts.py", "tests/training/test_store_integrity.py", "tests/models/test_external.py",
+    "tests/evaluation/test_curves.py", "tests/agent_eval/test_eval_modes.py", "tests/mcp/test_mcp_curves.py",
     "tests/mcp/test_mcp_stored_runs.py", "tests/mcp/test_mcp_default_cli_run.py", "tests/mcp/test_mcp_http_security.py",
     "tests/mcp/test_mcp_transports.py", "tests/data/test_cache_integrity.py", "tests/report/test_html_report.py",
 )

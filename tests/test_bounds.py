@@ -21,7 +21,7 @@ from sfbench_jax.config import (
     RunConfig,
     bootstrap_bytes,
 )
-from sfbench_jax.evaluate.scores import bootstrap_intervals, bootstrap_means
+from sfbench_jax.evaluation.scores import bootstrap_intervals, bootstrap_means
 from sfbench_jax.methods import METHODS, check_method
 
 

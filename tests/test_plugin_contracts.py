@@ -391,7 +391,7 @@ def _edit_model(site: Path, monkeypatch: pytest.MonkeyPatch, *, version: str = "
 
 
 def test_the_candidate_identity_holds_the_model_code_and_the_plug_in_version(bad_plugin, monkeypatch) -> None:
-    from sfbench_jax.train.sweep import code_identity
+    from sfbench_jax.training.sweep import code_identity
 
     before = code_identity(MODELS["good_tiny"], METHODS["baseline"])
     assert list(before["packages"]) == ["bad-plugin==0.3"]  # with the digest of its files

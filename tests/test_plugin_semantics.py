@@ -30,7 +30,7 @@ from sfbench_jax.pipeline.resolved import resolve_cell
 from sfbench_jax.plugins.entry_points import origin_of
 from sfbench_jax.report import paper
 from sfbench_jax.report.html import table4_architecture_rows
-from sfbench_jax.train.search import expand_space, search_space
+from sfbench_jax.training.search import expand_space, search_space
 
 DIST = "meaning-plugin"
 #: Shapes like Beijing Air's (12 channels, a pool of 11, H = 6).
@@ -358,7 +358,7 @@ def test_every_built_in_model_passes_the_batch_check_and_reads_its_input(data_ro
     """Six architectures built and run twice each (about 20 s on two loaded cores; every run checks its own)."""
     data = prepare(load("beijing_air_tiantan", data_root=data_root))
     shapes, windows = Shapes.of(data.spec), contracts.probe_windows(data)
-    from sfbench_jax.evaluate.predict import predict_fn
+    from sfbench_jax.evaluation.predict import predict_fn
 
     for name, spec in MODELS.items():
         if origin_of(spec).entry_point or getattr(spec.module_cls, "runs_on_host", False):

@@ -30,7 +30,7 @@ from sfbench_cli import sfbench_command as _sfbench_command
 
 from sfbench_jax.cli.sfbench_collect import main as collect_main
 from sfbench_jax.cli.sfbench_report import main as report_main
-from sfbench_jax.evaluate.scores import robustness_scores
+from sfbench_jax.evaluation.scores import robustness_scores
 from sfbench_jax.run_folder.damage import DamagedRunError
 from sfbench_jax.run_folder.loading import load_run
 from sfbench_jax.run_folder.names import RECORD_FILE

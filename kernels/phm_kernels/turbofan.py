@@ -117,7 +117,7 @@ def component_health(component: str | int | Int[ArrayLike, "*batch"],
 
     ``m = max(|eff_dev|, |flow_dev|)`` (either loss alone consumes margin); HEALTHY m < 0.01,
     DEGRADED [0.01, 0.03), SEVERE [0.03, 0.05), CRITICAL >= 0.05 by default. Always report the
-    label string (PHMForge agents lost points for numeric scores where categories were asked).
+    label string (PHMForge marks a numeric score wrong where a category is asked).
 
     Args:
         component: "FAN", "LPC", "HPC", "HPT", "LPT", an int code, or an array of codes.

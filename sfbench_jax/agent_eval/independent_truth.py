@@ -80,7 +80,7 @@ def derive(recipe: Mapping[str, Any], data: TruthData) -> dict[str, Any]:
 
 
 def _asked(name: str, doc: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """The values a data scenario asks for beyond the facts (issue 44), from this module's own facts."""
+    """The values a data scenario asks for beyond the facts, from this module's own facts."""
     if name == "sensor_trend":
         return {"drift_over_life": doc["sen_slope"] * (doc["n_cycles"] - 1)}
     if name == "engine_signals":

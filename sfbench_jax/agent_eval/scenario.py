@@ -51,9 +51,9 @@ SPLITS = ("in_distribution", "transfer")
 #: The two phrasings of every query (PHMForge v2): ``explicit`` (the ``query`` field: it names what to compute
 #: and may give the figures in any order) and ``fuzzy`` (``query_variants.fuzzy``: the asset and the goal only).
 QUERY_VARIANTS = ("explicit", "fuzzy")
-#: Asset classes held out for the cross-equipment transfer split (PHMForge v2 section 3.4 moves
-#: from bearing diagnostics to motor diagnostics; we hold out motors and gearboxes, whose
-#: bearings, vibration limits and economics share the task structure of the train-side assets).
+#: Asset classes held out for the cross-equipment transfer split (PHMForge v2 section 3.4: a transfer from bearing
+#: diagnostics to motor diagnostics): motors and gearboxes, whose bearings, vibration limits and economics share the
+#: task structure of the train-side assets.
 TRANSFER_ASSET_CLASSES = ("induction_motor", "gearbox")
 #: libyaml's parser where PyYAML was built with it (PyPI's wheels are): the same mappings as the pure-Python
 #: `SafeLoader`, about 9x faster (the 104 packaged scenarios: 0.14 s against 1.27 s).

@@ -5,7 +5,7 @@ What lives here: the table `_EXPORTS` of every public name and the submodule tha
 is imported on first use (PEP 562 `__getattr__`), so importing a light submodule, or this package, imports neither
 JAX nor the pipeline. The submodules: `views` (JSON-friendly views of the registries and of stored runs), `runs`
 (stored runs as a tool reads them: finding them, the rebuild policy, their errors), `abandon` (an evaluation its
-caller gave up on stops at its next chunk), `files` (atomic file writes), and the Python front door that
+caller gave up on stops at its next chunk), `html_page` (the HTML page kit), and the Python front door that
 `import sfbench_jax as sfb` exposes (docs/python_api.md): `scoring` (`evaluate`, `train`, `TrainedModel`, and the
 `EvalConfig` / `TrainConfig` they take), `results` (`Result`, `load_runs`), `user_models` (a user's predict function or
 NNX module, checked). To add a name: define or re-export it in a
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sfbench_jax.api.abandon import EvaluationAbandoned, abandonable
-    from sfbench_jax.api.files import write_text
     from sfbench_jax.api.results import Result, load_runs
     from sfbench_jax.api.runs import (
         DamagedRunError,
@@ -70,8 +69,6 @@ _EXPORTS: dict[str, str] = {
     # abandon: a caller's time budget
     "EvaluationAbandoned": "abandon",
     "abandonable": "abandon",
-    # files
-    "write_text": "files",
     # the Python front door (`import sfbench_jax as sfb`)
     "EvalConfig": "scoring",
     "TrainConfig": "scoring",
@@ -110,7 +107,6 @@ __all__ = [  # the names of `_EXPORTS` (a test checks that they agree)
     "seasonal_naive_robustness",
     "stored_run_curves",
     "train",
-    "write_text",
 ]
 
 

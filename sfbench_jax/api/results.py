@@ -18,11 +18,13 @@ import pandas as pd
 
 from sfbench_jax.config import RunConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import Evaluation
+from sfbench_jax.evaluation import Evaluation
 from sfbench_jax.pipeline.cell import EvaluatedModel, Selection
 from sfbench_jax.pipeline.outputs.tables import per_window_table, summary_table
 from sfbench_jax.pipeline.runner import save_run
+from sfbench_jax.run_folder.claim import RunFolderTakenError, real_folder
 from sfbench_jax.run_folder.loading import gather_runs
+from sfbench_jax.run_folder.record import describe_record, holds_completed_run
 
 
 @dataclass(frozen=True, repr=False)
@@ -72,6 +74,13 @@ class Result:
                 with `overwrite` the earlier run is kept beside it as `.NAME.replaced-TIME`).
             RunFolderBusyError: another process is writing a run into `folder`.
         """
+        target = real_folder(Path(folder))
+        if not overwrite and holds_completed_run(target):
+            what = describe_record(target)
+            raise RunFolderTakenError(
+                f"{folder} already holds a completed run{f' ({what})' if what else ''}; Result.save never overwrites "
+                "one. Save into another folder, or replace it with .save(folder, overwrite=True) (the earlier run is "
+                f"then kept beside it as .{target.name}.replaced-TIME).")
         config = dataclasses.replace(self.config, overwrite=overwrite, figures=figures)
         written = save_run(config, self.data, self.evaluated, self.selection, Path(folder), dict(self.timings),
                            self.anchor, notes=self.notes)

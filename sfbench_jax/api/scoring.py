@@ -27,7 +27,8 @@ from sfbench_jax.api.results import Result
 from sfbench_jax.api.user_models import EXTERNAL, UserModel, model_name, user_model, user_selection
 from sfbench_jax.config import DatasetConfig, EvalConfig, MethodConfig, ModelConfig, RunConfig, TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.models.registry import MODELS
+from sfbench_jax.methods import get_method
+from sfbench_jax.models.registry import MODELS, get_spec
 from sfbench_jax.pipeline.cell import EvaluatedModel, Selection, evaluate_selection, evaluate_winner, select_model
 from sfbench_jax.pipeline.contracts import check_run_data_contracts
 from sfbench_jax.pipeline.outputs.tables import candidates_table
@@ -40,7 +41,7 @@ from sfbench_jax.pipeline.runner import (
     load_data,
     log_to_stderr,
 )
-from sfbench_jax.train import CandidateStore
+from sfbench_jax.training import CandidateStore
 
 #: The dataset `sfbench` uses when none is named.
 DEFAULT_DATASET = "etth1"
@@ -155,8 +156,11 @@ def train(model: str, *, dataset: str = DEFAULT_DATASET, method: str = "baseline
     settings = options(TrainConfig, train)
     if settings.store_dir is None or store is not None:
         settings = dataclasses.replace(settings, store_dir=str(Path(store if store is not None else default_store())))
-    cfg = run_config(dataset, data_root, cache_dir, train=settings, method=MethodConfig(name=method),
-                     model=ModelConfig(name=model, grid=dict(grid or {}), hparams=dict(hparams or {})))
+    model_grid, pins = dict(grid) if grid else preset_grid(get_spec(model).grid), dict(hparams or {})
+    cfg = run_config(dataset, data_root, cache_dir, train=settings,
+                     model=ModelConfig(name=model, grid=model_grid, hparams=pins, target=pins.get("target"),
+                                       weights=pins.get("weights")),
+                     method=MethodConfig(name=method, grid=preset_grid(get_method(method).grid)))
     cell = resolve_cell(cfg)  # the one lookup of the names; the specs travel down from here
     notes = check_cell(cell)
     data = load_data(cfg)
@@ -168,6 +172,12 @@ def train(model: str, *, dataset: str = DEFAULT_DATASET, method: str = "baseline
     selection = select_model(data, cell, candidate_store, log_to_stderr(settings.progress))
     clock.lap("select")
     return TrainedModel(config=cfg, selection=selection, data=data, timings=dict(clock.seconds), notes=notes)
+
+
+def preset_grid(grid: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """A spec's grid as `sfbench`'s preset states it (`model.grid`, `method.grid`: lists), so a run's key is the
+    command's."""
+    return {key: list(values) for key, values in grid.items()}
 
 
 def evaluate(model: object, *, dataset: str | None = None, eval: EvalConfig | Mapping[str, Any] | None = None,

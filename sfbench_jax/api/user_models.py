@@ -20,18 +20,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
 from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import predict_fn, validation_mses
+from sfbench_jax.evaluation import predict_fn, validation_mses
 from sfbench_jax.models.external import ExternalModel
 from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline.cell import Selection
-from sfbench_jax.pipeline.contracts import probe_windows
-from sfbench_jax.predictors.protocol import ModelState, Predictor
-from sfbench_jax.train import Candidate, SearchPlan, candidate_hash, plan_search, select_winner, untrained_record
+from sfbench_jax.pipeline.contracts import BATCH_TOLERANCE, probe_windows
+from sfbench_jax.predictors.protocol import ModelState, PredictFn, Predictor
+from sfbench_jax.training import Candidate, SearchPlan, candidate_hash, plan_search, select_winner, untrained_record
 
 #: The registry's host model that a predict function is (its summary name unless `name=` says otherwise).
 EXTERNAL = "external"
@@ -50,7 +51,7 @@ class UserModel:
     Attributes:
         name: its `architecture` in the summary.
         hyperparameters: what the summary and the manifest record of it (`model.hparams`).
-        predict, state: the engine's pure predictor and its state (`evaluate.predict_fn`).
+        predict, state: the engine's pure predictor and its state (`evaluation.predict_fn`).
         target: the `module:qualname` of a predict function (None for a module).
     """
 
@@ -120,7 +121,7 @@ def function_model(predict: Any, data: PreparedData, *, name: str) -> UserModel:
 
 
 def module_model(module: nnx.Module, data: PreparedData, *, name: str) -> UserModel:
-    """An NNX module, put in eval mode and split once (`evaluate.predict_fn`), its output shape checked by abstract
+    """An NNX module, put in eval mode and split once (`evaluation.predict_fn`), its output shape checked by abstract
     evaluation on the dataset's windows."""
     spec = data.spec
     predict, state = predict_fn(module)
@@ -140,8 +141,26 @@ def module_model(module: nnx.Module, data: PreparedData, *, name: str) -> UserMo
                          f"{got[0]} {got[1]}; it must return a float forecast (windows, horizon, targets) = "
                          f"{expected}. Fix the module's output (e.g. its last layer: {spec.horizon} steps of the "
                          f"{len(spec.target_indices)} target channels {list(spec.target_indices)}).")
+    check_batch_independence(predict, state, probe_windows(data), label=label)
     hyperparameters = {"module": label, "weights_sha256": weights_digest(module)}
     return UserModel(name=name, hyperparameters=hyperparameters, predict=predict, state=state)
+
+
+def check_batch_independence(predict: PredictFn, state: ModelState, windows: np.ndarray, *, label: str) -> None:
+    """Refuse a module whose forecast of a window depends on the windows that share its batch (statistics of the
+    batch): its scores would change with the engine's block size. `forecast(x)[:1]` and `forecast(x[:1])` on real
+    windows must agree within the pipeline's tolerance for plug-in models (`contracts.BATCH_TOLERANCE`)."""
+    x = jnp.asarray(windows)
+    together, alone = (np.asarray(forecast) for forecast in jax.jit(lambda s: (predict(s, x)[:1], predict(s, x[:1])))(
+        state))
+    difference = float(np.max(np.abs(together - alone), initial=0.0))
+    scale = 1.0 + float(np.max(np.abs(together), initial=0.0))
+    if not difference <= BATCH_TOLERANCE * scale:
+        raise ValueError(f"sfb.evaluate: {label}'s forecast of a window depends on which windows share its batch "
+                         f"(forecast(x)[:1] and forecast(x[:1]) differ by {difference:.3g} on {len(windows)} real "
+                         f"windows of the dataset), so its scores would change with the engine's block size; normalise "
+                         "each window by its own statistics (not the batch's), or keep batch statistics fixed in eval "
+                         "mode.")
 
 
 def weights_digest(module: nnx.Module) -> str:
@@ -156,7 +175,7 @@ def weights_digest(module: nnx.Module) -> str:
 
 def user_selection(user: UserModel, data: PreparedData, options: TrainConfig) -> Selection:
     """The one-candidate selection of a user's model, scored on clean validation as built (as the pipeline scores a
-    model without weights to train): the `external` model's plan is the registry's (`train.plan_search`, the
+    model without weights to train): the `external` model's plan is the registry's (`training.plan_search`, the
     candidate `sfbench model=external` plans), any other model's a plan of its own."""
     if user.name == EXTERNAL:
         plan = plan_search(data, MODELS[EXTERNAL], options=options, fixed=user.hyperparameters)

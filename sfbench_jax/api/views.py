@@ -147,7 +147,7 @@ def seasonal_naive_curves(dataset: str, *, data_root: Path | None, k: int = 2_00
         eval_seed: evaluation-data seed (None: the dataset's canonical seed).
         severities: the grid (default 0, 0.05, ..., 1).
     """
-    from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
+    from sfbench_jax.evaluation.curves import DEFAULT_SEVERITIES, severity_curves
     from sfbench_jax.pipeline.cell import select_model, winner_predictor
 
     spec = get_dataset(dataset)
@@ -186,7 +186,7 @@ def stored_run_curves(run_dir: Path, *, data_root: Path | None = None, k: int | 
     evaluation settings (JAX RNG mode; `k` overrides the number of test windows). `policy`: a
     `sfbench_jax.pipeline.rebuild.RebuildPolicy` for a run named by someone else (the MCP server), checked before
     the run is read any further."""
-    from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, severity_curves
+    from sfbench_jax.evaluation.curves import DEFAULT_SEVERITIES, severity_curves
     from sfbench_jax.pipeline.rebuild import check_manifest, restore_run, run_config
     from sfbench_jax.pipeline.runner import load_data
     from sfbench_jax.run_folder.loading import load_run

@@ -9,14 +9,14 @@ import jax
 from jax.experimental.compilation_cache import compilation_cache
 
 from sfbench_jax.config import RunConfig
-from sfbench_jax.evaluate.program_cache import use_program_cache
+from sfbench_jax.evaluation.program_cache import use_program_cache
 from sfbench_jax.storage.atomic import ensure_writable_dir
 
 #: Programs that compile faster than this are not worth a cache file (JAX's default is 1 s, which would
 #: leave out the season-selection and bootstrap programs of a SeasonalNaive run).
 MIN_CACHED_COMPILE_SECONDS = 0.1
 
-#: Compiled evaluation programs (`evaluate.program_cache`: no trace or lowering on a hit), beside `xla/`.
+#: Compiled evaluation programs (`evaluation.program_cache`: no trace or lowering on a hit), beside `xla/`.
 PROGRAMS_FOLDER = "programs"
 
 

@@ -32,7 +32,7 @@ def html_target(output: Path | None) -> Path:
 
 def run_html(args: argparse.Namespace) -> int:
     """Write the report page; see the module docstring for exit codes."""
-    from sfbench_jax.cli.sfbench_report import report_options
+    from sfbench_jax.cli.report_options import report_options
     from sfbench_jax.report.html import read_page_runs, refusal_label, report_html, stored_curves, write_page
 
     try:

@@ -19,7 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from sfbench_jax.report.catalog import OUTPUTS, Analysis, ReportOptions, Restorer, build_output
+from sfbench_jax.cli.report_options import report_options
+from sfbench_jax.report.catalog import OUTPUTS, Analysis, Restorer, build_output
 from sfbench_jax.report.collect import EXPECTED_FILE, check_sweep
 from sfbench_jax.report.realisations import NotApplicable
 from sfbench_jax.run_folder.damage import DamagedRunError, DamagedRunsError, RunInProgressError
@@ -28,17 +29,6 @@ from sfbench_jax.run_folder.loading import RunConflictError, gather_runs
 
 #: Names that are commands over the runs rather than tables (`sfbench_jax.cli.pages`).
 PAGE_COMMANDS = ("html", "mlflow")
-
-
-def parse_where(tokens: list[str]) -> dict[str, str]:
-    """`COLUMN=VALUE` tokens -> `{column: value}`."""
-    where = {}
-    for token in tokens:
-        column, _, value = token.partition("=")
-        if not column or not _:
-            raise ValueError(f"--select takes COLUMN=VALUE (e.g. rng_mode=reference), got {token!r}.")
-        where[column] = value
-    return where
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -60,16 +50,6 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="severity grid of the curves (default 0,0.05,...,1)")
     parser.add_argument("--curve-k", type=int, default=None, help="test windows of the curves (default: the run's)")
     return parser.parse_args(argv)
-
-
-def report_options(args: argparse.Namespace) -> ReportOptions:
-    """The options of a report from the command line."""
-    options = ReportOptions(where=parse_where(args.select), published_frontier=args.published_frontier,
-                            method=args.method, architecture=args.architecture, curve_k=args.curve_k)
-    if args.severities:
-        severities = tuple(float(value) for value in args.severities.split(","))
-        options = ReportOptions(**{**options.__dict__, "severities": severities})
-    return options
 
 
 def check_sweeps(folders: list[Path], output: Path) -> list[str]:

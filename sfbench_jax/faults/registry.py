@@ -172,7 +172,7 @@ def perturb(key: str, x: jax.Array, *, rng_key: jax.Array, ctx: FaultContext,
 @functools.partial(jax.jit, static_argnames=("key", "ctx"))
 def _perturbed(x: jax.Array, rng_key: jax.Array, units: jax.Array | None, *, key: str,
                ctx: FaultContext) -> jax.Array:
-    """`perturb`'s draw and fault as one compiled program per (fault, context, window shape): eagerly, each of
-    their operations was a small program of its own."""
+    """`perturb`'s draw and fault as one compiled program per (fault, context, window shape) (run eagerly,
+    each of their operations would be a small program of its own)."""
     fault = get_fault(key)
     return fault.apply(x, fault.prepare(fault.sample(stream_words(rng_key), ctx, units), ctx), ctx)

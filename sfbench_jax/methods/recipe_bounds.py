@@ -17,9 +17,11 @@ from sfbench_jax.methods.barron_nll import ALPHA_HI
 from sfbench_jax.methods.spec import Bound
 from sfbench_jax.methods.wrappers import COMBINERS, check_trimming
 
-#: Most PGD attack steps: each is one more forward and backward pass of every training batch (spec: 3-7).
+#: Most PGD attack steps: each is one more forward and backward pass of every training batch (the protocol's grid:
+#: 3, 5, 7; protocol 4).
 MAX_PGD_STEPS = 100
-#: Most randomized-smoothing samples: each is one more forward pass of every window scored (spec: 10-30).
+#: Most randomized-smoothing samples: each is one more forward pass of every window scored (the protocol's grid:
+#: 10, 20, 30; protocol 4).
 MAX_SMOOTHING_SAMPLES = 1000
 
 

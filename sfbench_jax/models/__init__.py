@@ -3,7 +3,7 @@
 Modules: `dlinear`, `gru`, `moderntcn`, `patchtst`, `tsmixer`, `seasonal_naive` (one architecture
 each, with its config dataclass and grid), `revin` (the RevIN wrapper), `layers` / `hparams`
 (shared blocks and validation), `registry` (lookup by name, grids, `build_model`) and `parity`
-(PyTorch weight import). Training loops live in `sfbench_jax.train`, not here.
+(PyTorch weight import). Training loops live in `sfbench_jax.training`, not here.
 """
 
 from sfbench_jax.models.registry import (

@@ -9,7 +9,7 @@ engine calls: `expand_grid`, `is_valid_combination`, `make_config` and `build_mo
 for a person calling it directly: `model_spec`). Every architecture,
 SeasonalNaive included, is built the same way. Each grid lives in one place, the model's preset
 `conf/model/<name>.yaml` (installed as `sfbench_jax.conf`), in the preset's key order. Candidate sampling
-(random subgrids) belongs to `sfbench_jax/train/`.
+(random subgrids) belongs to `sfbench_jax/training/`.
 
 Example:
     >>> from sfbench_jax.models.registry import MODELS, build_model, expand_grid

@@ -14,8 +14,8 @@ The names a run's config gives (dataset, model, method) are looked up once, wher
 and the specs travel down from there in a `ResolvedCell` and in each `SearchPlan`: nothing below looks a name up
 again; names are what is written (records, tables). The winner is then rebuilt as a predictor and scored by the fused
 engine. This module joins training and
-evaluation (it sits above both); what each step does lives in `sfbench_jax.train`, `sfbench_jax.methods`
-and `sfbench_jax.evaluate`.
+evaluation (it sits above both); what each step does lives in `sfbench_jax.training`, `sfbench_jax.methods`
+and `sfbench_jax.evaluation`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from flax import nnx
 
 from sfbench_jax.config import MethodConfig, RunConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
+from sfbench_jax.evaluation import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
 from sfbench_jax.methods import method_grid
 from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.methods.spec import MethodSpec, read_only
@@ -41,7 +41,7 @@ from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.pipeline.contracts import ignores_its_input, probe_windows
 from sfbench_jax.pipeline.resolved import ResolvedCell
 from sfbench_jax.predictors.protocol import Predictor
-from sfbench_jax.train import (
+from sfbench_jax.training import (
     CandidateResult,
     CandidateStore,
     SearchPlan,
@@ -51,7 +51,7 @@ from sfbench_jax.train import (
     selection_key,
     untrained_record,
 )
-from sfbench_jax.train.sweep import plan_method_search
+from sfbench_jax.training.sweep import plan_method_search
 
 #: How many distinct validation windows an input-blind forecast is confirmed on.
 INPUT_PROBE_WINDOWS = 16
@@ -212,7 +212,7 @@ def score_untrained(data: PreparedData, plan: SearchPlan) -> list[CandidateResul
 
 
 def plan_specs(plan: SearchPlan) -> tuple[ModelSpec, MethodSpec]:
-    """The model and method specs a plan of registered ones carries (`train.plan_search`, `plan_method_search`)."""
+    """The model and method specs a plan of registered ones carries (`training.plan_search`, `plan_method_search`)."""
     if plan.model is None or plan.method_spec is None:
         raise ValueError(f"The plan of {plan.architecture!r} names no registered model and method (a model outside "
                          "the registry): score it with its own predictor.")

@@ -47,7 +47,7 @@ from flax import nnx
 
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.spec import DatasetSpec
-from sfbench_jax.evaluate.predict import predict_with
+from sfbench_jax.evaluation.predict import predict_with
 from sfbench_jax.faults.context import FaultContext
 from sfbench_jax.faults.registry import get_fault
 from sfbench_jax.faults.severity import severity_to_units
@@ -60,7 +60,7 @@ from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.pipeline.resolved import ResolvedCell
 from sfbench_jax.plugins.entry_points import origin_of
 from sfbench_jax.predictors.protocol import VALIDATION_CONTEXT, ModelState, Predictor, RowAwarePredictor, run_predictor
-from sfbench_jax.train.search import expand_space, search_space
+from sfbench_jax.training.search import expand_space, search_space
 
 #: The batch of the abstract inputs (any batch would do: nothing is computed).
 BATCH = 2

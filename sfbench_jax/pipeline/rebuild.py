@@ -33,9 +33,9 @@ import pandas as pd
 
 from sfbench_jax.config import RunConfig
 from sfbench_jax.data.prepared import PreparedData
-from sfbench_jax.evaluate import score_windows
-from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES, SeverityCurves, severity_curves
-from sfbench_jax.evaluate.engine import fault_context
+from sfbench_jax.evaluation import score_windows
+from sfbench_jax.evaluation.curves import DEFAULT_SEVERITIES, SeverityCurves, severity_curves
+from sfbench_jax.evaluation.engine import fault_context
 from sfbench_jax.faults.registry import SCENARIOS, perturb
 from sfbench_jax.faults.streams import pair_key
 from sfbench_jax.methods import METHODS
@@ -51,7 +51,7 @@ from sfbench_jax.run_folder.locks import unlock_run_folder
 from sfbench_jax.run_folder.names import CANDIDATES_FILE, MANIFEST_FILE, PER_WINDOW_FILE, SUMMARY_FILE
 from sfbench_jax.run_folder.record import seal_run
 from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
-from sfbench_jax.train import CandidateStore
+from sfbench_jax.training import CandidateStore
 
 Log = Callable[[str], None]
 #: Channels left out of the Figure 3 ranking of affected channels (protocol 7.3).

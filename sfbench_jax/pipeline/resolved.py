@@ -1,6 +1,6 @@
 """A run's names resolved to specs once, where the run starts: `resolve_cell(cfg)` looks up the dataset, model and
 method its config names (the one lookup of those names in a run) and the pipeline passes the `ResolvedCell` down;
-the layers below take specs (`train.plan_search(data, model_spec, ...)`, `models.restore.build_for`), so a plug-in's
+the layers below take specs (`training.plan_search(data, model_spec, ...)`, `models.restore.build_for`), so a plug-in's
 spec travels as an object from its entry point to the Table 4 row. Names stay what is written (records, tables,
 manifests). Nothing else lives here.
 """

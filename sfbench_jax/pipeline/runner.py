@@ -57,9 +57,7 @@ from sfbench_jax.run_folder.names import (
 )
 from sfbench_jax.run_folder.record import seal_run
 from sfbench_jax.storage.atomic import write_csv, write_json, write_parquet
-from sfbench_jax.train import CandidateResult, check_search_space, expand_space, search_space
-
-#: The reference model of the normalised scores (protocol 6.5).
+from sfbench_jax.training import CandidateResult, check_search_space, expand_space, search_space
 
 
 @dataclass(frozen=True)

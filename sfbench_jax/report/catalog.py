@@ -21,7 +21,7 @@ import pandas as pd
 
 from sfbench_jax.config import ANCHOR_MODEL
 from sfbench_jax.data.registry import DISPLAY_ORDER
-from sfbench_jax.evaluate.curves import DEFAULT_SEVERITIES
+from sfbench_jax.evaluation.curves import DEFAULT_SEVERITIES
 from sfbench_jax.faults.registry import scenario_group
 from sfbench_jax.methods import METHODS
 from sfbench_jax.report import extras, longform, paper
@@ -63,7 +63,7 @@ class ReportOptions:
         architecture: the model of Figures 3/4 (default: SeasonalNaive when present, else the first architecture).
         severities: the grid of the severity curves.
         curve_k: test windows of the severity curves (default: the run's K).
-        pair_bootstrap_draws: resamples of the pair bootstrap (spec: 1000).
+        pair_bootstrap_draws: resamples of the pair bootstrap (the protocol's 1,000: protocol 6.4).
     """
 
     where: Mapping[str, str] = field(default_factory=dict)

@@ -3,7 +3,7 @@ architecture) on the same test realisation, the dataset means over the available
 and tau-bar.
 
 Input is a stored summary frame (`RunSet.summary`, rows of any realisation); the statistics themselves are
-`sfbench_jax.evaluate.normalised.pair_bootstrap` and friends.
+`sfbench_jax.evaluation.normalised.pair_bootstrap` and friends.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sfbench_jax.data.registry import DATASETS
-from sfbench_jax.evaluate.normalised import PAIR_BOOTSTRAP_COLUMNS, pair_bootstrap, pair_group_seed
+from sfbench_jax.evaluation.normalised import PAIR_BOOTSTRAP_COLUMNS, pair_bootstrap, pair_group_seed
 from sfbench_jax.report.realisations import (
     REALISATION_COLUMNS,
     NotApplicable,

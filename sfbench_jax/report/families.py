@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sfbench_jax.config import ANCHOR_MODEL
-from sfbench_jax.evaluate.normalised import RhoFit, effective_robustness, normalised_scores, rho_fit
+from sfbench_jax.evaluation.normalised import RhoFit, effective_robustness, normalised_scores, rho_fit
 from sfbench_jax.faults.registry import SCENARIO_KEYS
 from sfbench_jax.report.published import PUBLISHED_BASELINES
 from sfbench_jax.report.realisations import REALISATION_COLUMNS, is_perturbed_selection, with_method_columns

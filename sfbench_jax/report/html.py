@@ -267,7 +267,7 @@ def delta_mark(mean: Any, low: Any, high: Any) -> tuple[str, str]:
 def deltas_section(analysis: Any) -> str:
     """Method deltas per (dataset, method) with their pair-bootstrap intervals, sign (▼ lower = better, ▲ worse)
     and significance (* = the 95% interval excludes 0)."""
-    from sfbench_jax.evaluate.normalised import PAIR_BOOTSTRAP_COLUMNS
+    from sfbench_jax.evaluation.normalised import PAIR_BOOTSTRAP_COLUMNS
     from sfbench_jax.report.architectures import dataset_label
     from sfbench_jax.report.deltas import pair_bootstrap_table
     from sfbench_jax.report.paper import label_of

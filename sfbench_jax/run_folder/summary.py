@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sfbench_jax.evaluate.scores import robustness_scores
+from sfbench_jax.evaluation.scores import robustness_scores
 from sfbench_jax.faults.registry import SCENARIO_KEYS
 from sfbench_jax.run_folder.damage import DamagedRunError, NaNForecastsError
 from sfbench_jax.run_folder.names import PER_WINDOW_FILE, SUMMARY_FILE
@@ -44,7 +44,7 @@ def read_summary_row(directory: Path) -> dict[str, Any]:
 
 def check_numbers(directory: Path, row: Mapping[str, Any]) -> None:
     """Recompute a summary row's scores from the run's own `per_window.parquet` exactly as the engine does
-    (`evaluate.scores.robustness_scores`): MSE_c, every scenario's MSE and D (extra scenarios' included), D_w and
+    (`evaluation.scores.robustness_scores`): MSE_c, every scenario's MSE and D (extra scenarios' included), D_w and
     its scenario, MSE_w, D-bar and mPC over the paper's eight, and the window count, each equal up to float64
     rounding (`NUMBERS_RTOL`).
 

@@ -99,6 +99,11 @@ def test_the_doc_example_runs_as_written_and_gives_sfbench_numbers(doc_run: tupl
     both = namespace["sfb"].load_runs([numpy_run, cli_run])  # one run key, the same numbers: one run stored twice
     assert len(both) == 1 and both["d_w"].iloc[0] == cli_row["d_w"]
 
+    with pytest.raises(ValueError, match=r"already holds a completed run .*\.save\(folder, overwrite=True\)"):
+        namespace["module_result"].save(numpy_run)  # a completed run is never overwritten silently
+    assert namespace["module_result"].save(numpy_run, overwrite=True) == numpy_run
+    assert list(namespace["sfb"].load_runs(numpy_run)["architecture"]) == ["lastvalue"]
+
 
 def last_value(x):
     return np.repeat(x[:, -1:, :], 96, axis=1)
@@ -112,6 +117,13 @@ class Horizon24(nnx.Module):
 
     def __call__(self, x: jax.Array) -> jax.Array:
         return jnp.swapaxes(self.map(jnp.swapaxes(x, 1, 2)), 1, 2)
+
+
+class BatchCentred(nnx.Module):
+    """The last value minus the batch's mean: a forecast that depends on the other windows of its batch."""
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return jnp.repeat(x[:, -1:, :] - x.mean(axis=0)[-1:], 96, axis=1)
 
 
 def test_the_import_is_cheap_and_bad_input_is_refused_in_one_line() -> None:
@@ -137,3 +149,36 @@ def test_the_import_is_cheap_and_bad_input_is_refused_in_one_line() -> None:
            "(2, 96, 7)" in refusal(lambda x: x[:, :5], eval={"k": 8})
     assert "maps standardised windows (2, 96, 7) of etth1 to (2, 24, 7) float32; it must return a float forecast " \
            "(windows, horizon, targets) = (2, 96, 7)" in refusal(Horizon24(), eval={"k": 8})
+    assert "forecast of a window depends on which windows share its batch" in refusal(BatchCentred())
+
+
+_TRAIN_BLOCK = re.compile(r"^```python train\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.slow
+def test_the_doc_training_block_selects_as_sfbench_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sfb.train` then `sfb.evaluate` (the doc's `python train` block, as written) and `sfbench model=dlinear` with
+    the same settings and store: sfbench finds every candidate in the store (nothing trained again) and scores the
+    same winner to the same numbers."""
+    store = tmp_path / "store"
+    monkeypatch.setenv("SFBENCH_STORE_DIR", str(store))
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": EXAMPLE_MODULE}
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        for block in (doc_blocks()[0], *_TRAIN_BLOCK.findall(DOC.read_text(encoding="utf-8"))):
+            exec(compile(block, str(DOC), "exec"), namespace)
+    trained, result = namespace["trained"], namespace["trained_result"]
+    assert printed.getvalue().startswith("TrainedModel(etth1 / dlinear / baseline: trial ")
+    assert len(trained.candidates) == 2 and trained.candidates["is_winner"].sum() == 1
+    folder = result.save(tmp_path / "api_run")
+
+    cli_run = tmp_path / "cli_run"
+    log = run_in_process(["model=dlinear", "train.candidate_budget=2", "train.max_epochs=2", "train.steps_per_epoch=20",
+                          "eval.k=256", "figures=false", f"train.store_dir={store}"], cli_run)
+    assert "0 to train" in log or "from the store" in log, log[-2000:]
+    api_row, cli_row = (pd.read_csv(run / "summary.csv").iloc[0] for run in (folder, cli_run))
+    for column in ("hyperparameters", "mse_val", "mse_c", "d_w", "mse_w", "mce", "rel_mce"):
+        assert api_row[column] == cli_row[column], column
+    api_losses, cli_losses = (pd.read_parquet(run / "per_window.parquet") for run in (folder, cli_run))
+    pd.testing.assert_frame_equal(api_losses, cli_losses)
+    assert len(namespace["sfb"].load_runs([folder, cli_run])) == 1  # one run key, the same numbers

@@ -11,7 +11,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 
-from sfbench_jax.evaluate.abandon import EvaluationAbandoned, stop_if_abandoned
+from sfbench_jax.evaluation.abandon import EvaluationAbandoned, stop_if_abandoned
 from sfbench_jax.mcp.guard import CallGuard, guarded_tool
 
 pytestmark = pytest.mark.anyio

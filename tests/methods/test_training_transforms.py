@@ -23,7 +23,7 @@ from sfbench_jax.methods.training import (
     RandomizedTraining,
 )
 from sfbench_jax.models.registry import build_model
-from sfbench_jax.train.loop import eval_mode_loss, split_model
+from sfbench_jax.training.loop import eval_mode_loss, split_model
 
 N, M, H = 96, 7, 24
 

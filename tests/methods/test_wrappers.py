@@ -9,7 +9,7 @@ import pytest
 
 from sfbench_jax.config import EvalConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import predict_fn, score_windows, validation_mse
+from sfbench_jax.evaluation import predict_fn, score_windows, validation_mse
 from sfbench_jax.methods import check_trimming
 from sfbench_jax.methods.wrappers import SmoothingPredictor, ensemble_combine, ensemble_predictor, trimmed_mean
 from sfbench_jax.models.registry import build_model

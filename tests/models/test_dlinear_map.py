@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from sfbench_jax.evaluate import predict_fn
+from sfbench_jax.evaluation import predict_fn
 from sfbench_jax.models.dlinear import DLinear, DLinearMap
 from sfbench_jax.predictors.protocol import ChannelIndependentPredictor
 

@@ -19,7 +19,7 @@ import pytest
 
 from sfbench_jax.config import EvalConfig, ModelConfig
 from sfbench_jax.data import load, prepare
-from sfbench_jax.evaluate import evaluate_predictor, predict_fn, score_windows, validation_mse
+from sfbench_jax.evaluation import evaluate_predictor, predict_fn, score_windows, validation_mse
 from sfbench_jax.models.external import ExternalModel, resolve_target
 from sfbench_jax.models.parity import model_from_fixture, parity_error, read_fixture
 from sfbench_jax.models.registry import build_model
@@ -87,7 +87,7 @@ def fixture(parity_dir: Path):
 @pytest.fixture(scope="module")
 def native(etth1, fixture):
     """The JAX DLinear's per-window losses through the native path, in one chunk (the native path's independence
-    of the chunk size is tests/evaluate/test_engine.py's)."""
+    of the chunk size is tests/evaluation/test_engine.py's)."""
     predict, state = predict_fn(model_from_fixture(fixture))
     return _evaluate(predict, state, etth1, None)
 
@@ -145,7 +145,7 @@ _DEVICE_SCRIPT = textwrap.dedent("""
     import numpy as np
     from sfbench_jax.config import EvalConfig
     from sfbench_jax.data import load, prepare
-    from sfbench_jax.evaluate import predict_fn, score_windows
+    from sfbench_jax.evaluation import predict_fn, score_windows
     from sfbench_jax.models.external import ExternalModel
 
     sizes = []

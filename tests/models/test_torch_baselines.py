@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from parity_cases import parity_folder
 
-from sfbench_jax.evaluate import predict_fn
+from sfbench_jax.evaluation import predict_fn
 from sfbench_jax.models.parity import load_state, parity_error
 from sfbench_jax.models.registry import build_model
 

@@ -26,7 +26,7 @@ def summary_rows(values: dict[tuple[str, str], tuple[float, float, float]]) -> p
 def rewrite_consistently(run_dir: Path, *, scale: float) -> None:
     """Scale a stored run's per-window losses, recompute its summary's scores from them as the engine does and
     write its completion record again (through `seal_run`, the writers' last step)."""
-    from sfbench_jax.evaluate.scores import robustness_scores
+    from sfbench_jax.evaluation.scores import robustness_scores
     from sfbench_jax.run_folder.record import seal_run
 
     per_window = pd.read_parquet(run_dir / "per_window.parquet")

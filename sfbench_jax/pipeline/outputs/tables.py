@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sfbench_jax.evaluate.normalised import normalised_scores, relative_performance
+from sfbench_jax.evaluation.normalised import normalised_scores, relative_performance
 from sfbench_jax.faults.registry import SCENARIOS
 from sfbench_jax.pipeline.cell import EvaluatedModel, Selection
 
