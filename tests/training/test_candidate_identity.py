@@ -78,7 +78,7 @@ def test_an_engine_edit_retrains_stored_candidates(etth1, tmp_path: Path, monkey
     _, lines = sweep(etth1, store)  # untouched: nothing trained
     assert "2 already in the store, 0 to train" in lines[0] and len(lines) == 1, lines
     before = stored(store)
-    loop = tmp_path / "engine" / "sfbench_jax" / "train" / "loop.py"
+    loop = tmp_path / "engine" / "sfbench_jax" / "training" / "loop.py"
     loop.write_text(loop.read_text().replace("ADAM_EPS = 0.9, 0.999, 1e-8", "ADAM_EPS = 0.9, 0.999, 1e-7"))
     code_identity.clear_caches()
     check_retrained(etth1, store, before, "engine source changed")

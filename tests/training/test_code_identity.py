@@ -31,15 +31,15 @@ def _copy_engine(target: Path) -> list[Path]:
 def test_the_engine_digest_is_of_file_contents_and_an_engine_edit_changes_it(tmp_path: Path) -> None:
     copies = _copy_engine(tmp_path)
     assert tree_digest(copies) == engine_source_digest()  # a copy of the same sources: the same engine
-    loop = tmp_path / "sfbench_jax" / "train" / "loop.py"
+    loop = tmp_path / "sfbench_jax" / "training" / "loop.py"
     text = loop.read_text()
     assert "ADAM_EPS = 0.9, 0.999, 1e-8" in text
     loop.write_text(text.replace("ADAM_EPS = 0.9, 0.999, 1e-8", "ADAM_EPS = 0.9, 0.999, 1e-7"))
     assert tree_digest(copies) != engine_source_digest()
     loop.write_text(text)
-    (tmp_path / "sfbench_jax" / "train" / "notes.txt").write_text("not a module")  # only module sources count
+    (tmp_path / "sfbench_jax" / "training" / "notes.txt").write_text("not a module")  # only module sources count
     assert tree_digest(copies) == engine_source_digest()
-    (tmp_path / "sfbench_jax" / "train" / "helper.py").write_text("X = 1\n")  # a new module does
+    (tmp_path / "sfbench_jax" / "training" / "helper.py").write_text("X = 1\n")  # a new module does
     assert tree_digest(copies) != engine_source_digest()
 
 
