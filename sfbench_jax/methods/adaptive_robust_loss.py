@@ -4,15 +4,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sfbench_jax.methods import recipe_bounds as bounds
 from sfbench_jax.methods import training
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, Recipe
 
 
-def variant_id(recipe: Mapping[str, Any]) -> str:
+def variant_id(recipe: Recipe) -> str:
     """E.g. "arl_alo0.001_ainit1.0_slo1e-05_sinit0.1"."""
     return (f"arl_alo{recipe['alpha_lo']}_ainit{recipe['alpha_init']}_slo{recipe['scale_lo']}"
             f"_sinit{recipe['scale_init']}")

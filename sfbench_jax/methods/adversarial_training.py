@@ -3,15 +3,14 @@ Its recipe grid is `conf/method/adversarial_training.yaml`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from sfbench_jax.methods import recipe_bounds as bounds
 from sfbench_jax.methods import training
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, Recipe
 
 
-def variant_id(recipe: Mapping[str, Any]) -> str:
+def variant_id(recipe: Recipe) -> str:
     """E.g. "advtrain_eps0.05_steps3_alpha0.02_channelsall"."""
     return f"advtrain_eps{recipe['eps']}_steps{recipe['steps']}_alpha0.02_channelsall"
 

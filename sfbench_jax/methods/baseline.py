@@ -3,19 +3,17 @@ delta is taken against it. Its preset `conf/method/baseline.yaml` has no recipe 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, Recipe
+from sfbench_jax.models.spec import ModelSpec
 
 
-def variant_id(recipe: Mapping[str, Any]) -> str:
+def variant_id(recipe: Recipe) -> str:
     """The one variant: "baseline"."""
     del recipe
     return "baseline"
 
 
-def _every_model(model: Any) -> bool:
+def _every_model(model: ModelSpec) -> bool:
     del model
     return True
 

@@ -3,15 +3,12 @@ Its recipe grid is `conf/method/ensemble.yaml`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sfbench_jax.methods import recipe_bounds as bounds
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, Recipe
 from sfbench_jax.methods.wrappers import ENSEMBLE
 
 
-def variant_id(recipe: Mapping[str, Any]) -> str:
+def variant_id(recipe: Recipe) -> str:
     """E.g. "ensemble_top3_mean"."""
     return f"ensemble_top{recipe['top_k']}_{recipe['combine']}"
 

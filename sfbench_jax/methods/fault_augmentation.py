@@ -3,15 +3,12 @@ profile mixed in (`training.FaultAugmentation`). Its recipe grid is `conf/method
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sfbench_jax.methods import recipe_bounds as bounds
 from sfbench_jax.methods import training
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, Recipe
 
 
-def variant_id(recipe: Mapping[str, Any]) -> str:
+def variant_id(recipe: Recipe) -> str:
     """E.g. "fa_profholdout_simple_mix0.75_sev0.75_frac0.1"."""
     return f"fa_prof{recipe['profile']}_mix{recipe['p']}_sev{recipe['s_max']}_frac{recipe['frac_max']}"
 

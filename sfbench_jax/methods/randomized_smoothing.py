@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sfbench_jax.methods import recipe_bounds as bounds
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, Recipe
 from sfbench_jax.methods.wrappers import SMOOTHING
 
 
-def variant_id(recipe: Mapping[str, Any]) -> str:
+def variant_id(recipe: Recipe) -> str:
     """E.g. "rs_backbonebaseline_std0.25_samples10_alpha0.25"."""
     return f"rs_backbonebaseline_std{recipe['sigma']}_samples{recipe['samples']}_alpha{recipe['alpha']}"
 

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sfbench_jax.methods import recipe_bounds as bounds
 from sfbench_jax.methods import training
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, Recipe
 
 
-def variant_id(recipe: Mapping[str, Any]) -> str:
+def variant_id(recipe: Recipe) -> str:
     """E.g. "rt_spaceraw_std0.1_channelscontinuous"."""
     return f"rt_spaceraw_std{recipe['sigma']}_channelscontinuous"
 

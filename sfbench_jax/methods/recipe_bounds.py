@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import TypeGuard
 
 from sfbench_jax.faults.registry import TRANSFER_PROFILES
 from sfbench_jax.methods.barron_nll import ALPHA_HI
-from sfbench_jax.methods.spec import Bound
+from sfbench_jax.methods.spec import Bound, RecipeGrid
 from sfbench_jax.methods.wrappers import COMBINERS, check_trimming
 
 #: Most PGD attack steps: each is one more forward and backward pass of every training batch (the protocol's grid:
@@ -25,26 +25,27 @@ MAX_PGD_STEPS = 100
 MAX_SMOOTHING_SAMPLES = 1000
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> TypeGuard[float]:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def _integer(value: Any) -> bool:
+def _integer(value: object) -> TypeGuard[int]:
     return not isinstance(value, bool) and isinstance(value, int)
 
 
-def _between(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Callable[[Any], bool]:
-    def accepts(value: Any) -> bool:
+def _between(low: float, high: float, *, low_open: bool = False,
+             high_open: bool = False) -> Callable[[object], bool]:
+    def accepts(value: object) -> bool:
         return (_number(value) and (value > low if low_open else value >= low)
                 and (value < high if high_open else value <= high))
     return accepts
 
 
-def _at_least(low: float, *, open_: bool = False) -> Callable[[Any], bool]:
+def _at_least(low: float, *, open_: bool = False) -> Callable[[object], bool]:
     return lambda value: _number(value) and (value > low if open_ else value >= low)
 
 
-def _integer_between(low: int, high: int) -> Callable[[Any], bool]:
+def _integer_between(low: int, high: int) -> Callable[[object], bool]:
     return lambda value: _integer(value) and low <= value <= high
 
 
@@ -92,7 +93,7 @@ RANDOMIZED_SMOOTHING: dict[str, Bound] = {
 }
 
 
-def check_adaptive_pairs(recipes: Mapping[str, tuple[Any, ...]], **_: Any) -> None:
+def check_adaptive_pairs(recipes: RecipeGrid, **_: object) -> None:
     """Every combination of the grid starts strictly inside its range: alpha_lo < alpha_init, scale_lo < scale_init
     (the latents are a logit and a softplus of the distance to the lower end)."""
     for low_key, init_key in (("alpha_lo", "alpha_init"), ("scale_lo", "scale_init")):
@@ -103,15 +104,14 @@ def check_adaptive_pairs(recipes: Mapping[str, tuple[Any, ...]], **_: Any) -> No
                                  f"strictly inside [{low_key}, ...)); narrow the grids so that they do not overlap.")
 
 
-def check_smoothing(recipes: Mapping[str, tuple[Any, ...]], **_: Any) -> None:
+def check_smoothing(recipes: RecipeGrid, **_: object) -> None:
     """Every (samples, alpha) pair of randomized smoothing trims at least one prediction at each end and keeps one."""
     for samples in recipes["samples"]:
         for alpha in recipes["alpha"]:
             check_trimming(alpha=alpha, samples=samples)
 
 
-def check_ensemble(recipes: Mapping[str, tuple[Any, ...]], *, architecture: str, num_baseline_candidates: int,
-                   **_: Any) -> None:
+def check_ensemble(recipes: RecipeGrid, *, architecture: str, num_baseline_candidates: int, **_: object) -> None:
     """No ensemble is larger than the baseline candidates it draws from."""
     too_many = [k for k in recipes["top_k"] if k > num_baseline_candidates]
     if too_many:

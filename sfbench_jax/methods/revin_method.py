@@ -4,16 +4,13 @@ gives the `RevINConfig`); it applies to trainable architectures whose spec suppo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sfbench_jax.methods import recipe_bounds as bounds
 from sfbench_jax.methods import training
-from sfbench_jax.methods.spec import MethodSpec
+from sfbench_jax.methods.spec import MethodSpec, Recipe
 from sfbench_jax.models.spec import ModelSpec
 
 
-def variant_id(recipe: Mapping[str, Any]) -> str:
+def variant_id(recipe: Recipe) -> str:
     """E.g. "revin_affineTrue_eps1e-5"."""
     return f"revin_affine{bool(recipe['affine'])}_eps1e-5"
 

@@ -27,8 +27,13 @@ from typing import TYPE_CHECKING, Any
 from sfbench_jax.plugins.presets import preset_grid
 
 if TYPE_CHECKING:
+    from sfbench_jax.methods.training import DatasetFacts, TrainTransform
+    from sfbench_jax.models.revin import RevINConfig
     from sfbench_jax.models.spec import ModelSpec
+    from sfbench_jax.predictors.protocol import ModelState, Predictor
 
+#: A method's recipe by key (int, float, str or bool per key, as its preset gives it; `bounds` and `check` check
+#: each value's type and range, not the mapping).
 Recipe = Mapping[str, Any]
 #: The recipe grid being checked: key -> the values a sweep tries.
 RecipeGrid = Mapping[str, tuple[Any, ...]]
@@ -46,7 +51,7 @@ def read_only(recipe: Mapping[str, Any]) -> Recipe:
 class Bound:
     """The allowed values of one recipe key: `accepts(value)`, and `allowed` saying the range and why."""
 
-    accepts: Callable[[Any], bool]
+    accepts: Callable[[object], bool]
     allowed: str
 
 
@@ -62,8 +67,10 @@ class WrapperSpec:
             candidate it chose, `seed` the dataset's `noise_seed`.
     """
 
+    #: the ranked items are whatever the caller ranks (the pipeline's candidate records, the contract check's
+    #: `(predict, state)` pairs): `members` picks among them without looking inside, so they stay generic
     members: Callable[[Recipe, Sequence[Any]], Sequence[Any]]
-    predictor: Callable[..., tuple[Any, Any]]
+    predictor: Callable[..., tuple[Predictor, ModelState]]
 
 
 def trainable(model: ModelSpec) -> bool:
@@ -105,8 +112,8 @@ class MethodSpec:
     label: str
     variant_id: Callable[[Recipe], str]
     applicable: Callable[[ModelSpec], bool] = trainable
-    transform: Callable[[Recipe, Any], Any] | None = None
-    model_wrapper: Callable[[Recipe], Any] | None = None
+    transform: Callable[[Recipe, DatasetFacts], TrainTransform] | None = None
+    model_wrapper: Callable[[Recipe], RevINConfig | None] | None = None
     wrapper: WrapperSpec | None = None
     bounds: Mapping[str, Bound] = dataclasses.field(default_factory=dict)
     check: Callable[..., None] | None = None
@@ -145,6 +152,6 @@ class MethodSpec:
                     raise ValueError(f"method.grid.{key}={list(recipes[key])} for {self.name}: each value must be "
                                      f"{bound.allowed}; got {value!r}.")
 
-    def model_wrapping(self, recipe: Recipe) -> Any:
+    def model_wrapping(self, recipe: Recipe) -> RevINConfig | None:
         """What a recipe puts around the model (a `RevINConfig`), or None."""
         return None if self.model_wrapper is None or not recipe else self.model_wrapper(read_only(recipe))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -36,12 +36,17 @@ from sfbench_jax.faults.registry import TRANSFER_PROFILES, get_fault
 from sfbench_jax.faults.severity import SEVERITY_BITS
 from sfbench_jax.faults.streams import stream_words
 from sfbench_jax.methods import barron_nll
+from sfbench_jax.methods.spec import Recipe
 from sfbench_jax.models.revin import RevINConfig
 
 #: PGD's sign-step size (protocol 4.1: fixed 0.02).
 PGD_STEP_SIZE = 0.02
 
 LossAt = Callable[[jax.Array], jax.Array]
+#: Extra parameters a loss trains with the model, by name (`initial_latents`; empty but for the adaptive loss).
+Latents = dict[str, jax.Array]
+#: A transform's recipe values by field: float32 host values (`recipe_values`), traced arrays inside the program.
+RecipeValues = Mapping[str, jax.Array | np.float32]
 
 
 def squared_error_loss(prediction: jax.Array, target: jax.Array) -> jax.Array:
@@ -58,11 +63,11 @@ class PlainTraining:
         del key, loss_at
         return x
 
-    def loss(self, prediction: jax.Array, target: jax.Array, latents: Any) -> jax.Array:
+    def loss(self, prediction: jax.Array, target: jax.Array, latents: Latents) -> jax.Array:
         del latents
         return squared_error_loss(prediction, target)
 
-    def initial_latents(self, horizon: int, num_targets: int) -> dict:
+    def initial_latents(self, horizon: int, num_targets: int) -> Latents:
         del horizon, num_targets
         return {}
 
@@ -77,7 +82,7 @@ class PlainTraining:
         """The static structure shared by every variant of this transform (recipe values blanked)."""
         return dataclasses.replace(self, **dict.fromkeys(self.VALUE_FIELDS, 0.0)) if self.VALUE_FIELDS else self
 
-    def bind(self, values: Mapping[str, Any] | None) -> PlainTraining:
+    def bind(self, values: RecipeValues | None) -> PlainTraining:
         """The transform with its recipe values taken from `values` (arrays inside the program)."""
         return dataclasses.replace(self, **values) if values else self
 
@@ -188,14 +193,14 @@ class AdaptiveRobustLoss(PlainTraining):
             computed from the recipe in Python, as constants).
     """
 
-    alpha_lo: Any
+    alpha_lo: barron_nll.Scalar
     alpha_init: float
-    scale_lo: Any
-    scale_init: Any
-    alpha_span: Any = None
-    scale_span: Any = None
+    scale_lo: barron_nll.Scalar
+    scale_init: barron_nll.Scalar
+    alpha_span: barron_nll.Scalar | None = None
+    scale_span: barron_nll.Scalar | None = None
 
-    def loss(self, prediction: jax.Array, target: jax.Array, latents: Any) -> jax.Array:
+    def loss(self, prediction: jax.Array, target: jax.Array, latents: Latents) -> jax.Array:
         return barron_nll.adaptive_nll(prediction, target, latents, alpha_lo=self.alpha_lo,
                                           scale_lo=self.scale_lo, scale_init=self.scale_init,
                                           alpha_span=self.alpha_span, scale_span=self.scale_span)
@@ -209,8 +214,9 @@ class AdaptiveRobustLoss(PlainTraining):
     def template(self) -> PlainTraining:
         return dataclasses.replace(self, alpha_lo=0.0, alpha_init=0.0, scale_lo=0.0, scale_init=0.0)
 
-    def initial_latents(self, horizon: int, num_targets: int) -> dict:
-        return barron_nll.initial_latents(horizon=horizon, num_targets=num_targets, alpha_lo=self.alpha_lo,
+    def initial_latents(self, horizon: int, num_targets: int) -> Latents:
+        # on the host, before any binding: the recipe's Python floats (`adaptive_robust_loss`)
+        return barron_nll.initial_latents(horizon=horizon, num_targets=num_targets, alpha_lo=float(self.alpha_lo),
                                              alpha_init=self.alpha_init)
 
 
@@ -238,18 +244,18 @@ def dataset_facts(*, mean: np.ndarray, std: np.ndarray, pool: tuple[int, ...], i
                         num_channels=num_channels, pool=tuple(pool))
 
 
-def adversarial_training(recipe: Mapping[str, Any], facts: DatasetFacts) -> AdversarialTraining:
+def adversarial_training(recipe: Recipe, facts: DatasetFacts) -> AdversarialTraining:
     """PGD's step transform of a recipe (`eps`, `steps`)."""
     del facts
     return AdversarialTraining(eps=float(recipe["eps"]), steps=int(recipe["steps"]))
 
 
-def randomized_training(recipe: Mapping[str, Any], facts: DatasetFacts) -> RandomizedTraining:
+def randomized_training(recipe: Recipe, facts: DatasetFacts) -> RandomizedTraining:
     """Randomized training's step transform of a recipe (`sigma`) on this dataset's continuous channels."""
     return RandomizedTraining(sigma=float(recipe["sigma"]), offsets=facts.offsets, continuous=facts.continuous)
 
 
-def fault_augmentation(recipe: Mapping[str, Any], facts: DatasetFacts) -> FaultAugmentation:
+def fault_augmentation(recipe: Recipe, facts: DatasetFacts) -> FaultAugmentation:
     """Fault augmentation's step transform of a recipe (`profile`, `p`, `s_max`, `frac_max`)."""
     ctx = FaultContext(input_len=facts.input_len, num_channels=facts.num_channels, pool=facts.pool,
                        max_channel_fraction=float(recipe["frac_max"]))
@@ -257,13 +263,13 @@ def fault_augmentation(recipe: Mapping[str, Any], facts: DatasetFacts) -> FaultA
                              ctx=ctx)
 
 
-def adaptive_robust_loss(recipe: Mapping[str, Any], facts: DatasetFacts) -> AdaptiveRobustLoss:
+def adaptive_robust_loss(recipe: Recipe, facts: DatasetFacts) -> AdaptiveRobustLoss:
     """The adaptive robust loss's transform of a recipe (`alpha_lo`, `alpha_init`, `scale_lo`, `scale_init`)."""
     del facts
     return AdaptiveRobustLoss(**{key: float(recipe[key]) for key in ("alpha_lo", "alpha_init", "scale_lo",
                                                                      "scale_init")})
 
 
-def revin(recipe: Mapping[str, Any]) -> RevINConfig:
+def revin(recipe: Recipe) -> RevINConfig:
     """The RevIN wrapper a RevIN recipe (`affine`) puts around the model."""
     return RevINConfig(affine=bool(recipe["affine"]))

@@ -12,16 +12,19 @@ the variants are selected is `sfbench_jax/pipeline/cell.py`'s, the same for ever
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
 
 from sfbench_jax.faults.streams import bits_to_normal, stream_bits, stream_words
-from sfbench_jax.methods.spec import WrapperSpec
-from sfbench_jax.predictors.protocol import PredictFn, Predictor, RowAwarePredictor
+from sfbench_jax.methods.spec import Recipe, WrapperSpec
+from sfbench_jax.predictors.protocol import ModelState, PredictFn, Predictor, RowAwarePredictor
+
+#: Whatever the caller ranks (candidate records, or `(predict, state)` pairs): `_top_k` only slices the ranking.
+Ranked = TypeVar("Ranked")
 
 COMBINERS = ("mean", "median")
 
@@ -60,7 +63,7 @@ def ensemble_predictor(members: Sequence[PredictFn], combine: str) -> PredictFn:
     if combine not in COMBINERS:
         raise ValueError(f"Unknown ensemble combine {combine!r}; use one of {list(COMBINERS)}.")
 
-    def predict(states: tuple[Any, ...], x: jax.Array) -> jax.Array:
+    def predict(states: tuple[ModelState, ...], x: jax.Array) -> jax.Array:
         outputs = jnp.stack([member(state, x) for member, state in zip(members, states, strict=True)])
         return ensemble_combine(outputs, combine)
 
@@ -102,7 +105,7 @@ class SmoothingPredictor(RowAwarePredictor):
 
         return jax.vmap(per_row)(rows)
 
-    def apply(self, state: Any, x: jax.Array, rows: jax.Array) -> jax.Array:
+    def apply(self, state: ModelState, x: jax.Array, rows: jax.Array) -> jax.Array:
         """Smoothed forecasts `(B, H, targets)` of rows `x (B, n, m)` with their (context, window) ids."""
         noisy = x[:, None] + self.sigma * self.noise(rows, x.shape[1:])  # (B, N, n, m)
         flat = noisy.reshape(-1, *x.shape[1:])
@@ -121,22 +124,22 @@ def check_trimming(*, alpha: float, samples: int) -> int:
     return trimmed
 
 
-def _top_k(recipe: Mapping[str, Any], ranked: Sequence[Any]) -> Sequence[Any]:
+def _top_k(recipe: Recipe, ranked: Sequence[Ranked]) -> Sequence[Ranked]:
     if recipe["top_k"] > len(ranked):
         raise ValueError(f"Ensemble top_k={recipe['top_k']} exceeds the {len(ranked)} finished baseline "
                          "candidates in the store; lower method.grid.top_k or raise train.candidate_budget.")
     return ranked[: recipe["top_k"]]
 
 
-def _ensemble(recipe: Mapping[str, Any], members: Sequence[tuple[PredictFn, Any]], *,
-              seed: int) -> tuple[PredictFn, Any]:
+def _ensemble(recipe: Recipe, members: Sequence[tuple[PredictFn, ModelState]], *,
+              seed: int) -> tuple[PredictFn, tuple[ModelState, ...]]:
     del seed
     predict = ensemble_predictor([member for member, _ in members], str(recipe["combine"]))
     return predict, tuple(state for _, state in members)
 
 
-def _smoothed(recipe: Mapping[str, Any], members: Sequence[tuple[PredictFn, Any]], *,
-              seed: int) -> tuple[Predictor, Any]:
+def _smoothed(recipe: Recipe, members: Sequence[tuple[PredictFn, ModelState]], *,
+              seed: int) -> tuple[Predictor, ModelState]:
     (backbone, state), = members
     samples = int(recipe["samples"])
     smoothing = SmoothingPredictor(backbone=backbone, sigma=float(recipe["sigma"]), samples=samples,

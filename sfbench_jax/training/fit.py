@@ -12,9 +12,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import jax
 import numpy as np
@@ -23,8 +22,9 @@ from flax import nnx
 from sfbench_jax.config import AUTO, TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.data.windows import Layout, window_shape
-from sfbench_jax.methods.spec import MethodSpec, read_only
+from sfbench_jax.methods.spec import MethodSpec, Recipe, read_only
 from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform, dataset_facts
+from sfbench_jax.models.hparams import HParams
 from sfbench_jax.models.restore import build_for
 from sfbench_jax.models.revin import RevINConfig
 from sfbench_jax.models.spec import ModelSpec
@@ -207,7 +207,7 @@ def member_transforms(members: Sequence[GroupMember], recipe: TrainingRecipe) ->
     return transforms
 
 
-def training_recipe(data: PreparedData, method: MethodSpec, recipe: Mapping[str, Any]) -> TrainingRecipe:
+def training_recipe(data: PreparedData, method: MethodSpec, recipe: Recipe) -> TrainingRecipe:
     """The training recipe of a method recipe on this dataset (`{}` / baseline: plain training)."""
     if not recipe:
         return PLAIN_RECIPE
@@ -217,7 +217,7 @@ def training_recipe(data: PreparedData, method: MethodSpec, recipe: Mapping[str,
     return TrainingRecipe(transform=transform, revin=method.model_wrapping(recipe))
 
 
-def state_to_flat(state: Any) -> dict[str, np.ndarray]:
+def state_to_flat(state: nnx.State) -> dict[str, np.ndarray]:
     """An NNX state as `{"dotted.path": array}` on the host."""
     return {".".join(str(part) for part in path): np.asarray(jax.device_get(variable.get_value()))
             for path, variable in nnx.to_flat_state(state)}
@@ -225,10 +225,13 @@ def state_to_flat(state: Any) -> dict[str, np.ndarray]:
 
 #: Compiled epoch programs kept in memory, by program and argument shapes: candidates trained one after another
 #: (learning-rate, seed or recipe-value siblings) reuse one executable instead of tracing and compiling it each.
-_COMPILED: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+_COMPILED: collections.OrderedDict[Hashable, jax.stages.Compiled] = collections.OrderedDict()
+
+#: The epoch program's arguments: the candidate's (or group's) inputs, the shared inputs and the epoch number.
+EpochArguments = tuple[CandidateInputs, EpochData, jax.Array]
 
 
-def compiled_epoch(fn: Any, arguments: tuple) -> Any:
+def compiled_epoch(fn: jax.stages.Wrapped, arguments: EpochArguments) -> jax.stages.Compiled:
     """`fn` lowered and compiled for `arguments`' shapes, dtypes and shardings (kept for the next candidate with
     the same ones; the `EPOCH_PROGRAM_CACHE_SIZE` most recent are kept)."""
     leaves, structure = jax.tree.flatten(arguments)
@@ -251,7 +254,7 @@ class EpochProgram:
     recipe-value siblings (members with their own `transform`) compile once.
     """
 
-    def __init__(self, data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any],
+    def __init__(self, data: PreparedData, model: ModelSpec, hparams: HParams,
                  members: Sequence[GroupMember], options: TrainConfig, vectorize: bool,
                  recipe: TrainingRecipe = PLAIN_RECIPE, *, platform: str | None = None, compile: bool = True) -> None:
         self.vectorize = vectorize
@@ -295,15 +298,14 @@ class EpochProgram:
             shuffle_key(data.spec.seeds.data_seed))))
         self.candidates = self._place(candidates)
         self._replicated = replicated
-        self.compiled: Any = None
+        self.compiled: jax.stages.Compiled | None = None
         self.compile_seconds = 0.0
         if compile:
             started = time.perf_counter()
             self.compiled = compiled_epoch(self.fn, self.arguments(0, [True] * self.size))
             self.compile_seconds = time.perf_counter() - started
 
-    def arguments(self, epoch: int, active: Sequence[bool],
-                  index: int = 0) -> tuple[CandidateInputs, EpochData, jax.Array]:
+    def arguments(self, epoch: int, active: Sequence[bool], index: int = 0) -> EpochArguments:
         """The epoch program's arguments, all on the device: the inputs of candidate `index` (the whole group when
         vectorised) with the flags `active`, the shared inputs and the epoch number."""
         flags = self._active(active if self.vectorize else [True])
@@ -342,13 +344,20 @@ class EpochProgram:
         values[: len(flags)] = flags
         return jax.device_put(values, self._split) if self.vectorize else jax.device_put(values[0])
 
+    def _executable(self) -> jax.stages.Compiled:
+        if self.compiled is None:
+            raise RuntimeError("This epoch program was built with compile=False (to trace or lower it, as "
+                               "epoch_function does); build it with compile=True to run epochs.")
+        return self.compiled
+
     def run_epoch(self, epoch: int, active: Sequence[bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One epoch for every active candidate; returns train losses, val losses and improved flags
         `(G,)` (NaN / False for candidates that did not run). The only transfers are the epoch number and the
         flags in and these three small vectors out, once per epoch (sequential candidates are all dispatched
         before their losses are read)."""
+        compiled = self._executable()
         if self.vectorize:
-            state, metrics = self.compiled(*self.arguments(epoch, active))
+            state, metrics = compiled(*self.arguments(epoch, active))
             self.candidates[0] = self.candidates[0]._replace(state=state)
             metrics = jax.device_get(metrics)
             train_loss, val_loss, improved = (np.asarray(values)[: self.size] for values in
@@ -360,7 +369,7 @@ class EpochProgram:
         running = [index for index, flag in enumerate(active) if flag]  # a stopped candidate is not run at all
         dispatched = {}
         for index in running:
-            state, dispatched[index] = self.compiled(*self.arguments(epoch, [True], index))
+            state, dispatched[index] = compiled(*self.arguments(epoch, [True], index))
             self.candidates[index] = self.candidates[index]._replace(state=state)
         for index, metrics in jax.device_get(dispatched).items():
             train[index], val[index], improved[index] = metrics.train_loss, metrics.val_loss, metrics.improved
@@ -383,8 +392,9 @@ EXAMPLE_LEARNING_RATES = (1e-3, 5e-4, 1e-4)
 
 
 def epoch_function(data: PreparedData, model: ModelSpec, group_size: int, *,
-                   hparams: Mapping[str, Any] | None = None, options: TrainConfig | None = None,
-                   recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> tuple[Any, tuple]:
+                   hparams: HParams | None = None, options: TrainConfig | None = None,
+                   recipe: TrainingRecipe = PLAIN_RECIPE,
+                   platform: str | None = None) -> tuple[jax.stages.Wrapped, EpochArguments]:
     """The engine's own jitted epoch program for `group_size` candidates of `model` on `data`'s shapes,
     and arguments to call, trace or lower it with (nothing is compiled here).
 
@@ -417,7 +427,7 @@ def device_memory_budget(device: jax.Device | None = None) -> int | None:
     return int((stats["bytes_limit"] - stats.get("bytes_in_use", 0)) * AUTO_MEMORY_FRACTION)
 
 
-def epoch_memory_bytes(data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any], options: TrainConfig,
+def epoch_memory_bytes(data: PreparedData, model: ModelSpec, hparams: HParams, options: TrainConfig,
                        group: int, recipe: TrainingRecipe = PLAIN_RECIPE, platform: str | None = None) -> int | None:
     """Device bytes the compiled epoch of `group` candidates takes on one device by XLA's memory analysis
     (arguments + outputs - aliased + temporaries; None where the backend gives no analysis). The program is compiled
@@ -435,7 +445,7 @@ def epoch_memory_bytes(data: PreparedData, model: ModelSpec, hparams: Mapping[st
 AUTO_SIZE_PROBES = 4
 
 
-def fitting_group_size(data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any], options: TrainConfig,
+def fitting_group_size(data: PreparedData, model: ModelSpec, hparams: HParams, options: TrainConfig,
                        recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, budget: int | None = None,
                        platform: str | None = None) -> int:
     """The most candidates (at most `most` and `AUTO_GROUP_LIMIT`) whose compiled epoch on one device fits `budget`
@@ -477,7 +487,7 @@ def fitting_group_size(data: PreparedData, model: ModelSpec, hparams: Mapping[st
     return low
 
 
-def candidates_per_group(data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any], options: TrainConfig,
+def candidates_per_group(data: PreparedData, model: ModelSpec, hparams: HParams, options: TrainConfig,
                          recipe: TrainingRecipe = PLAIN_RECIPE, *, most: int, variants: bool = False) -> int:
     """How many of `most` candidates of one structure train together: `train.group_size` when it is a number; with
     auto on a CPU `group_size`'s choice (today's), on an accelerator as many as fit each device's memory
@@ -513,7 +523,7 @@ def _without_stopped(program: EpochProgram, slots: list[int], active: Sequence[b
     return program.narrowed(keep), [slots[position] for position in keep]
 
 
-def train_group(data: PreparedData, model: ModelSpec, hparams: Mapping[str, Any],
+def train_group(data: PreparedData, model: ModelSpec, hparams: HParams,
                 members: Sequence[GroupMember], options: TrainConfig, *, vectorize: bool = True,
                 log: Callable[[str], None] | None = None, recipe: TrainingRecipe = PLAIN_RECIPE) -> list[TrainOutcome]:
     """Train candidates that share an architecture (`model`) and its (non-lr) hyperparameters.

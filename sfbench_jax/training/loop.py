@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -37,7 +37,7 @@ from flax import nnx
 from jax.sharding import PartitionSpec as P
 
 from sfbench_jax.data.windows import LAYOUTS, Layout, WindowShape, gather_windows
-from sfbench_jax.methods.training import PLAIN_TRAINING, TrainTransform
+from sfbench_jax.methods.training import PLAIN_TRAINING, Latents, RecipeValues, TrainTransform
 
 if TYPE_CHECKING:
     import optax
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 CANDIDATE_AXIS = "candidates"
 #: Folded into a candidate's dropout key to start the method keys' namespace (larger than any epoch index).
 METHOD_NAMESPACE = 1_000_003
+
+#: A pytree of any structure (`stack_candidates`, `_next_state`'s choice between two states): truly generic.
+Tree = TypeVar("Tree")
 
 #: Adam of the protocol (protocol 5.1): beta (0.9, 0.999), eps 1e-8, no weight decay, no schedule, no
 #: clipping. The learning rate multiplies its direction outside, so it can differ per candidate.
@@ -73,12 +76,12 @@ class TrainState(NamedTuple):
         best_loss: float32 best validation loss so far (inf until one is finite).
     """
 
-    params: Any
-    batch_stats: Any
-    latents: Any
-    opt_state: Any
-    best_params: Any
-    best_batch_stats: Any
+    params: nnx.State
+    batch_stats: nnx.State
+    latents: Latents
+    opt_state: optax.OptState
+    best_params: nnx.State
+    best_batch_stats: nnx.State
     best_loss: jax.Array
 
 
@@ -96,11 +99,11 @@ class CandidateInputs(NamedTuple):
     """
 
     state: TrainState
-    other: Any
+    other: nnx.State
     dropout_key: jax.Array
     learning_rate: jax.Array
     active: jax.Array
-    recipe_values: Any = None
+    recipe_values: RecipeValues | None = None
 
 
 class EpochData(NamedTuple):
@@ -121,6 +124,10 @@ class EpochData(NamedTuple):
 
 #: Which inputs of `epoch(candidate, data, epoch)` carry the candidate axis (vmap's in_axes; the mesh's split).
 CANDIDATE_IN_AXES = (0, None, None)
+
+
+#: What the epoch's scan over steps carries: ((parameters, latents), batch statistics, Adam state).
+StepCarry = tuple[tuple[nnx.State, Latents], nnx.State, "optax.OptState"]
 
 
 class EpochMetrics(NamedTuple):
@@ -170,7 +177,7 @@ class EpochGeometry:
             raise ValueError("Need at least one validation batch and one batch per block.")
 
 
-def split_model(model: nnx.Module) -> tuple[nnx.GraphDef, nnx.GraphDef, Any, Any, Any]:
+def split_model(model: nnx.Module) -> tuple[nnx.GraphDef, nnx.GraphDef, nnx.State, nnx.State, nnx.State]:
     """Split a freshly built model into its train-mode and eval-mode graphdefs and its state.
 
     Returns:
@@ -186,7 +193,7 @@ def split_model(model: nnx.Module) -> tuple[nnx.GraphDef, nnx.GraphDef, Any, Any
     return train_graphdef, eval_graphdef, params, batch_stats, other
 
 
-def initial_state(params: Any, batch_stats: Any, latents: Any = None) -> TrainState:
+def initial_state(params: nnx.State, batch_stats: nnx.State, latents: Latents | None = None) -> TrainState:
     """Fresh optimiser state; the best checkpoint starts as the initial parameters with loss inf."""
     latents = {} if latents is None else latents
     return TrainState(params=params, batch_stats=batch_stats, latents=latents,
@@ -194,8 +201,8 @@ def initial_state(params: Any, batch_stats: Any, latents: Any = None) -> TrainSt
                       best_batch_stats=batch_stats, best_loss=jnp.asarray(jnp.inf, jnp.float32))
 
 
-def eval_mode_loss(eval_graphdef: nnx.GraphDef, transform: TrainTransform, params: Any, batch_stats: Any,
-                   other: Any, latents: Any, y: jax.Array) -> Callable[[jax.Array], jax.Array]:
+def eval_mode_loss(eval_graphdef: nnx.GraphDef, transform: TrainTransform, params: nnx.State, batch_stats: nnx.State,
+                   other: nnx.State, latents: Latents, y: jax.Array) -> Callable[[jax.Array], jax.Array]:
     """The batch loss of the frozen model in eval mode (dropout off, BatchNorm on its running statistics, which
     it does not update) as a function of the input: what PGD's attack climbs (protocol 4.1)."""
     module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
@@ -208,6 +215,9 @@ def method_key(dropout_key: jax.Array, epoch: jax.Array, step: jax.Array) -> jax
     return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(dropout_key, METHOD_NAMESPACE), epoch), step)
 
 
+#: The epoch of one candidate before it is vectorised and jitted: `epoch(candidate, data, epoch)`.
+EpochFn = Callable[[CandidateInputs, EpochData, jax.Array], tuple[TrainState, EpochMetrics]]
+
 #: Jitted epoch programs kept for reuse (candidates differing only in learning rate or seed share one; a vectorised
 #: group narrowed as its members stop uses one per width, about ten).
 EPOCH_PROGRAM_CACHE_SIZE = 32
@@ -217,7 +227,7 @@ EPOCH_PROGRAM_CACHE_SIZE = 32
 def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, *,
                   min_delta: float = 0.0, num_candidates: int | None = None,
                   mesh: jax.sharding.Mesh | None = None,
-                  transform: TrainTransform = PLAIN_TRAINING) -> Callable[..., Any]:
+                  transform: TrainTransform = PLAIN_TRAINING) -> jax.stages.Wrapped:
     """Build the jitted epoch program (cached by its static structure: graph definitions, geometry,
     min_delta, group width and mesh; JAX keeps its compiled programs per argument shape, so learning-rate
     and seed siblings compile once).
@@ -242,7 +252,7 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
         batches = order[: geometry.steps_per_epoch * batch].reshape(geometry.steps_per_epoch, batch)
         epoch_key = jax.random.fold_in(dropout_key, epoch)
 
-        def step(carry: tuple[Any, Any, Any], inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
+        def step(carry: StepCarry, inputs: tuple[jax.Array, jax.Array]) -> tuple[StepCarry, jax.Array]:
             (params, latents), batch_stats, opt_state = carry
             step_index, batch_ids = inputs
             x, y = gather_windows(series, train_starts[batch_ids], geometry.window, layout=geometry.layout)
@@ -267,8 +277,9 @@ def make_epoch_fn(train_graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, geo
     return _compiled(epoch_fn, num_candidates, mesh)
 
 
-def _training_loss(train_graphdef: nnx.GraphDef, trainable: tuple[Any, Any], batch_stats: Any, other: Any,
-                   key: jax.Array, x: jax.Array, y: jax.Array, transform: TrainTransform) -> tuple[jax.Array, Any]:
+def _training_loss(train_graphdef: nnx.GraphDef, trainable: tuple[nnx.State, Latents], batch_stats: nnx.State,
+                   other: nnx.State, key: jax.Array, x: jax.Array, y: jax.Array,
+                   transform: TrainTransform) -> tuple[jax.Array, nnx.State]:
     """One training batch's loss in train mode (dropout keyed by `key`) and the updated batch statistics."""
     params, latents = trainable
     module = nnx.merge(train_graphdef, params, batch_stats, other, copy=True)
@@ -277,8 +288,8 @@ def _training_loss(train_graphdef: nnx.GraphDef, trainable: tuple[Any, Any], bat
     return loss, nnx.state(module, nnx.BatchStat)
 
 
-def _validation_loss(eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, params: Any, batch_stats: Any,
-                     other: Any, latents: Any, series: jax.Array, val_starts: jax.Array,
+def _validation_loss(eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, params: nnx.State, batch_stats: nnx.State,
+                     other: nnx.State, latents: Latents, series: jax.Array, val_starts: jax.Array,
                      transform: TrainTransform) -> jax.Array:
     """The clean validation loss in eval mode: the mean over the validation batches, a block at a time."""
     module = nnx.merge(eval_graphdef, params, batch_stats, other, copy=True)
@@ -291,12 +302,12 @@ def _validation_loss(eval_graphdef: nnx.GraphDef, geometry: EpochGeometry, param
     return jnp.mean(means)
 
 
-def _next_state(state: TrainState, trained: tuple[Any, Any, Any, Any], active: jax.Array, improved: jax.Array,
-                val_loss: jax.Array) -> TrainState:
+def _next_state(state: TrainState, trained: tuple[nnx.State, nnx.State, Latents, optax.OptState], active: jax.Array,
+                improved: jax.Array, val_loss: jax.Array) -> TrainState:
     """The state after an epoch: an inactive candidate keeps its state, an improved one its new best."""
     params, batch_stats, latents, opt_state = trained
 
-    def choose(flag: jax.Array, new: Any, old: Any) -> Any:
+    def choose(flag: jax.Array, new: Tree, old: Tree) -> Tree:
         return jax.tree.map(lambda a, b: jnp.where(flag, a, b), new, old)
 
     return TrainState(
@@ -310,8 +321,7 @@ def _next_state(state: TrainState, trained: tuple[Any, Any, Any, Any], active: j
     )
 
 
-def _compiled(epoch_fn: Callable[..., Any], num_candidates: int | None,
-              mesh: jax.sharding.Mesh | None) -> Callable[..., Any]:
+def _compiled(epoch_fn: EpochFn, num_candidates: int | None, mesh: jax.sharding.Mesh | None) -> jax.stages.Wrapped:
     """`epoch_fn` jitted: alone, vectorised over `num_candidates`, or also split over `mesh`'s devices."""
     if num_candidates is None:
         return jax.jit(epoch_fn)
@@ -342,12 +352,12 @@ def candidate_shardings(mesh: jax.sharding.Mesh) -> tuple[jax.sharding.Sharding,
     return (jax.sharding.NamedSharding(mesh, P(CANDIDATE_AXIS)), jax.sharding.NamedSharding(mesh, P()))
 
 
-def stack_candidates(trees: list[Any]) -> Any:
+def stack_candidates(trees: list[Tree]) -> Tree:
     """Stack per-candidate pytrees along a new leading axis (one compiled program for the whole tree, not one
     per leaf shape)."""
     return _stacked(tuple(trees))
 
 
 @jax.jit
-def _stacked(trees: tuple[Any, ...]) -> Any:
+def _stacked(trees: tuple[Tree, ...]) -> Tree:
     return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)

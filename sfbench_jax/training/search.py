@@ -16,6 +16,7 @@ from typing import Any
 from flax import nnx
 
 from sfbench_jax.data.registry import DatasetSpec
+from sfbench_jax.models.hparams import HParams
 from sfbench_jax.models.registry import build_model, is_valid_combination, make_config
 from sfbench_jax.models.spec import ModelSpec
 
@@ -54,7 +55,7 @@ class Candidate:
 
 
 def search_space(spec: ModelSpec, grid: Mapping[str, Sequence[Any]] | None = None,
-                 fixed: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, ...]]:
+                 fixed: HParams | None = None) -> dict[str, tuple[Any, ...]]:
     """The grid to search: `grid` (default: the spec's grid) with the `fixed` keys pinned.
 
     Raises:
@@ -87,7 +88,7 @@ def expand_space(model: ModelSpec, space: Mapping[str, Sequence[Any]], *, input_
     return [combo for combo in combos if is_valid_combination(model, combo, input_len=input_len)]
 
 
-def explain_invalid(model: ModelSpec, hparams: Mapping[str, Any], *, input_len: int, horizon: int,
+def explain_invalid(model: ModelSpec, hparams: HParams, *, input_len: int, horizon: int,
                     num_channels: int, target_indices: Sequence[int]) -> str:
     """Why `hparams` cannot be built for this window: the model's own error message."""
     try:
@@ -101,7 +102,7 @@ def explain_invalid(model: ModelSpec, hparams: Mapping[str, Any], *, input_len: 
 
 
 def check_search_space(model: ModelSpec, grid: Mapping[str, Sequence[Any]] | None,
-                       fixed: Mapping[str, Any] | None, *, spec: DatasetSpec) -> None:
+                       fixed: HParams | None, *, spec: DatasetSpec) -> None:
     """Raise a ValueError naming the first problem of a search space, before any work: an unknown
     hyperparameter, a value the architecture rejects (its own message), or no combination that can be built for
     the dataset's window."""
@@ -120,7 +121,7 @@ def check_search_space(model: ModelSpec, grid: Mapping[str, Sequence[Any]] | Non
                          f"horizon={spec.horizon}): {reason} Change model.hparams / model.grid.")
 
 
-def _builds(model: ModelSpec, hparams: Mapping[str, Any]) -> bool:
+def _builds(model: ModelSpec, hparams: HParams) -> bool:
     try:
         make_config(model, hparams)
     except ValueError:

@@ -42,7 +42,7 @@ import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import jax
 import numpy as np
@@ -152,7 +152,7 @@ class CandidateResult:
     code_version: str
     recipe: dict[str, Any] = field(default_factory=dict, hash=False)
     variant: str = "baseline"
-    checkpoint_files: dict[str, list[Any]] = field(default_factory=dict, hash=False, compare=False)
+    checkpoint_files: dict[str, list[int | str]] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def is_finished(self) -> bool:
@@ -332,7 +332,7 @@ class Claim:
     """
 
     def __init__(self) -> None:
-        self._handles: list[Any] = []
+        self._handles: list[TextIO] = []
 
     def add(self, path: Path, *, wait: bool) -> bool:
         """Lock `path` too; False if another process holds it and `wait` is False."""
@@ -368,13 +368,13 @@ def _delete_fix(folder: Path) -> str:
             "train.store_dir.")
 
 
-def checkpoint_files(target: Path) -> dict[str, list[Any]]:
+def checkpoint_files(target: Path) -> dict[str, list[int | str]]:
     """`{relative path: [bytes, sha256]}` of every file under a checkpoint folder, in path order."""
     return {path.relative_to(target).as_posix(): [path.stat().st_size, file_sha256(path)]
             for path in sorted(target.rglob("*")) if path.is_file()}
 
 
-def _verify_checkpoint(target: Path, recorded: Mapping[str, Sequence[Any]], folder: Path) -> None:
+def _verify_checkpoint(target: Path, recorded: Mapping[str, Sequence[object]], folder: Path) -> None:
     """Raise a ValueError when the checkpoint's files differ from the record, or there is no record to check them
     against (an emptied `checkpoint_files` would switch the check off: it is refused, never trusted)."""
     if not recorded:

@@ -22,6 +22,7 @@ from sfbench_jax.config import TrainConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.methods.spec import MethodSpec, read_only
+from sfbench_jax.models.hparams import HParams
 from sfbench_jax.models.spec import ModelSpec
 from sfbench_jax.plugins.code_identity import engine_identity, top_level_digest
 from sfbench_jax.plugins.entry_points import code_fingerprint
@@ -102,7 +103,7 @@ def code_identity(model: ModelSpec, method: MethodSpec) -> dict[str, Any]:
 
 
 def plan_search(data: PreparedData, model: ModelSpec, *, options: TrainConfig,
-                grid: Mapping[str, Sequence[Any]] | None = None, fixed: Mapping[str, Any] | None = None,
+                grid: Mapping[str, Sequence[Any]] | None = None, fixed: HParams | None = None,
                 method: MethodSpec | None = None) -> SearchPlan:
     """Sample the baseline candidates of a cell (`options.candidate_budget` of them, seeded by
     `options.master_seed`) and compute their identities (`method`: the baseline's spec unless given).
@@ -131,7 +132,7 @@ def plan_search(data: PreparedData, model: ModelSpec, *, options: TrainConfig,
 
 
 def plan_method_search(data: PreparedData, model: ModelSpec, method: MethodSpec, *,
-                       recipes: Mapping[str, Sequence[Any]], inherited: Mapping[str, Any], options: TrainConfig,
+                       recipes: Mapping[str, Sequence[Any]], inherited: HParams, options: TrainConfig,
                        budget: int | None) -> SearchPlan:
     """The variants of a method cell (protocol 4, 5.3): recipe combinations in key order (first key slowest),
     shuffled with the method's tuning seed and cut to `budget` (None: every combination, in grid order, as
