@@ -30,11 +30,10 @@ from typing import Any
 import numpy as np
 from flax import nnx
 
-from sfbench_jax.config import MethodConfig, RunConfig
+from sfbench_jax.config import RunConfig
 from sfbench_jax.data.prepared import PreparedData
 from sfbench_jax.evaluation import Evaluation, evaluate_predictor, predict_fn, validation_mse, validation_mses
 from sfbench_jax.methods import method_grid
-from sfbench_jax.methods.registry import METHODS
 from sfbench_jax.methods.spec import MethodSpec, read_only
 from sfbench_jax.models.restore import build_for, restore_model
 from sfbench_jax.models.spec import ModelSpec
@@ -163,7 +162,7 @@ def select_wrapper(data: PreparedData, cell: ResolvedCell, store: CandidateStore
     baseline = _baseline_of(data, cell, store, log)
     plan = plan_method_search(data, cell.model, cell.method, recipes=method_grid(cell.method, cfg.method.grid),
                               inherited=baseline.winner.hparams, options=cfg.train, budget=None)
-    stored = StoredPredictors(data, _required(store, cell.model.name), cell.model)
+    stored = StoredPredictors(data, _required(store, cell.model.name), baseline.plan)
     records = []
     for position, candidate in enumerate(plan.candidates):
         predict, state = wrapped_predictor(data, cell.method, candidate.recipe, baseline, stored)
@@ -220,18 +219,19 @@ def plan_specs(plan: SearchPlan) -> tuple[ModelSpec, MethodSpec]:
 
 
 class StoredPredictors:
-    """Predictors of stored baseline candidates (of the model `model`), each restored from the store once (a
+    """Predictors of the stored candidates of one plan (a wrapper's baseline), each restored from the store once (a
     wrapper's variants share them)."""
 
-    def __init__(self, data: PreparedData, store: CandidateStore, model: ModelSpec) -> None:
-        self.data, self.store, self.model = data, store, model
+    def __init__(self, data: PreparedData, store: CandidateStore, plan: SearchPlan) -> None:
+        self.data, self.store = data, store
+        self.model, self.method = plan_specs(plan)
         self._cache: dict[str, tuple[Predictor, Any]] = {}
 
     def get(self, result: CandidateResult) -> tuple[Predictor, Any]:
-        """`(predict, state)` of a finished baseline candidate."""
+        """`(predict, state)` of a finished candidate of the plan."""
         if result.candidate_hash not in self._cache:
             self._cache[result.candidate_hash] = candidate_predictor(
-                self.data, result, self.store.restore(result), self.model, METHODS[MethodConfig().name])
+                self.data, result, self.store.restore(result), self.model, self.method)
         return self._cache[result.candidate_hash]
 
 
@@ -270,7 +270,8 @@ def winner_predictor(data: PreparedData, selection: Selection, store: CandidateS
     if selection.kind == "wrapped":
         assert selection.baseline is not None  # a wrapped selection chose from the baseline's candidates
         return wrapped_predictor(data, method, winner.recipe, selection.baseline,
-                                 StoredPredictors(data, _required(store, winner.architecture), model))
+                                 StoredPredictors(data, _required(store, winner.architecture),
+                                                  selection.baseline.plan))
     weights = _required(store, winner.architecture).restore(winner) if selection.is_trained else NO_WEIGHTS
     return candidate_predictor(data, winner, weights, model, method)
 
