@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +36,6 @@ from sfbench_jax.faults.registry import TRANSFER_PROFILES, get_fault
 from sfbench_jax.faults.severity import SEVERITY_BITS
 from sfbench_jax.faults.streams import stream_words
 from sfbench_jax.methods import barron_nll
-from sfbench_jax.methods.spec import Recipe
 from sfbench_jax.models.revin import RevINConfig
 
 #: PGD's sign-step size (protocol 4.1: fixed 0.02).
@@ -244,18 +243,18 @@ def dataset_facts(*, mean: np.ndarray, std: np.ndarray, pool: tuple[int, ...], i
                         num_channels=num_channels, pool=tuple(pool))
 
 
-def adversarial_training(recipe: Recipe, facts: DatasetFacts) -> AdversarialTraining:
+def adversarial_training(recipe: Mapping[str, Any], facts: DatasetFacts) -> AdversarialTraining:
     """PGD's step transform of a recipe (`eps`, `steps`)."""
     del facts
     return AdversarialTraining(eps=float(recipe["eps"]), steps=int(recipe["steps"]))
 
 
-def randomized_training(recipe: Recipe, facts: DatasetFacts) -> RandomizedTraining:
+def randomized_training(recipe: Mapping[str, Any], facts: DatasetFacts) -> RandomizedTraining:
     """Randomized training's step transform of a recipe (`sigma`) on this dataset's continuous channels."""
     return RandomizedTraining(sigma=float(recipe["sigma"]), offsets=facts.offsets, continuous=facts.continuous)
 
 
-def fault_augmentation(recipe: Recipe, facts: DatasetFacts) -> FaultAugmentation:
+def fault_augmentation(recipe: Mapping[str, Any], facts: DatasetFacts) -> FaultAugmentation:
     """Fault augmentation's step transform of a recipe (`profile`, `p`, `s_max`, `frac_max`)."""
     ctx = FaultContext(input_len=facts.input_len, num_channels=facts.num_channels, pool=facts.pool,
                        max_channel_fraction=float(recipe["frac_max"]))
@@ -263,13 +262,13 @@ def fault_augmentation(recipe: Recipe, facts: DatasetFacts) -> FaultAugmentation
                              ctx=ctx)
 
 
-def adaptive_robust_loss(recipe: Recipe, facts: DatasetFacts) -> AdaptiveRobustLoss:
+def adaptive_robust_loss(recipe: Mapping[str, Any], facts: DatasetFacts) -> AdaptiveRobustLoss:
     """The adaptive robust loss's transform of a recipe (`alpha_lo`, `alpha_init`, `scale_lo`, `scale_init`)."""
     del facts
     return AdaptiveRobustLoss(**{key: float(recipe[key]) for key in ("alpha_lo", "alpha_init", "scale_lo",
                                                                      "scale_init")})
 
 
-def revin(recipe: Recipe) -> RevINConfig:
+def revin(recipe: Mapping[str, Any]) -> RevINConfig:
     """The RevIN wrapper a RevIN recipe (`affine`) puts around the model."""
     return RevINConfig(affine=bool(recipe["affine"]))
