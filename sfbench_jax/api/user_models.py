@@ -30,7 +30,7 @@ from sfbench_jax.evaluation import predict_fn, validation_mses
 from sfbench_jax.models.external import ExternalModel
 from sfbench_jax.models.registry import MODELS
 from sfbench_jax.pipeline.cell import Selection
-from sfbench_jax.pipeline.contracts import BATCH_TOLERANCE, probe_windows
+from sfbench_jax.pipeline.contracts import batch_dependence, probe_windows
 from sfbench_jax.predictors.protocol import ModelState, PredictFn, Predictor
 from sfbench_jax.training import Candidate, SearchPlan, candidate_hash, plan_search, select_winner, untrained_record
 
@@ -149,18 +149,16 @@ def module_model(module: nnx.Module, data: PreparedData, *, name: str) -> UserMo
 def check_batch_independence(predict: PredictFn, state: ModelState, windows: np.ndarray, *, label: str) -> None:
     """Refuse a module whose forecast of a window depends on the windows that share its batch (statistics of the
     batch): its scores would change with the engine's block size. `forecast(x)[:1]` and `forecast(x[:1])` on real
-    windows must agree within the pipeline's tolerance for plug-in models (`contracts.BATCH_TOLERANCE`)."""
+    windows must agree as the pipeline requires of a plug-in model (`contracts.batch_dependence`)."""
     x = jnp.asarray(windows)
     together, alone = (np.asarray(forecast) for forecast in jax.jit(lambda s: (predict(s, x)[:1], predict(s, x[:1])))(
         state))
-    difference = float(np.max(np.abs(together - alone), initial=0.0))
-    scale = 1.0 + float(np.max(np.abs(together), initial=0.0))
-    if not difference <= BATCH_TOLERANCE * scale:
+    gap = batch_dependence(together, alone)
+    if gap is not None:
         raise ValueError(f"sfb.evaluate: {label}'s forecast of a window depends on which windows share its batch "
-                         f"(forecast(x)[:1] and forecast(x[:1]) differ by {difference:.3g} on {len(windows)} real "
-                         f"windows of the dataset), so its scores would change with the engine's block size; normalise "
-                         "each window by its own statistics (not the batch's), or keep batch statistics fixed in eval "
-                         "mode.")
+                         f"(forecast(x)[:1] and forecast(x[:1]) on {len(windows)} real windows of the dataset: {gap}), "
+                         "so its scores would change with the engine's block size; normalise each window by its own "
+                         "statistics (not the batch's), or keep batch statistics fixed in eval mode.")
 
 
 def weights_digest(module: nnx.Module) -> str:

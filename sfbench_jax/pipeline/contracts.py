@@ -255,7 +255,19 @@ def _check_model_batch(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shap
         return np.asarray(together), np.asarray(alone)
 
     together, alone = _computed("Model", spec, section, forecasts)
-    first = together[:1]
+    gap = batch_dependence(together[:1], alone)
+    if gap is not None:
+        raise _broken("Model", spec, f"__call__(x)[:1] differs from __call__(x[:1]) on {len(windows)} real windows "
+                      f"of the dataset ({gap}): a window's forecast depends on which "
+                      "windows share its batch (statistics of the batch, e.g. batch normalisation with the batch's "
+                      "mean in eval mode), so the scores change with the evaluation's block size; normalise each "
+                      "window by its own statistics", section)
+
+
+def batch_dependence(first: np.ndarray, alone: np.ndarray) -> str | None:
+    """How a window's forecast in its batch (`first`, `model(x)[:1]`) differs from its forecast alone (`alone`,
+    `model(x[:1])`) beyond `BATCH_TOLERANCE` ("largest difference 0.25", or NaN / inf in different places); None
+    when they agree (NaN and inf in the same places, finite values within the tolerance)."""
     finite = np.isfinite(first) & np.isfinite(alone)
     same_gaps = np.array_equal(np.isnan(first), np.isnan(alone)) and np.array_equal(first[np.isinf(first)],
                                                                                      alone[np.isinf(first)])
@@ -263,13 +275,9 @@ def _check_model_batch(spec: ModelSpec, hparams: Mapping[str, Any], shapes: Shap
         gaps = np.abs(first - alone)
     difference = float(np.max(gaps, where=finite, initial=0.0)) if same_gaps else float("nan")
     scale = 1.0 + float(np.max(np.abs(first), where=finite, initial=0.0))
-    if not difference <= BATCH_TOLERANCE * scale:
-        gap = f"largest difference {difference:.3g}" if same_gaps else "NaN or inf forecasts in different places"
-        raise _broken("Model", spec, f"__call__(x)[:1] differs from __call__(x[:1]) on {len(windows)} real windows "
-                      f"of the dataset ({gap}): a window's forecast depends on which "
-                      "windows share its batch (statistics of the batch, e.g. batch normalisation with the batch's "
-                      "mean in eval mode), so the scores change with the evaluation's block size; normalise each "
-                      "window by its own statistics", section)
+    if difference <= BATCH_TOLERANCE * scale:
+        return None
+    return f"largest difference {difference:.3g}" if same_gaps else "NaN or inf forecasts in different places"
 
 
 def ignores_its_input(predict: Predictor, state: ModelState, windows: np.ndarray) -> bool:
